@@ -1,0 +1,160 @@
+/*
+ * mxattn: run-time generated, autotuned low-bit attention kernels.
+ *
+ * The shape of this API follows cuBLASLt: describe the problem, make a plan for
+ * it (which picks and compiles a kernel), then run the plan as often as you
+ * like on the caller's stream.  Handles are opaque; every call returns a
+ * status; mxattn_last_error() holds the message of the last failure on the
+ * calling thread.  The library never prints, aborts or exits.
+ *
+ *     mxattn_ctx *ctx;  mxattn_plan *plan;  mxattn_problem p;
+ *     mxattn_create(&ctx, NULL);
+ *     mxattn_problem_init(&p, "f16", 128);
+ *     p.batch = 4; p.heads_q = 32; p.heads_kv = 8; p.seq_q = p.seq_k = 4096;
+ *     mxattn_plan_create(ctx, &p, NULL, &plan);
+ *     mxattn_run(plan, q, k, v, o, NULL, stream);
+ *     mxattn_plan_destroy(plan);  mxattn_destroy(ctx);
+ */
+#ifndef MXATTN_H
+#define MXATTN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MXATTN_VERSION "0.1.0"
+
+typedef enum {
+    MXATTN_OK = 0,
+    MXATTN_ERROR_INVALID_VALUE,   /* a bad argument: shape, stride, family, flag */
+    MXATTN_ERROR_NULL_POINTER,    /* a required pointer was NULL */
+    MXATTN_ERROR_MISALIGNED,      /* a device pointer or stride breaks the plan's alignment */
+    MXATTN_ERROR_UNSUPPORTED,     /* legal request this build or device cannot do */
+    MXATTN_ERROR_NO_DRIVER,       /* libcuda.so.1 could not be opened */
+    MXATTN_ERROR_NO_DEVICE,       /* driver present, no usable GPU */
+    MXATTN_ERROR_NO_COMPILER,     /* libnvrtc could not be opened */
+    MXATTN_ERROR_COMPILE,         /* NVRTC rejected the generated source (log in the message) */
+    MXATTN_ERROR_TEMPLATE,        /* a Lua template failed */
+    MXATTN_ERROR_CUDA,            /* a driver call failed */
+    MXATTN_ERROR_OUT_OF_MEMORY,
+    MXATTN_ERROR_OUT_OF_RESOURCES,/* kernel needs more registers or shared memory than the GPU has */
+    MXATTN_ERROR_CACHE,           /* the database could not be opened or written */
+    MXATTN_ERROR_CACHE_CORRUPT,   /* the database was corrupt (it is moved aside and rebuilt) */
+    MXATTN_ERROR_IO,              /* a file could not be read or written */
+    MXATTN_ERROR_NOT_FOUND,       /* a lookup found nothing */
+    MXATTN_ERROR_WRONG_RESULT,    /* a kernel's output failed its check against the reference */
+    MXATTN_ERROR_INTERNAL
+} mxattn_status;
+
+typedef enum { MXATTN_F16 = 0, MXATTN_BF16 = 1 } mxattn_dtype;
+
+/* Memory layout of Q, K, V and O when no explicit strides are given.
+ * BHND is [batch, heads, seq, dim]; BNHD is [batch, seq, heads, dim]. */
+typedef enum { MXATTN_LAYOUT_BHND = 0, MXATTN_LAYOUT_BNHD = 1 } mxattn_layout;
+
+/* Which keys a query may see.  TOP_LEFT is PyTorch SDPA's is_causal (query i
+ * sees keys j <= i); BOTTOM_RIGHT is FlashAttention's (the last query sees
+ * every key: j <= i + seq_k - seq_q).  A query row that sees no key at all
+ * gets an output of zeros and a log-sum-exp of -inf. */
+typedef enum {
+    MXATTN_CAUSAL_NONE = 0,
+    MXATTN_CAUSAL_TOP_LEFT = 1,
+    MXATTN_CAUSAL_BOTTOM_RIGHT = 2
+} mxattn_causal;
+
+/* Strides in elements, for [batch, head, seq]; the dim stride must be 1. */
+typedef struct { int64_t batch, head, seq; } mxattn_strides;
+
+/* The problem: what to compute.  Fill it with mxattn_problem_init(), then set
+ * what differs from the defaults. */
+typedef struct {
+    const char *family;        /* "f16", "int8-f16", "int8-fp8", "nvfp4", "mxfp4", "nvfp4-int8qk" */
+    int head_dim;              /* 8 .. 256, any value */
+    int batch, heads_q, heads_kv; /* heads_q must be a multiple of heads_kv (grouped-query) */
+    int seq_q, seq_k;          /* >= 1, need not be equal */
+    mxattn_causal causal;
+    mxattn_dtype dtype;        /* of Q, K, V */
+    mxattn_dtype out_dtype;    /* of O */
+    mxattn_layout layout;      /* used for any strides left at zero */
+    mxattn_strides q_strides, k_strides, v_strides, o_strides; /* all zero: from layout, contiguous */
+    float sm_scale;            /* 0: 1/sqrt(head_dim) */
+    int return_lse;            /* 1: mxattn_run writes the natural-log LSE, fp32 [batch, heads_q, seq_q] */
+    int direct_p;              /* FP4 families: quantize P with the direct scale (for comparison only) */
+    int smooth_k;              /* quantized families: subtract K's channel mean (default 1) */
+} mxattn_problem;
+
+/* Library-wide options; NULL in mxattn_create() means all defaults. */
+typedef struct {
+    const char *db_path;       /* NULL: $MXATTN_CACHE, else $XDG_CACHE_HOME/mxattn/mxattn.db */
+    const char *tune_policy;   /* NULL: $MXATTN_TUNE, else "off"; also "first-use", "background" */
+    int device;                /* CUDA device ordinal, default 0 */
+    int no_cache;              /* 1: use no database at all */
+} mxattn_options;
+
+typedef struct mxattn_ctx mxattn_ctx;
+typedef struct mxattn_plan mxattn_plan;
+
+/* What a plan chose and how it got it. */
+typedef struct {
+    char config[256];          /* the kernel configuration, "key=value ..." */
+    char kernel_name[128];
+    const char *config_source; /* "explicit", "tuned", "default" */
+    int cubin_from_cache;      /* 1: the binary came from the database, NVRTC was not run */
+    double compile_ms;         /* NVRTC time spent making this plan (0 on a cache hit) */
+    double create_ms;          /* wall time of mxattn_plan_create */
+    int registers, shared_bytes, spill_bytes;
+    size_t workspace_bytes;
+} mxattn_plan_info;
+
+const char *mxattn_version(void);
+const char *mxattn_status_string(mxattn_status s);
+/* Message of the last failure on this thread; "" if none. */
+const char *mxattn_last_error(void);
+
+mxattn_status mxattn_options_init(mxattn_options *opts);
+mxattn_status mxattn_create(mxattn_ctx **out, const mxattn_options *opts);
+void mxattn_destroy(mxattn_ctx *ctx); /* NULL is a no-op */
+
+mxattn_status mxattn_problem_init(mxattn_problem *p, const char *family, int head_dim);
+/* Checks a problem without touching the GPU. */
+mxattn_status mxattn_problem_check(const mxattn_problem *p);
+
+/* Makes a plan.  config is NULL to let mxattn choose (tuned database entry, or
+ * the heuristic default), or an explicit "block_m=64 block_n=64 ..." string. */
+mxattn_status mxattn_plan_create(mxattn_ctx *ctx, const mxattn_problem *p,
+                                 const char *config, mxattn_plan **out);
+mxattn_status mxattn_plan_get_info(const mxattn_plan *plan, mxattn_plan_info *info);
+void mxattn_plan_destroy(mxattn_plan *plan); /* NULL is a no-op */
+
+/* Runs the plan on `stream` (a CUstream; NULL is the legacy default stream).
+ * q, k, v, o are device pointers laid out as the problem says; lse is NULL or
+ * a device pointer to batch*heads_q*seq_q floats.  Runs asynchronously. */
+mxattn_status mxattn_run(mxattn_plan *plan, const void *q, const void *k,
+                         const void *v, void *o, float *lse, void *stream);
+
+/* The legal configurations for a problem, best first by a cheap analytic
+ * prior, without compiling or running anything.  Writes up to `max` strings
+ * into configs[] (each freed with mxattn_free); *count gets the total. */
+mxattn_status mxattn_candidates(mxattn_ctx *ctx, const mxattn_problem *p,
+                                char **configs, int max, int *count);
+
+/* Tunes the problem's (family, shape, sequence bucket) on the present GPU and
+ * stores the winner in the database.  best_config (may be NULL) receives the
+ * winner; speedup (may be NULL) its speed-up over the heuristic default. */
+mxattn_status mxattn_tune(mxattn_ctx *ctx, const mxattn_problem *p,
+                          char *best_config, size_t best_config_len, double *speedup);
+
+/* Tuned configurations in the database, as JSON (an array of objects).
+ * filter is NULL or "key=value ..." over gpu, family, head_dim, dtype, causal.
+ * *json is freed with mxattn_free. */
+mxattn_status mxattn_query(mxattn_ctx *ctx, const char *filter, char **json);
+
+void mxattn_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,30 @@
+#include "err.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Long enough for an NVRTC log excerpt plus context. */
+#define MX_ERR_CAP 8192
+static _Thread_local char g_message[MX_ERR_CAP];
+
+mxattn_status mx_fail(mxattn_status s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_message, sizeof g_message, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+mxattn_status mx_fail_context(mxattn_status s, const char *fmt, ...) {
+    char prefix[512], old[MX_ERR_CAP];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    memcpy(old, g_message, sizeof old);
+    snprintf(g_message, sizeof g_message, "%s: %s", prefix, old);
+    return s;
+}
+
+void mx_clear_error(void) { g_message[0] = 0; }
+const char *mx_error_message(void) { return g_message; }
