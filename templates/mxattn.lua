@@ -1,4 +1,111 @@
--- Entry point of the templates; functions here are what C calls (gen/gen.h).
+-- Entry point of the templates: the functions C calls through gen/gen.h.
+-- Every argument and result is text; parameter tables travel as canonical
+-- "key=value ..." strings (see space.lua).
+local S = require("space")
 local M = {}
-function M.version() return "0" end
+
+-- Families are required up front so the template hash covers them all.
+local FAMILY = {}
+for _, name in ipairs(S.by_name.family.values) do
+  local ok, mod = pcall(require, "families." .. S.family_module(name))
+  if ok then FAMILY[name] = mod end
+end
+
+local function family_of(t)
+  local fam = FAMILY[t.family]
+  if not fam then error("invalid parameter family=" .. tostring(t.family) .. ": not built yet", 0) end
+  return fam
+end
+
+local function parse_numbers(text)
+  local t = {}
+  for key, value in string.gmatch(text or "", "([%w_]+)=([^%s]+)") do t[key] = tonumber(value) or value end
+  return t
+end
+
+-- A full, validated table: shape parameters from `text`, knobs from `text`
+-- or else the family's heuristic default.
+local function complete(text)
+  local t = S.parse(text)
+  if t.family == nil then error("invalid parameter family: missing", 0) end
+  local fam = family_of(t)
+  local probe = {}
+  for k, v in pairs(t) do probe[k] = v end
+  for _, p in ipairs(S.params) do
+    if probe[p.name] == nil and p.default ~= nil and p.default ~= "same as dtype" then probe[p.name] = p.default end
+  end
+  if probe.head_dim == nil then error("invalid parameter head_dim: missing", 0) end
+  -- Knobs the caller left out come from the family's heuristic default.
+  for k, v in pairs(fam.default(probe)) do
+    if t[k] == nil then t[k] = v end
+  end
+  return S.validate(t), fam
+end
+
+function M.params_help() return S.help() end
+
+-- One line per parameter, "name bool|value", so a command line can turn
+-- --head-dim 80 and --causal into a parameter table without knowing the space.
+function M.flag_spec()
+  local lines = {}
+  for _, p in ipairs(S.params) do
+    local is_bool = p.values and #p.values == 2 and tonumber(p.values[1]) ~= nil
+                    and math.max(p.values[1], p.values[2]) == 1 and math.min(p.values[1], p.values[2]) == 0
+    lines[#lines + 1] = p.name .. (is_bool and " bool" or " value")
+  end
+  return table.concat(lines, "\n")
+end
+
+-- Canonical text of the source-determining parameters (shape + knobs).
+function M.validate(text)
+  local t = complete(text)
+  return S.canonical(t, S.SOURCE_ROLES)
+end
+
+-- Canonical text of the knobs alone.
+function M.knobs(text)
+  local t = complete(text)
+  return S.canonical(t, S.KNOB_ROLES)
+end
+
+function M.render(text)
+  local t, fam = complete(text)
+  return fam.render(t, S.canonical(t, S.SOURCE_ROLES))
+end
+
+-- Launch plan for a problem: "workspace N" then one line per kernel,
+-- "kernel NAME GX GY GZ THREADS SMEM", in launch order.
+function M.launch(text, problem)
+  local t, fam = complete(text)
+  local pr = parse_numbers(problem)
+  local plan = fam.launches(t, pr, S.canonical(t, S.SOURCE_ROLES))
+  local lines = { "workspace " .. plan.workspace }
+  for _, k in ipairs(plan.kernels) do
+    lines[#lines + 1] = string.format("kernel %s %d %d %d %d %d", k.name, k.grid[1], k.grid[2], k.grid[3], k.block, k.smem)
+  end
+  for i, off in ipairs(plan.ws_off or {}) do lines[#lines + 1] = string.format("wsoff %d %d", i - 1, off) end
+  return table.concat(lines, "\n")
+end
+
+-- Every legal knob setting for the shape in `text`, best prior first, one
+-- canonical knob string per line; the heuristic default is always first.
+function M.candidates(text)
+  local base = S.parse(text)
+  for _, p in ipairs(S.params) do if p.role == "knob" then base[p.name] = nil end end
+  local t, fam = complete(S.canonical(base))
+  local default_knobs = S.canonical(t, S.KNOB_ROLES)
+  local all = S.enumerate(base)
+  table.sort(all, function(x, y)
+    local px, py = fam.prior(x), fam.prior(y)
+    if px ~= py then return px > py end
+    return S.canonical(x, S.KNOB_ROLES) < S.canonical(y, S.KNOB_ROLES)
+  end)
+  local out = { default_knobs }
+  for _, c in ipairs(all) do
+    local k = S.canonical(c, S.KNOB_ROLES)
+    if k ~= default_knobs then out[#out + 1] = k end
+  end
+  return table.concat(out, "\n")
+end
+
 return M

@@ -1,0 +1,61 @@
+-- Tile loads: global -> shared memory with cp.async, ROWS x D_PAD halves per
+-- tile, row stride RS.  Rows past the sequence and columns past D are zero-
+-- filled, which is how the kernel pads any head dimension without the caller
+-- padding.  The copy width follows `align`: cp.async moves 16, 8 or 4 bytes,
+-- so align=1 (odd head dims) falls back to plain 2-byte loads.
+local U = require("util")
+
+local copy_chunk = {
+  [8] = [[
+  const bool ok = row_ok && col < D;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(ok ? src : base), "r"(ok ? 16 : 0));]],
+  [4] = [[
+#pragma unroll
+  for (int j = 0; j < 2; j++) {
+    const bool ok = row_ok && col + 4 * j < D;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" :: "r"(dst + 8 * j), "l"(ok ? src + 4 * j : base), "r"(ok ? 8 : 0));
+  }]],
+  [2] = [[
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    const bool ok = row_ok && col + 2 * j < D;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"(dst + 4 * j), "l"(ok ? src + 2 * j : base), "r"(ok ? 4 : 0));
+  }]],
+  [1] = [[
+#pragma unroll
+  for (int j = 0; j < 8; j++) {
+    u16 x = 0;
+    if (row_ok && col + j < D) x = src[j];
+    asm volatile("st.shared.u16 [%0], %1;" :: "r"(dst + 2 * j), "h"(x));
+  }]],
+}
+
+return function(p)
+  return U.fill([[
+MX_INLINE void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N> MX_INLINE void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N)); }
+
+// One 16-byte chunk (8 halves) of a row; `base` is any valid address, used
+// as the source of zero-filled copies so no lane reads out of bounds.
+MX_INLINE void copy_chunk(u32 dst, const u16 *src, const u16 *base, bool row_ok, int col) {
+${COPY}
+}
+
+// Rows [row0, row0 + ROWS) of a [seq, D] slice (seq stride `ss`) into a
+// shared tile; rows at or past `rows` become zeros.
+template <int ROWS>
+MX_INLINE void load_tile(u16 *tile, const u16 *g, i64 ss, int row0, int rows) {
+  constexpr int CPR = D_PAD / 8;                  // 16-byte chunks per row
+  constexpr int CHUNKS = ROWS * CPR;
+#pragma unroll
+  for (int i = 0; i < (CHUNKS + THREADS - 1) / THREADS; i++) {
+    const int c = threadIdx.x + i * THREADS;
+    if (CHUNKS % THREADS != 0 && c >= CHUNKS) break;
+    const int r = c / CPR, col = (c % CPR) * 8;
+    const bool row_ok = row0 + r < rows;
+    const u16 *src = g + (row_ok ? (i64)(row0 + r) * ss : 0) + col;
+    copy_chunk(smem_addr(tile + r * RS + col), src, g, row_ok, col);
+  }
+}
+]], { COPY = copy_chunk[p.align] })
+end

@@ -1,0 +1,60 @@
+-- The start of every generated source: fixed-width types, the argument struct
+-- every kernel takes, and the handful of PTX wrappers the kernels need.  The
+-- source includes no toolkit header, so NVRTC compiles it with no include path.
+return function()
+  return [[
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef long long i64;
+
+// One argument struct for every kernel; its layout must match
+// mx_kernel_args in runtime/kernel_args.h (same field order and types).
+struct mx_kernel_args {
+  const void *q, *k, *v;
+  void *o;
+  float *lse;
+  void *ws;                       // workspace: quantized operands, scales
+  i64 q_sb, q_sh, q_ss;           // strides in elements: batch, head, seq
+  i64 k_sb, k_sh, k_ss;
+  i64 v_sb, v_sh, v_ss;
+  i64 o_sb, o_sh, o_ss;
+  int batch, heads_q, heads_kv, seq_q, seq_k;
+  int causal_offset;              // key j is visible to query i iff j <= i + causal_offset
+  float scale_log2;               // sm_scale * log2(e): softmax runs in base 2
+  float sm_scale;
+  int gqa;                        // heads_q / heads_kv
+  int pad0;
+  u64 ws_off[8];                  // byte offsets of workspace sections
+};
+
+#define MX_INLINE __device__ __forceinline__
+#define MX_NEG_INF __int_as_float(0xff800000)
+
+MX_INLINE u32 smem_addr(const void *p) {
+  u32 a;
+  asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
+MX_INLINE float fast_exp2(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+MX_INLINE float fast_log2(float x) { float y; asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+MX_INLINE float fast_rcp(float x) { float y; asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+
+MX_INLINE float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+MX_INLINE float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// Two floats to a packed pair, `lo` in the low half (round to nearest even).
+MX_INLINE u32 pack_bf16(float lo, float hi) { u32 r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
+MX_INLINE u32 pack_f16(float lo, float hi) { u32 r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
+MX_INLINE u16 to_bf16(float x) { u16 r; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(x)); return r; }
+MX_INLINE u16 to_f16(float x) { u16 r; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(x)); return r; }
+]]
+end

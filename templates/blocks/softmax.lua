@@ -1,0 +1,53 @@
+-- Online softmax (FlashAttention-2) over one key tile, in base 2: scores are
+-- scaled by sm_scale*log2(e) so each exponential is one ex2 instruction.
+-- row_max and row_sum are per thread for its rows g and g+8; row_sum stays a
+-- per-thread partial sum (the four lanes of a row are summed once, at the end).
+return function(p)
+  return [[
+// Masks scores of keys past seq_k, and (causal) past each row's diagonal.
+MX_INLINE void mask_scores(float (&s)[MT][NT][4], int row0, int key0, int seq_k, int causal_offset) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int row = row0 + mt * 16 + lane / 4 + 8 * (e / 2);
+        const int key = key0 + nt * 8 + (lane % 4) * 2 + (e % 2);
+        if (key >= seq_k || (CAUSAL && key > row + causal_offset)) s[mt][nt][e] = MX_NEG_INF;
+      }
+}
+
+// Turns scores into probabilities against the running row maximum, rescales
+// the running sum and the output accumulator by exp2(old_max - new_max).
+MX_INLINE void online_softmax(float (&s)[MT][NT][4], float (&row_max)[MT][2], float (&row_sum)[MT][2],
+                              float (&o)[MT][DT][4], float scale_log2) {
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      float m = MX_NEG_INF;
+#pragma unroll
+      for (int nt = 0; nt < NT; nt++) m = fmaxf(m, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+      m = fmaxf(row_max[mt][h], quad_max(m) * scale_log2);
+      // A row that has seen only masked keys keeps max -inf; subtracting 0
+      // instead keeps exp2 at 0 rather than NaN.
+      const float base = m == MX_NEG_INF ? 0.f : m;
+      const float alpha = fast_exp2(row_max[mt][h] - base);
+      row_max[mt][h] = m;
+      float sum = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+        for (int e = 2 * h; e < 2 * h + 2; e++) {
+          s[mt][nt][e] = fast_exp2(fmaf(s[mt][nt][e], scale_log2, -base));
+          sum += s[mt][nt][e];
+        }
+      row_sum[mt][h] = row_sum[mt][h] * alpha + sum;
+#pragma unroll
+      for (int dt = 0; dt < DT; dt++) { o[mt][dt][2 * h] *= alpha; o[mt][dt][2 * h + 1] *= alpha; }
+    }
+}
+]]
+end

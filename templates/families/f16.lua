@@ -1,0 +1,192 @@
+-- Family f16: exact attention on the bf16/fp16 tensor cores, FlashAttention-2
+-- style (online softmax, fp32 accumulation).  Each warp owns 16*MT query rows
+-- and sweeps all keys; K and V tiles stream through a cp.async ring of
+-- `stages` buffers.  The MMA, the loads, the softmax and the epilogue are
+-- blocks/ files, so a Hopper variant can swap the MMA and the pipeline.
+local U = require("util")
+local F = {}
+
+local function d_pad(t) return U.round_up(t.head_dim, 16) end
+local function row_stride(t) return d_pad(t) + 8 end  -- 16-byte pad: ldmatrix rows hit distinct banks
+
+function F.smem_bytes(t)
+  return (t.block_m + 2 * t.stages * t.block_n) * row_stride(t) * 2
+end
+
+function F.register_estimate(t)
+  local mt = t.block_m // (16 * t.warps)
+  local dp = d_pad(t)
+  -- Q fragments + O accumulators + S/P tile, plus addressing and softmax state.
+  return mt * (dp // 4 + dp // 2 + t.block_n // 2) + 32
+end
+
+-- The heuristic default: a good first guess before any tuning.
+function F.default(t)
+  local dp = d_pad(t)
+  if dp <= 64 then return { variant = "mma", block_m = 128, block_n = 64, warps = 4, stages = 2 } end
+  if dp <= 128 then return { variant = "mma", block_m = 128, block_n = 64, warps = 8, stages = 2 } end
+  return { variant = "mma", block_m = 64, block_n = 32, warps = 4, stages = 2 }
+end
+
+-- Cheap analytic prior for ranking candidates before timing: blocks that fit
+-- on an SM times the reuse a tile buys.  Only the order matters.
+function F.prior(t)
+  local threads = 32 * t.warps
+  local by_smem = (228 * 1024) // math.max(F.smem_bytes(t), 1)
+  local by_regs = 65536 // (math.max(F.register_estimate(t), 64) * threads)
+  local resident_warps = math.min(by_smem, by_regs, 32 // t.warps) * t.warps
+  local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
+  return math.min(resident_warps, 16) * reuse
+end
+
+local KERNEL = [[
+// Q, K, V: [seq, D] slices of one (batch, head); O likewise.  Grid: (query
+// blocks, heads_q, batch).  Causal grids run the heaviest query blocks first.
+extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_args a) {
+  extern __shared__ __align__(16) u16 smem[];
+  u16 *sQ = smem, *sK = sQ + BM * RS, *sV = sK + STAGES * BN * RS;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
+  const int m0 = m_block * BM, warp_row0 = m0 + warp * MT * 16;
+  const u16 *q = (const u16 *)a.q + batch * a.q_sb + head * a.q_sh;
+  const u16 *k = (const u16 *)a.k + batch * a.k_sb + kv_head * a.k_sh;
+  const u16 *v = (const u16 *)a.v + batch * a.v_sb + kv_head * a.v_sh;
+
+  // Keys this block can see: all, or (causal) up to its last row's diagonal.
+  int n_end = a.seq_k;
+  if (CAUSAL && m0 + BM + a.causal_offset < n_end) n_end = m0 + BM + a.causal_offset;
+  const int n_tiles = n_end > 0 ? (n_end + BN - 1) / BN : 0;
+
+  // Q: global -> shared -> registers, once.
+  load_tile<BM>(sQ, q, a.q_ss, m0, a.seq_q);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  u32 qf[MT][KD][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int kd = 0; kd < KD; kd++)
+      ldsm_x4(qf[mt][kd], smem_addr(sQ + (warp * MT * 16 + mt * 16 + lane % 16) * RS + kd * 16 + (lane / 16) * 8));
+
+  float o[MT][DT][4], row_max[MT][2], row_sum[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+    for (int dt = 0; dt < DT; dt++) o[mt][dt][0] = o[mt][dt][1] = o[mt][dt][2] = o[mt][dt][3] = 0.f;
+    row_max[mt][0] = row_max[mt][1] = MX_NEG_INF;
+    row_sum[mt][0] = row_sum[mt][1] = 0.f;
+  }
+
+  auto load_kv = [&](int tile) {
+    const int buf = tile % STAGES;
+    load_tile<BN>(sK + buf * BN * RS, k, a.k_ss, tile * BN, a.seq_k);
+    load_tile<BN>(sV + buf * BN * RS, v, a.v_ss, tile * BN, a.seq_k);
+  };
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; s++) {
+    if (s < n_tiles) load_kv(s);
+    cp_async_commit();
+  }
+
+  for (int t = 0; t < n_tiles; t++) {
+    if (t + STAGES - 1 < n_tiles) load_kv(t + STAGES - 1);
+    cp_async_commit();                 // possibly empty: keeps the group count uniform
+    cp_async_wait<STAGES - 1>();       // tile t has landed
+    __syncthreads();
+    const u16 *kt = sK + (t % STAGES) * BN * RS, *vt = sV + (t % STAGES) * BN * RS;
+
+    // S = Q K^T
+    float s[MT][NT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+      for (int nt = 0; nt < NT; nt++) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.f;
+#pragma unroll
+    for (int kd = 0; kd < KD; kd++)
+#pragma unroll
+      for (int nn = 0; nn < BN / 16; nn++) {
+        u32 b[4];
+        ldsm_x4(b, smem_addr(kt + (nn * 16 + lane % 8 + (lane / 16) * 8) * RS + kd * 16 + ((lane / 8) % 2) * 8));
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          mma_16816(s[mt][2 * nn], qf[mt][kd], b[0], b[1]);
+          mma_16816(s[mt][2 * nn + 1], qf[mt][kd], b[2], b[3]);
+        }
+      }
+
+    // Mask the tile's tail and, under causal, keys past the diagonal.
+    if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset))
+      mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
+
+    online_softmax(s, row_max, row_sum, o, a.scale_log2);
+
+    // O += P V, with P converted in registers to the A operand.
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; kk++) {
+      u32 pa[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+        pa[mt][0] = pack_in(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        pa[mt][1] = pack_in(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        pa[mt][2] = pack_in(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        pa[mt][3] = pack_in(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
+#pragma unroll
+      for (int dd = 0; dd < D_PAD / 16; dd++) {
+        u32 b[4];
+        ldsm_x4_trans(b, smem_addr(vt + (kk * 16 + lane % 8 + ((lane / 8) % 2) * 8) * RS + dd * 16 + (lane / 16) * 8));
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          mma_16816(o[mt][2 * dd], pa[mt], b[0], b[1]);
+          mma_16816(o[mt][2 * dd + 1], pa[mt], b[2], b[3]);
+        }
+      }
+    }
+    __syncthreads();                   // the buffer is refilled next iteration
+  }
+
+  u16 *o_head = (u16 *)a.o + batch * a.o_sb + head * a.o_sh;
+  float *lse_head = a.lse + ((i64)batch * a.heads_q + head) * a.seq_q;
+  write_output(o, row_max, row_sum, o_head, a.o_ss, lse_head, warp_row0, a.seq_q);
+}
+]]
+
+function F.kernel_name(t, canonical)
+  return string.format("mxattn_f16_d%d_%s", t.head_dim, U.short_hash(canonical))
+end
+
+function F.render(t, canonical)
+  local constants = U.fill([[
+constexpr int D = ${D}, D_PAD = ${D_PAD}, RS = ${RS};
+constexpr int BM = ${BM}, BN = ${BN}, WARPS = ${WARPS}, THREADS = WARPS * 32, STAGES = ${STAGES};
+constexpr int MT = BM / (16 * WARPS);   // 16-row MMA tiles per warp
+constexpr int KD = D_PAD / 16;          // k-steps of S = Q K^T
+constexpr int NT = BN / 8;              // 8-key score tiles
+constexpr int DT = D_PAD / 8;           // 8-column output tiles
+constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE};
+]], { D = t.head_dim, D_PAD = d_pad(t), RS = row_stride(t), BM = t.block_m, BN = t.block_n,
+      WARPS = t.warps, STAGES = t.stages, CAUSAL = t.causal == 1, LSE = t.lse == 1 })
+  return table.concat({
+    "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
+    require("blocks.prelude")(t),
+    constants,
+    require("blocks.load")(t),
+    require("blocks.mma_sync")(t),
+    require("blocks.softmax")(t),
+    require("blocks.epilogue")(t),
+    U.fill(KERNEL, { NAME = F.kernel_name(t, canonical) }),
+  }, "\n")
+end
+
+-- Launch geometry for a problem (numbers in `pr`).
+function F.launches(t, pr, canonical)
+  return {
+    workspace = 0,
+    kernels = { { name = F.kernel_name(t, canonical), grid = { U.ceil_div(pr.seq_q, t.block_m), pr.heads_q, pr.batch },
+                  block = 32 * t.warps, smem = F.smem_bytes(t) } },
+  }
+end
+
+return F

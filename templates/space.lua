@@ -1,0 +1,206 @@
+-- The parameter space: every kernel parameter, its legal values, and the
+-- constraints between them.  This table is the one place that knows them:
+-- validation, rendering, the tuner's enumeration, cache keys and `mxattn
+-- params` all read it.  Add a knob here and everything else sees it.
+--
+-- Roles:
+--   shape   fixed by the problem and compiled into the kernel
+--   problem fixed by the problem, passed at launch (part of the tuning key only)
+--   knob    chosen by the tuner (or the heuristic default) and compiled in
+local S = {}
+
+local FAMILIES = { "f16", "int8-f16", "int8-fp8", "nvfp4", "mxfp4", "nvfp4-int8qk" }
+local ARCHS = { "sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_120a" }
+
+S.params = {
+  { name = "family", role = "shape", values = FAMILIES,
+    help = "kernel family: f16 is exact (bf16/fp16 tensor cores); the others quantize Q, K, P, V" },
+  { name = "arch", role = "shape", values = ARCHS, default = "sm_90a",
+    help = "target GPU architecture" },
+  { name = "head_dim", role = "shape", min = 8, max = 256,
+    help = "head dimension D, any value; padded to the MMA's K inside the kernel" },
+  { name = "dtype", role = "shape", values = { "bf16", "f16" }, default = "bf16",
+    help = "element type of Q, K and V" },
+  { name = "out_dtype", role = "shape", values = { "bf16", "f16" }, default = "same as dtype",
+    help = "element type of O" },
+  { name = "causal", role = "shape", values = { 0, 1 }, default = 0,
+    help = "mask keys after the query's diagonal (its alignment is a launch argument)" },
+  { name = "lse", role = "shape", values = { 0, 1 }, default = 0,
+    help = "also write the log-sum-exp of each query row" },
+  { name = "align", role = "shape", values = { 8, 4, 2, 1 }, default = 8,
+    help = "elements per vector access: the largest of 8/4/2/1 dividing head_dim, every stride and pointer" },
+  { name = "p_scale", role = "shape", values = { "two-level", "direct" }, default = "two-level",
+    help = "FP4 families: scale of the softmax operand P" },
+  { name = "smooth_k", role = "shape", values = { 1, 0 }, default = 1,
+    help = "quantized families: subtract K's per-channel mean before quantizing" },
+  { name = "gqa", role = "problem", min = 1, max = 256, default = 1,
+    help = "query heads per KV head (grouped-query attention)" },
+  { name = "layout", role = "problem", values = { "bhnd", "bnhd" }, default = "bhnd",
+    help = "memory layout, [batch, heads, seq, dim] or [batch, seq, heads, dim]" },
+  { name = "variant", role = "knob", values = { "mma" }, default = "mma",
+    help = "MMA building block: mma (mma.sync, sm_80+)" },
+  { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 256 },
+    help = "query rows per thread block" },
+  { name = "block_n", role = "knob", values = { 16, 32, 64, 128 },
+    help = "keys per inner-loop tile" },
+  { name = "warps", role = "knob", values = { 1, 2, 4, 8 },
+    help = "warps per thread block; each owns block_m/warps query rows" },
+  { name = "stages", role = "knob", values = { 1, 2, 3 },
+    help = "K/V tiles in flight (cp.async pipeline depth)" },
+}
+
+S.by_name = {}
+for i, p in ipairs(S.params) do p.index = i; S.by_name[p.name] = p end
+
+-- Shared memory a thread block may use, per architecture (opt-in limit).
+S.smem_limit = { sm_80 = 163 * 1024, sm_86 = 99 * 1024, sm_89 = 99 * 1024,
+                 sm_90a = 227 * 1024, sm_100a = 227 * 1024, sm_120a = 99 * 1024 }
+
+local function invalid(fmt, ...) error("invalid " .. string.format(fmt, ...), 0) end
+
+local function contains(list, v)
+  for _, x in ipairs(list) do if tostring(x) == tostring(v) then return true end end
+  return false
+end
+
+local function list_text(list)
+  local t = {}
+  for _, v in ipairs(list) do t[#t + 1] = tostring(v) end
+  return table.concat(t, "|")
+end
+
+-- Parses "key=value key=value" into a table; numbers become numbers.
+function S.parse(text)
+  local t = {}
+  for key, value in string.gmatch(text or "", "([%w_]+)=([^%s]+)") do
+    if not S.by_name[key] then invalid("parameter '%s': no such parameter (see mxattn params)", key) end
+    t[key] = tonumber(value) or value
+  end
+  return t
+end
+
+-- Checks one parameter's value against its legal values.
+local function check_value(p, v)
+  if p.values then
+    if not contains(p.values, v) then
+      invalid("parameter %s=%s: must be one of %s", p.name, tostring(v), list_text(p.values))
+    end
+  elseif type(v) ~= "number" or v ~= math.floor(v) or v < p.min or v > p.max then
+    invalid("parameter %s=%s: must be an integer in [%d, %d]", p.name, tostring(v), p.min, p.max)
+  end
+end
+
+-- Constraints between parameters.  Each returns nil when satisfied, or a
+-- sentence that names the parameters involved.
+S.constraints = {
+  function(t)
+    if t.block_m % (16 * t.warps) ~= 0 or t.block_m // (16 * t.warps) > 2 then
+      return string.format("block_m=%d with warps=%d: each warp owns 16 or 32 query rows (block_m = 16*warps or 32*warps)",
+                           t.block_m, t.warps)
+    end
+  end,
+  function(t)
+    if t.head_dim % t.align ~= 0 then
+      return string.format("align=%d does not divide head_dim=%d", t.align, t.head_dim)
+    end
+  end,
+  function(t)
+    local fam = require("families." .. S.family_module(t.family))
+    local need = fam.smem_bytes(t)
+    local limit = S.smem_limit[t.arch]
+    if need > limit then
+      return string.format("block_m=%d block_n=%d stages=%d need %d bytes of shared memory, %s has %d",
+                           t.block_m, t.block_n, t.stages, need, t.arch, limit)
+    end
+  end,
+  function(t)
+    local fam = require("families." .. S.family_module(t.family))
+    local regs = fam.register_estimate(t)
+    if regs > 255 then
+      return string.format("block_m=%d warps=%d block_n=%d head_dim=%d: about %d registers per thread, over 255",
+                           t.block_m, t.warps, t.block_n, t.head_dim, regs)
+    end
+  end,
+}
+
+-- Module of a family's template (names with '-' map to '_').
+function S.family_module(family) return (family:gsub("-", "_")) end
+
+-- Fills defaults for every parameter whose default does not depend on others.
+local function fill_defaults(t)
+  for _, p in ipairs(S.params) do
+    if t[p.name] == nil and p.default ~= nil and p.default ~= "same as dtype" then t[p.name] = p.default end
+  end
+  if t.out_dtype == nil then t.out_dtype = t.dtype end
+end
+
+-- Validates a full table (knobs included); raises "invalid ..." naming the parameter.
+function S.validate(t)
+  fill_defaults(t)
+  for _, p in ipairs(S.params) do
+    if t[p.name] == nil then invalid("parameter %s: missing (%s)", p.name, p.help) end
+    check_value(p, t[p.name])
+  end
+  for _, c in ipairs(S.constraints) do
+    local why = c(t)
+    if why then invalid("configuration: %s", why) end
+  end
+  return t
+end
+
+-- Canonical text of the parameters with the given roles, in declaration order.
+function S.canonical(t, roles)
+  local out = {}
+  for _, p in ipairs(S.params) do
+    if roles == nil or roles[p.role] then
+      if t[p.name] ~= nil then out[#out + 1] = p.name .. "=" .. tostring(t[p.name]) end
+    end
+  end
+  return table.concat(out, " ")
+end
+
+S.SOURCE_ROLES = { shape = true, knob = true }
+S.KNOB_ROLES = { knob = true }
+
+-- Every legal knob combination for the shape parameters in `t`.
+function S.enumerate(t)
+  fill_defaults(t)
+  local knobs = {}
+  for _, p in ipairs(S.params) do if p.role == "knob" then knobs[#knobs + 1] = p end end
+  local out = {}
+  local function walk(i, cur)
+    if i > #knobs then
+      local c = {}
+      for k, v in pairs(t) do c[k] = v end
+      for k, v in pairs(cur) do c[k] = v end
+      if pcall(S.validate, c) then out[#out + 1] = c end
+      return
+    end
+    for _, v in ipairs(knobs[i].values) do
+      cur[knobs[i].name] = v
+      walk(i + 1, cur)
+    end
+    cur[knobs[i].name] = nil
+  end
+  walk(1, {})
+  return out
+end
+
+-- Text for `mxattn params`.
+function S.help()
+  local lines = { "Kernel parameters (role: shape = from the problem, problem = launch-time, knob = tuned):", "" }
+  for _, p in ipairs(S.params) do
+    local legal = p.values and list_text(p.values) or string.format("%d..%d", p.min, p.max)
+    local def = p.default ~= nil and (" (default " .. tostring(p.default) .. ")") or ""
+    lines[#lines + 1] = string.format("  %-10s %-7s %-28s %s%s", p.name, p.role, legal, p.help, def)
+  end
+  lines[#lines + 1] = ""
+  lines[#lines + 1] = "Constraints:"
+  lines[#lines + 1] = "  block_m = 16*warps or 32*warps (each warp owns 16 or 32 query rows)"
+  lines[#lines + 1] = "  align divides head_dim"
+  lines[#lines + 1] = "  shared memory of the tile set <= the arch's per-block limit"
+  lines[#lines + 1] = "  estimated registers per thread <= 255"
+  return table.concat(lines, "\n") .. "\n"
+end
+
+return S

@@ -1,0 +1,28 @@
+-- Small helpers for writing templates.
+local U = {}
+
+-- Replaces ${NAME} in `text` with vars.NAME; an unknown name is an error, so a
+-- typo in a template fails loudly at render time instead of reaching NVRTC.
+function U.fill(text, vars)
+  return (text:gsub("%${([%w_]+)}", function(name)
+    local v = vars[name]
+    if v == nil then error("template variable ${" .. name .. "} is not set", 2) end
+    if type(v) == "boolean" then return v and "true" or "false" end
+    return tostring(v)
+  end))
+end
+
+function U.round_up(x, m) return (x + m - 1) // m * m end
+function U.ceil_div(x, m) return (x + m - 1) // m end
+
+-- Stable identifier from a canonical parameter string (FNV-1a, 32-bit): kernel
+-- names must be deterministic and valid C identifiers.
+function U.short_hash(text)
+  local h = 2166136261
+  for i = 1, #text do
+    h = ((h ~ text:byte(i)) * 16777619) & 0xffffffff
+  end
+  return string.format("%08x", h)
+end
+
+return U
