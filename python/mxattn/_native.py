@@ -1,0 +1,262 @@
+"""The ctypes layer: finds libmxattn.so, mirrors the C structs of
+include/mxattn.h and turns status codes into exceptions.
+
+Nothing here imports torch, so it works on machines without a GPU.
+"""
+import ctypes
+import ctypes.util
+import enum
+import os
+import threading
+
+# --- status codes -----------------------------------------------------------
+# Mirrors the mxattn_status enum; C enums are ints counted from 0.
+
+
+class Status(enum.IntEnum):
+    OK = 0
+    ERROR_INVALID_VALUE = 1
+    ERROR_NULL_POINTER = 2
+    ERROR_MISALIGNED = 3
+    ERROR_UNSUPPORTED = 4
+    ERROR_NO_DRIVER = 5
+    ERROR_NO_DEVICE = 6
+    ERROR_NO_COMPILER = 7
+    ERROR_COMPILE = 8
+    ERROR_TEMPLATE = 9
+    ERROR_CUDA = 10
+    ERROR_OUT_OF_MEMORY = 11
+    ERROR_OUT_OF_RESOURCES = 12
+    ERROR_CACHE = 13
+    ERROR_CACHE_CORRUPT = 14
+    ERROR_IO = 15
+    ERROR_NOT_FOUND = 16
+    ERROR_WRONG_RESULT = 17
+    ERROR_INTERNAL = 18
+
+
+# Other enums of the header, as the ints C sees.
+DTYPE_F16, DTYPE_BF16 = 0, 1
+LAYOUT_BHND, LAYOUT_BNHD = 0, 1
+CAUSAL_NONE, CAUSAL_TOP_LEFT, CAUSAL_BOTTOM_RIGHT = 0, 1, 2
+
+
+class MxattnError(RuntimeError):
+    """A call into libmxattn returned a status other than MXATTN_OK.
+
+    status is the int code, status_name its mxattn_status_string() and
+    message the library's mxattn_last_error() text at the time of failure.
+    """
+
+    def __init__(self, status, status_name, message):
+        self.status = int(status)
+        self.status_name = status_name
+        self.message = message
+        text = f"mxattn: {status_name}"
+        super().__init__(f"{text}: {message}" if message else text)
+
+
+class MxattnValueError(MxattnError, ValueError):
+    """A bad argument (invalid value, null pointer, misaligned pointer or
+    stride).  Also a ValueError, so callers may catch either."""
+
+
+_VALUE_STATUSES = (Status.ERROR_INVALID_VALUE, Status.ERROR_NULL_POINTER,
+                   Status.ERROR_MISALIGNED)
+
+
+# --- structs ------------------------------------------------------------------
+# Field by field as in include/mxattn.h; python/tests/test_cpu.py compares
+# every offset and size with a C compiler's.
+
+
+class Strides(ctypes.Structure):
+    _fields_ = [("batch", ctypes.c_int64), ("head", ctypes.c_int64),
+                ("seq", ctypes.c_int64)]
+
+
+class Problem(ctypes.Structure):
+    _fields_ = [
+        ("family", ctypes.c_char_p),
+        ("head_dim", ctypes.c_int),
+        ("batch", ctypes.c_int),
+        ("heads_q", ctypes.c_int),
+        ("heads_kv", ctypes.c_int),
+        ("seq_q", ctypes.c_int),
+        ("seq_k", ctypes.c_int),
+        ("causal", ctypes.c_int),
+        ("dtype", ctypes.c_int),
+        ("out_dtype", ctypes.c_int),
+        ("layout", ctypes.c_int),
+        ("q_strides", Strides),
+        ("k_strides", Strides),
+        ("v_strides", Strides),
+        ("o_strides", Strides),
+        ("sm_scale", ctypes.c_float),
+        ("return_lse", ctypes.c_int),
+        ("direct_p", ctypes.c_int),
+        ("smooth_k", ctypes.c_int),
+    ]
+
+
+class Options(ctypes.Structure):
+    _fields_ = [
+        ("db_path", ctypes.c_char_p),
+        ("tune_policy", ctypes.c_char_p),
+        ("device", ctypes.c_int),
+        ("no_cache", ctypes.c_int),
+    ]
+
+
+class PlanInfo(ctypes.Structure):
+    _fields_ = [
+        ("config", ctypes.c_char * 256),
+        ("kernel_name", ctypes.c_char * 128),
+        ("config_source", ctypes.c_char_p),
+        ("cubin_from_cache", ctypes.c_int),
+        ("compile_ms", ctypes.c_double),
+        ("create_ms", ctypes.c_double),
+        ("registers", ctypes.c_int),
+        ("shared_bytes", ctypes.c_int),
+        ("spill_bytes", ctypes.c_int),
+        ("workspace_bytes", ctypes.c_size_t),
+    ]
+
+
+# --- function prototypes ------------------------------------------------------
+# Handles (mxattn_ctx *, mxattn_plan *) and device pointers travel as void *.
+_c = ctypes
+_STATUS = _c.c_int
+_PROTOTYPES = {
+    "mxattn_version": (_c.c_char_p, []),
+    "mxattn_status_string": (_c.c_char_p, [_c.c_int]),
+    "mxattn_last_error": (_c.c_char_p, []),
+    "mxattn_options_init": (_STATUS, [_c.POINTER(Options)]),
+    "mxattn_create": (_STATUS, [_c.POINTER(_c.c_void_p), _c.POINTER(Options)]),
+    "mxattn_destroy": (None, [_c.c_void_p]),
+    "mxattn_problem_init": (_STATUS, [_c.POINTER(Problem), _c.c_char_p, _c.c_int]),
+    "mxattn_problem_check": (_STATUS, [_c.POINTER(Problem)]),
+    "mxattn_plan_create": (_STATUS, [_c.c_void_p, _c.POINTER(Problem), _c.c_char_p,
+                                     _c.POINTER(_c.c_void_p)]),
+    "mxattn_plan_get_info": (_STATUS, [_c.c_void_p, _c.POINTER(PlanInfo)]),
+    "mxattn_plan_destroy": (None, [_c.c_void_p]),
+    "mxattn_run": (_STATUS, [_c.c_void_p, _c.c_void_p, _c.c_void_p, _c.c_void_p,
+                             _c.c_void_p, _c.c_void_p, _c.c_void_p]),
+    # char **configs is taken as void ** so that each string can be handed
+    # back to mxattn_free (a c_char_p result would be copied and lost).
+    "mxattn_candidates": (_STATUS, [_c.c_void_p, _c.POINTER(Problem),
+                                    _c.POINTER(_c.c_void_p), _c.c_int,
+                                    _c.POINTER(_c.c_int)]),
+    "mxattn_tune": (_STATUS, [_c.c_void_p, _c.POINTER(Problem), _c.c_char_p,
+                              _c.c_size_t, _c.POINTER(_c.c_double)]),
+    "mxattn_query": (_STATUS, [_c.c_void_p, _c.c_char_p, _c.POINTER(_c.c_void_p)]),
+    "mxattn_free": (None, [_c.c_void_p]),
+}
+
+
+# --- finding and loading the library -------------------------------------------
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_REPO_BUILD_LIB = os.path.normpath(os.path.join(_PACKAGE_DIR, "..", "..", "build",
+                                                "libmxattn.so"))
+
+
+def library_candidates():
+    """Where the library is looked for, in order: $MXATTN_LIB, the repository's
+    build folder, then the system's search path."""
+    candidates = []
+    if os.environ.get("MXATTN_LIB"):
+        candidates.append(os.environ["MXATTN_LIB"])
+    candidates.append(_REPO_BUILD_LIB)
+    found = ctypes.util.find_library("mxattn")
+    if found:
+        candidates.append(found)
+    return candidates
+
+
+class _Library:
+    """The loaded libmxattn.so with prototypes set.  Loaded on first use so
+    that `import mxattn` works even where the library has not been built.
+
+    Functions are bound one by one on first call: while the C API is still
+    being written, a missing symbol then fails only the calls that need it.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._cdll = None
+        self.path = None
+
+    def _load(self):
+        with self._lock:
+            if self._cdll is not None:
+                return self._cdll
+            explicit = os.environ.get("MXATTN_LIB")
+            if explicit and not os.path.exists(explicit):
+                # A wrong $MXATTN_LIB should not silently fall back elsewhere.
+                raise OSError(f"MXATTN_LIB={explicit} does not exist")
+            errors = []
+            for path in library_candidates():
+                if os.path.sep in path and not os.path.exists(path):
+                    errors.append(f"{path}: not found")
+                    continue
+                try:
+                    self._cdll = ctypes.CDLL(path)
+                    self.path = path
+                    return self._cdll
+                except OSError as e:
+                    errors.append(f"{path}: {e}")
+            raise OSError("libmxattn.so not found; build it or set MXATTN_LIB. Tried: "
+                          + "; ".join(errors))
+
+    def __getattr__(self, name):
+        if name not in _PROTOTYPES:
+            raise AttributeError(name)
+        cdll = self._load()
+        try:
+            fn = getattr(cdll, name)
+        except AttributeError:
+            raise NotImplementedError(f"{self.path} does not export {name}") from None
+        fn.restype, fn.argtypes = _PROTOTYPES[name]
+        setattr(self, name, fn)  # later lookups skip __getattr__
+        return fn
+
+
+lib = _Library()
+
+
+def _text(raw):
+    return raw.decode("utf-8", "replace") if raw else ""
+
+
+def status_name(status):
+    return _text(lib.mxattn_status_string(int(status)))
+
+
+def last_error():
+    """The library's message for the last failure on this thread ("" if none)."""
+    return _text(lib.mxattn_last_error())
+
+
+def error_for(status, message=None):
+    """The exception for a non-OK status (message defaults to last_error())."""
+    if message is None:
+        message = last_error()
+    cls = MxattnValueError if status in _VALUE_STATUSES else MxattnError
+    return cls(status, status_name(status), message)
+
+
+def check(status):
+    """Raises the matching MxattnError unless status is MXATTN_OK."""
+    if status != Status.OK:
+        raise error_for(status)
+
+
+def take_string(pointer):
+    """Copies a library-allocated C string into Python and frees it."""
+    if not pointer:
+        return ""
+    try:
+        return _text(ctypes.string_at(pointer))
+    finally:
+        lib.mxattn_free(pointer)

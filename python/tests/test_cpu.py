@@ -1,0 +1,250 @@
+"""Tests of the Python binding that need neither torch nor a GPU.
+
+    MXATTN_LIB=build/libmxattn.so python3 -m unittest discover -s python/tests -p test_cpu.py -v
+
+Checks that the package imports without torch, that the ctypes structs match
+the C compiler's layout of include/mxattn.h, and that statuses become the
+right exceptions.  Calls the library has not implemented yet are skipped.
+"""
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO_DIR = os.path.dirname(PYTHON_DIR)
+HEADER = os.path.join(REPO_DIR, "include", "mxattn.h")
+sys.path.insert(0, PYTHON_DIR)
+
+import mxattn  # noqa: E402
+from mxattn import _native, _plans, _torch_api  # noqa: E402
+
+_cache_dir = None
+
+
+def setUpModule():
+    # Keep the tests' database away from the user's.
+    global _cache_dir
+    _cache_dir = tempfile.mkdtemp(prefix="mxattn-pytest-")
+    os.environ["MXATTN_CACHE"] = os.path.join(_cache_dir, "mxattn.db")
+
+
+def tearDownModule():
+    shutil.rmtree(_cache_dir, ignore_errors=True)
+
+
+def call_or_skip(test, fn, *args):
+    """fn(*args), skipping the test if the library does not export fn yet."""
+    try:
+        return fn(*args)
+    except NotImplementedError as e:
+        test.skipTest(str(e))
+
+
+class ImportTest(unittest.TestCase):
+    def test_imports_without_torch(self):
+        # sys.modules["torch"] = None makes any `import torch` fail.
+        code = ("import sys; sys.modules['torch'] = None; import mxattn; "
+                "print(mxattn.version())")
+        result = subprocess.run([sys.executable, "-c", code], cwd=PYTHON_DIR,
+                                capture_output=True, text=True, env=os.environ.copy())
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.strip(), mxattn.version())
+
+    def test_bad_mxattn_lib_is_an_error_not_a_fallback(self):
+        env = dict(os.environ, MXATTN_LIB="/nonexistent/libmxattn.so")
+        code = "import mxattn; mxattn.version()"
+        result = subprocess.run([sys.executable, "-c", code], cwd=PYTHON_DIR,
+                                capture_output=True, text=True, env=env)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("MXATTN_LIB=/nonexistent/libmxattn.so does not exist", result.stderr)
+
+    def test_mxattn_lib_is_tried_first(self):
+        if "MXATTN_LIB" not in os.environ:
+            self.skipTest("MXATTN_LIB is not set")
+        self.assertEqual(_native.library_candidates()[0], os.environ["MXATTN_LIB"])
+        self.assertEqual(mxattn.library_path(), os.environ["MXATTN_LIB"])
+
+
+class VersionTest(unittest.TestCase):
+    def test_version_matches_header(self):
+        with open(HEADER) as f:
+            match = re.search(r'#define\s+MXATTN_VERSION\s+"([^"]+)"', f.read())
+        self.assertIsNotNone(match, "MXATTN_VERSION not found in the header")
+        self.assertEqual(mxattn.version(), match.group(1))
+
+
+class ErrorTest(unittest.TestCase):
+    def test_every_status_has_a_name(self):
+        for status in mxattn.Status:
+            self.assertNotEqual(_native.status_name(status), "unknown status", status.name)
+
+    def test_value_statuses_are_value_errors(self):
+        value_statuses = {mxattn.Status.ERROR_INVALID_VALUE, mxattn.Status.ERROR_NULL_POINTER,
+                          mxattn.Status.ERROR_MISALIGNED}
+        for status in mxattn.Status:
+            if status == mxattn.Status.OK:
+                continue
+            error = _native.error_for(status, "the message")
+            self.assertIsInstance(error, mxattn.MxattnError)
+            self.assertIsInstance(error, RuntimeError)
+            self.assertEqual(isinstance(error, ValueError), status in value_statuses, status.name)
+            self.assertEqual(error.status, int(status))
+            self.assertEqual(error.status_name, _native.status_name(status))
+            self.assertEqual(error.message, "the message")
+            self.assertIn("the message", str(error))
+
+    def test_ok_does_not_raise(self):
+        _native.check(0)
+
+    def test_problem_check_rejects_head_dim_zero(self):
+        problem = _native.Problem()
+        lib = _native.lib
+        status = call_or_skip(self, lambda: lib.mxattn_problem_init(ctypes.byref(problem),
+                                                                      b"f16", 64))
+        _native.check(status)
+        problem.batch, problem.heads_q, problem.heads_kv = 1, 2, 2
+        problem.seq_q = problem.seq_k = 128
+        problem.head_dim = 0
+        status = call_or_skip(self, lambda: lib.mxattn_problem_check(ctypes.byref(problem)))
+        with self.assertRaises(ValueError) as caught:
+            _native.check(status)
+        error = caught.exception
+        self.assertIsInstance(error, mxattn.MxattnValueError)
+        self.assertEqual(error.status, mxattn.Status.ERROR_INVALID_VALUE)
+        self.assertEqual(error.status_name, "invalid value")
+        self.assertTrue(error.message, "the library gave no message")
+        self.assertEqual(error.message, mxattn.last_error())
+
+    def test_query_rejects_malformed_filter(self):
+        try:
+            mxattn.query("this filter has no equals sign")
+        except NotImplementedError as e:
+            self.skipTest(str(e))
+        except mxattn.MxattnError as e:
+            if e.status != mxattn.Status.ERROR_INVALID_VALUE:
+                # e.g. no driver: the context could not be made on this machine.
+                self.skipTest(f"query could not run here: {e}")
+            self.assertIsInstance(e, ValueError)
+            self.assertEqual(e.status_name, "invalid value")
+            self.assertTrue(e.message)
+        else:
+            self.fail("a malformed filter was accepted")
+
+
+class ProblemTest(unittest.TestCase):
+    def spec(self, **changes):
+        fields = dict(device=0, family="int8-f16", head_dim=80, batch=2, heads_q=8,
+                      heads_kv=2, seq_q=100, seq_k=300, causal=_native.CAUSAL_BOTTOM_RIGHT,
+                      dtype=_native.DTYPE_BF16, layout=_native.LAYOUT_BNHD,
+                      q_strides=(1, 2, 3), k_strides=(4, 5, 6), v_strides=(7, 8, 9),
+                      o_strides=(10, 11, 12), sm_scale=0.125, return_lse=True)
+        fields.update(changes)
+        return _plans.ProblemSpec(**fields)
+
+    def test_spec_fills_every_field(self):
+        try:
+            problem = self.spec().to_struct()
+        except NotImplementedError as e:
+            self.skipTest(str(e))
+        self.assertEqual(problem.family, b"int8-f16")
+        self.assertEqual((problem.head_dim, problem.batch, problem.heads_q, problem.heads_kv,
+                          problem.seq_q, problem.seq_k), (80, 2, 8, 2, 100, 300))
+        self.assertEqual(problem.causal, _native.CAUSAL_BOTTOM_RIGHT)
+        self.assertEqual((problem.dtype, problem.out_dtype), (1, 1))
+        self.assertEqual(problem.layout, _native.LAYOUT_BNHD)
+        self.assertEqual((problem.o_strides.batch, problem.o_strides.head,
+                          problem.o_strides.seq), (10, 11, 12))
+        self.assertAlmostEqual(problem.sm_scale, 0.125)
+        self.assertEqual(problem.return_lse, 1)
+
+    def test_specs_differing_only_in_strides_are_different_keys(self):
+        self.assertEqual(self.spec(), self.spec())
+        self.assertNotEqual(self.spec(), self.spec(k_strides=(4, 5, 7)))
+        self.assertEqual(len({self.spec(), self.spec(), self.spec(sm_scale=0.5)}), 2)
+
+
+class FakeTensor:
+    """Shape and strides only: enough for the stride helpers."""
+
+    def __init__(self, shape, strides):
+        self.shape, self._strides = tuple(shape), tuple(strides)
+
+    def stride(self, i):
+        return self._strides[i]
+
+
+class StrideTest(unittest.TestCase):
+    def test_hnd_contiguous(self):
+        t = FakeTensor((2, 8, 100, 64), (8 * 100 * 64, 100 * 64, 64, 1))
+        self.assertEqual(_torch_api._strides(t, "HND"), (8 * 100 * 64, 100 * 64, 64))
+
+    def test_nhd_puts_head_before_seq(self):
+        t = FakeTensor((2, 100, 8, 64), (100 * 8 * 64, 8 * 64, 64, 1))
+        self.assertEqual(_torch_api._strides(t, "NHD"), (100 * 8 * 64, 64, 8 * 64))
+
+    def test_size_one_dims_get_contiguous_strides(self):
+        # torch may report any stride for a dim of size 1.
+        t = FakeTensor((1, 1, 100, 64), (0, 12345, 64, 1))
+        self.assertEqual(_torch_api._strides(t, "HND"), (100 * 64, 100 * 64, 64))
+
+    def test_slice_keeps_parent_strides(self):
+        # q = big[:, 2:6] of big [2, 16, 100, 64]
+        t = FakeTensor((2, 4, 100, 64), (16 * 100 * 64, 100 * 64, 64, 1))
+        self.assertEqual(_torch_api._strides(t, "HND"), (16 * 100 * 64, 100 * 64, 64))
+
+    def test_output_strides_are_contiguous(self):
+        self.assertEqual(_torch_api._output_strides((2, 100, 8, 64), "NHD"),
+                         (100 * 8 * 64, 64, 8 * 64))
+
+
+# --- struct layout against the C compiler ------------------------------------------
+
+STRUCTS = {"mxattn_strides": _native.Strides, "mxattn_problem": _native.Problem,
+           "mxattn_options": _native.Options, "mxattn_plan_info": _native.PlanInfo}
+
+
+def layout_program():
+    """C source printing "struct field offset" lines and "struct sizeof size"."""
+    lines = ["#include <stdio.h>", "#include <stddef.h>", '#include "mxattn.h"',
+             "int main(void) {"]
+    for c_name, py_struct in STRUCTS.items():
+        lines.append(f'  printf("{c_name} sizeof %zu\\n", sizeof({c_name}));')
+        for field, _ in py_struct._fields_:
+            lines.append(f'  printf("{c_name} {field} %zu\\n", offsetof({c_name}, {field}));')
+    lines += ["  return 0;", "}"]
+    return "\n".join(lines) + "\n"
+
+
+class StructLayoutTest(unittest.TestCase):
+    def test_structs_match_c(self):
+        cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+        if cc is None:
+            self.skipTest("no C compiler")
+        if not os.path.exists(HEADER):
+            self.skipTest(f"{HEADER} not found")
+        with tempfile.TemporaryDirectory() as tmp:
+            source, program = os.path.join(tmp, "layout.c"), os.path.join(tmp, "layout")
+            with open(source, "w") as f:
+                f.write(layout_program())
+            subprocess.run([cc, "-std=c11", "-I", os.path.dirname(HEADER), source, "-o",
+                            program], check=True, capture_output=True)
+            output = subprocess.run([program], check=True, capture_output=True, text=True).stdout
+        c_layout = {}
+        for line in output.splitlines():
+            c_name, field, value = line.split()
+            c_layout[(c_name, field)] = int(value)
+        for c_name, py_struct in STRUCTS.items():
+            with self.subTest(struct=c_name):
+                self.assertEqual(ctypes.sizeof(py_struct), c_layout[(c_name, "sizeof")])
+                for field, _ in py_struct._fields_:
+                    self.assertEqual(getattr(py_struct, field).offset, c_layout[(c_name, field)],
+                                     f"{c_name}.{field}")
+
+
+if __name__ == "__main__":
+    unittest.main()
