@@ -1,0 +1,197 @@
+/* The on-disk cache: compiled kernels and tuning results in one SQLite file.
+ *
+ * Two kinds of rows, with two kinds of keys (STYLE.md, "Cache keys"):
+ *   - a compiled kernel is keyed by the hex SHA-256 of everything that changes
+ *     the binary (rendered source, target arch, NVRTC version, options); the
+ *     caller computes that key;
+ *   - a tuning result is keyed by everything that changes the answer: the GPU
+ *     SKU (name, SM count, compute capability, driver), the software (NVRTC,
+ *     mxattn, template hash) and the problem.  Lookups match every field
+ *     exactly, so a configuration tuned on one GPU is never applied to another.
+ * Every candidate the tuner timed is kept as a measurement, so an interrupted
+ * tuning run can resume where it stopped.
+ *
+ * Several processes may use one file at once (WAL, busy timeout, writes in
+ * BEGIN IMMEDIATE transactions retried on SQLITE_BUSY).  A corrupt file is
+ * moved aside and rebuilt when it is opened.  Nothing here prints. */
+#ifndef MX_CACHE_H
+#define MX_CACHE_H
+#include <stddef.h>
+#include <stdint.h>
+#include "mxattn.h"
+
+typedef struct mx_cache mx_cache;
+
+/* Largest cubin the cache stores or imports; real ones are well under 1 MiB. */
+#define MX_CACHE_MAX_CUBIN_BYTES (64u << 20)
+
+/* ---- opening ------------------------------------------------------------ */
+
+/* $MXATTN_CACHE, else $XDG_CACHE_HOME/mxattn/mxattn.db, else
+ * ~/.cache/mxattn/mxattn.db.  MXATTN_ERROR_CACHE if no home directory is known
+ * or the path does not fit in `cap`. */
+mxattn_status mx_cache_default_path(char *out, size_t cap);
+
+/* Opens (creating the parent directories and the file on first use) and
+ * migrates the database at `path` (NULL: the default path).  A file that is
+ * not one of our databases (not SQLite, truncated, foreign tables, a schema
+ * version from the future) is renamed to '<path>.corrupt-<timestamp>' with its
+ * -wal and -shm, and a fresh one is created: the open still succeeds, and
+ * mx_cache_recovered() and the thread's error message say what happened. */
+mxattn_status mx_cache_open(const char *path, mx_cache **out);
+void mx_cache_close(mx_cache *cache); /* NULL is a no-op */
+const char *mx_cache_path(const mx_cache *cache);
+/* NULL, or a sentence saying the file was corrupt and where it was moved. */
+const char *mx_cache_recovered(const mx_cache *cache);
+/* The schema version this build writes (PRAGMA user_version). */
+int mx_cache_schema_version(void);
+
+typedef struct { long kernels, tune_results, measurements; } mx_cache_counts;
+mxattn_status mx_cache_count(mx_cache *cache, mx_cache_counts *counts);
+
+/* ---- compiled kernels --------------------------------------------------- */
+
+typedef struct {
+    char key[65];            /* hex SHA-256 of source, arch, NVRTC version, options */
+    char arch[16];           /* "sm_90a" */
+    int nvrtc_version;       /* major * 1000 + minor * 10, as CUDA_VERSION */
+    char kernel_names[256];  /* the entry points, separated by spaces */
+    void *cubin;             /* put: the caller's; get: malloc'd, see mx_kernel_record_release */
+    size_t cubin_size;
+    char cubin_sha256[65];   /* put: computed; get: the verified hash */
+    double compile_ms;
+    int registers, shared_bytes, spill_bytes;
+    int64_t created_at;      /* unix seconds; 0 on put means now */
+} mx_kernel_record;
+
+/* Stores a kernel; a key already present is left as it is (same key, same binary). */
+mxattn_status mx_cache_put_kernel(mx_cache *cache, const mx_kernel_record *rec);
+/* Fetches a kernel built for `arch`.  NOT_FOUND when absent or built for
+ * another arch.  The blob's hash is checked again: on a mismatch the row is
+ * deleted and CACHE_CORRUPT returned (the caller recompiles). */
+mxattn_status mx_cache_get_kernel(mx_cache *cache, const char *key, const char *arch,
+                                  mx_kernel_record *out);
+void mx_kernel_record_release(mx_kernel_record *rec); /* frees rec->cubin */
+
+/* ---- tuning results ----------------------------------------------------- */
+
+/* Everything that changes which configuration is fastest. */
+typedef struct {
+    char gpu_name[128];        /* "NVIDIA H200" */
+    int sm_count;
+    int compute_capability;    /* major * 10 + minor: 90 */
+    int driver_version;        /* cuDriverGetVersion: 12040 */
+    int nvrtc_version;         /* major * 1000 + minor * 10 */
+    char mxattn_version[32];
+    char template_hash[65];    /* hex SHA-256 of the family's templates */
+    char family[32];           /* "int8-f16" */
+    int head_dim;
+    char dtype[8];             /* "f16" | "bf16" */
+    char out_dtype[8];
+    int causal;                /* mxattn_causal */
+    int gqa;                   /* heads_q / heads_kv; 1 without grouping */
+    char layout[8];            /* "bhnd" | "bnhd" */
+    int seq_bucket;            /* the tuner's sequence-length bucket */
+} mx_tune_key;
+
+typedef struct {
+    char config[256];          /* "block_m=64 block_n=64 ..." */
+    double median_ms;
+    double tops;
+    double default_ms;         /* the heuristic default's time, for the speed-up */
+    int64_t tuned_at;          /* unix seconds; 0 on put means now */
+} mx_tune_result;
+
+typedef struct { mx_tune_key key; mx_tune_result result; } mx_tune_row;
+
+/* Stores the winner for `key`, replacing any older result (a re-tune wins). */
+mxattn_status mx_cache_put_tune(mx_cache *cache, const mx_tune_key *key, const mx_tune_result *r);
+/* Exact match on every key field, or NOT_FOUND. */
+mxattn_status mx_cache_get_tune(mx_cache *cache, const mx_tune_key *key, mx_tune_result *out);
+
+/* ---- measurements: every candidate the tuner timed ---------------------- */
+
+/* The statuses a measurement may have. */
+#define MX_MEASURE_OK "ok"
+#define MX_MEASURE_COMPILE_FAILED "compile failed"
+#define MX_MEASURE_OUT_OF_RESOURCES "out of resources"
+#define MX_MEASURE_WRONG_RESULT "wrong result"
+#define MX_MEASURE_LAUNCH_FAILED "launch failed"
+
+typedef struct {
+    char config[256];
+    char status[32];           /* one of MX_MEASURE_* */
+    double median_ms;          /* 0 when status is not "ok" */
+    double spread;             /* (p90 - p10) / median */
+    int registers;
+    int64_t measured_at;       /* unix seconds; 0 on add means now */
+} mx_measurement;
+
+/* Records one candidate; measuring the same (key, config) again replaces it. */
+mxattn_status mx_cache_add_measurement(mx_cache *cache, const mx_tune_key *key,
+                                       const mx_measurement *m);
+/* *measured = 1 if `config` already has a measurement for `key`. */
+mxattn_status mx_cache_has_measurement(mx_cache *cache, const mx_tune_key *key,
+                                       const char *config, int *measured);
+/* All measurements for `key`, fastest "ok" first; *out is freed with free(). */
+mxattn_status mx_cache_list_measurements(mx_cache *cache, const mx_tune_key *key,
+                                         mx_measurement **out, int *count);
+
+/* ---- queries ------------------------------------------------------------ */
+
+/* Empty strings and negative numbers mean "any". */
+typedef struct {
+    char gpu[128];     /* case-insensitive substring of gpu_name */
+    char family[32];
+    int head_dim;
+    char dtype[8];
+    int causal;
+} mx_tune_filter;
+
+void mx_tune_filter_init(mx_tune_filter *f);
+/* Parses "gpu=H200 family=f16 head_dim=128 dtype=bf16 causal=1" (NULL or ""
+ * matches all); INVALID_VALUE names an unknown key or a bad value. */
+mxattn_status mx_tune_filter_parse(const char *text, mx_tune_filter *f);
+/* Matching rows, ordered by gpu, family, head_dim, dtype, causal, seq_bucket;
+ * *rows is freed with free() (NULL when *count is 0). */
+mxattn_status mx_cache_query(mx_cache *cache, const mx_tune_filter *f, mx_tune_row **rows, int *count);
+/* The same rows as a JSON array of objects; *json is freed with free(). */
+mxattn_status mx_cache_query_json(mx_cache *cache, const mx_tune_filter *f, char **json);
+mxattn_status mx_tune_rows_json(const mx_tune_row *rows, int count, char **json);
+
+/* ---- sharing between machines, and upkeep ------------------------------- */
+
+/* Writes a standalone database file with the tuning results (and the kernels
+ * when with_kernels).  The file is written beside `dest` and renamed into
+ * place, so a failed export leaves no half file. */
+mxattn_status mx_cache_export(mx_cache *cache, const char *dest, int with_kernels);
+
+typedef struct {
+    long tune_rows_read, tune_rows_taken, tune_rows_kept;  /* kept: ours was faster */
+    long kernels_read, kernels_taken;
+} mx_import_report;
+
+/* Takes the tuning results of an export (replacing ours for the same key)
+ * and, only when with_kernels, its kernels after verifying every blob's hash.
+ * Anything malformed (not a database, foreign schema, oversized or
+ * mis-hashed blob, bad field) rejects the whole import: one transaction,
+ * rolled back, the target unchanged.  report may be NULL. */
+mxattn_status mx_cache_import(mx_cache *cache, const char *src, int with_kernels,
+                              mx_import_report *report);
+/* Like import of tuning results, but where both have a key the faster wins. */
+mxattn_status mx_cache_merge(mx_cache *cache, const char *src, mx_import_report *report);
+mxattn_status mx_cache_vacuum(mx_cache *cache);
+
+typedef struct {
+    int integrity_ok;           /* PRAGMA integrity_check said "ok" */
+    char integrity_message[256];/* its first complaint, or "ok" */
+    long kernels_checked, kernels_bad;
+    char first_bad_kernel[65];  /* key of the first blob whose hash failed */
+    mx_cache_counts counts;
+} mx_cache_check_report;
+
+/* Integrity check plus the hash of every kernel blob.  Returns OK when the
+ * check itself ran; report says whether anything was wrong.  Read-only. */
+mxattn_status mx_cache_check(mx_cache *cache, mx_cache_check_report *report);
+
+#endif

@@ -1,0 +1,69 @@
+/* Private to cache/: the handle's layout and the helpers its files share. */
+#ifndef MX_CACHE_INTERNAL_H
+#define MX_CACHE_INTERNAL_H
+#include <limits.h>
+#include <sqlite3.h>
+#include "cache/cache.h"
+
+struct mx_cache {
+    sqlite3 *db;
+    char path[PATH_MAX];
+    char recovery_note[PATH_MAX * 3]; /* "" unless the file was rebuilt */
+};
+
+/* The fifteen columns of a tuning key, in mx_tune_key's order, and the
+ * matching placeholders and WHERE clause.  Constant text only: values are
+ * always bound. */
+#define MX_TUNE_KEY_COLUMNS                                                         \
+    "gpu_name, sm_count, compute_capability, driver_version, nvrtc_version, "      \
+    "mxattn_version, template_hash, family, head_dim, dtype, out_dtype, causal, "  \
+    "gqa, layout, seq_bucket"
+#define MX_TUNE_KEY_PLACEHOLDERS "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15"
+#define MX_TUNE_KEY_MATCH                                                           \
+    "gpu_name=?1 AND sm_count=?2 AND compute_capability=?3 AND driver_version=?4 "  \
+    "AND nvrtc_version=?5 AND mxattn_version=?6 AND template_hash=?7 AND family=?8 " \
+    "AND head_dim=?9 AND dtype=?10 AND out_dtype=?11 AND causal=?12 AND gqa=?13 "   \
+    "AND layout=?14 AND seq_bucket=?15"
+#define MX_TUNE_KEY_NCOLS 15
+
+/* Turns a failed SQLite call into a status: CACHE_CORRUPT for a damaged file,
+ * CACHE otherwise, with `what` and SQLite's message. */
+mxattn_status mx_db_fail(sqlite3 *db, int rc, const char *what);
+
+mxattn_status mx_db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **stmt);
+/* Runs constant SQL with no parameters and no result rows wanted. */
+mxattn_status mx_db_exec(sqlite3 *db, const char *sql);
+
+/* BEGIN IMMEDIATE, retried while another process holds the write lock. */
+mxattn_status mx_db_begin_write(sqlite3 *db);
+mxattn_status mx_db_commit(sqlite3 *db);
+void mx_db_rollback(sqlite3 *db); /* best effort, on an error path */
+
+/* Creates the schema on an empty database or migrates an older one to the
+ * current version.  Must run inside a write transaction. */
+mxattn_status mx_schema_migrate(sqlite3 *db);
+/* Checks that the database holds our tables (and nothing else) at a version
+ * this build understands: CACHE_CORRUPT with the reason otherwise.  *version
+ * gets user_version (0: an empty, fresh file). */
+mxattn_status mx_schema_verify(sqlite3 *db, int *version);
+
+/* Binds key fields to ?1..?15. */
+int mx_bind_tune_key(sqlite3_stmt *stmt, const mx_tune_key *key);
+/* Reads a key from result columns first..first+14; INVALID_VALUE if a text
+ * does not fit its field or holds a NUL (possible only in a foreign file). */
+mxattn_status mx_read_tune_key(sqlite3_stmt *stmt, int first, mx_tune_key *key);
+/* Copies a text column into dst[cap]; 0 if it does not fit or holds a NUL. */
+int mx_column_text_copy(sqlite3_stmt *stmt, int col, char *dst, size_t cap);
+/* INVALID_VALUE unless every text field is NUL-terminated and non-empty where required. */
+mxattn_status mx_check_tune_key(const mx_tune_key *key);
+
+/* The upsert shared by put and import: "replace" overwrites; otherwise the
+ * existing row is kept unless the new one is faster.  *changed = 1 if written. */
+mxattn_status mx_tune_upsert(sqlite3 *db, const mx_tune_key *key, const mx_tune_result *r,
+                             int replace, int *changed);
+/* Inserts a kernel unless its key exists; no transaction of its own. */
+mxattn_status mx_kernel_insert(sqlite3 *db, const mx_kernel_record *rec, int *changed);
+
+int mx_is_hex_sha256(const char *s);
+int64_t mx_unix_now(void);
+#endif

@@ -1,0 +1,142 @@
+/* The schema, its version (PRAGMA user_version) and the migrations between
+ * versions.  A new database is built by running every migration from v1 on,
+ * so a fresh file and a migrated one have the same columns in the same order.
+ *
+ *   v1  kernels, tune_results, measurements
+ *   v2  tune_results.tuned_at, and an index for `mxattn query`'s filters
+ */
+#include "cache/cache_internal.h"
+#include "util/err.h"
+#include <stdio.h>
+#include <string.h>
+
+#define TUNE_KEY_DEFINITION                                                         \
+    "gpu_name TEXT NOT NULL, sm_count INTEGER NOT NULL, "                           \
+    "compute_capability INTEGER NOT NULL, driver_version INTEGER NOT NULL, "       \
+    "nvrtc_version INTEGER NOT NULL, mxattn_version TEXT NOT NULL, "                \
+    "template_hash TEXT NOT NULL, family TEXT NOT NULL, head_dim INTEGER NOT NULL, " \
+    "dtype TEXT NOT NULL, out_dtype TEXT NOT NULL, causal INTEGER NOT NULL, "      \
+    "gqa INTEGER NOT NULL, layout TEXT NOT NULL, seq_bucket INTEGER NOT NULL"
+
+static const char SCHEMA_V1[] =
+    "CREATE TABLE kernels("
+    " key TEXT PRIMARY KEY NOT NULL, arch TEXT NOT NULL, nvrtc_version INTEGER NOT NULL,"
+    " kernel_names TEXT NOT NULL, cubin BLOB NOT NULL, cubin_sha256 TEXT NOT NULL,"
+    " compile_ms REAL NOT NULL, registers INTEGER NOT NULL, shared_bytes INTEGER NOT NULL,"
+    " spill_bytes INTEGER NOT NULL, created_at INTEGER NOT NULL);"
+    "CREATE TABLE tune_results(" TUNE_KEY_DEFINITION ","
+    " config TEXT NOT NULL, median_ms REAL NOT NULL, tops REAL NOT NULL, default_ms REAL NOT NULL,"
+    " PRIMARY KEY(" MX_TUNE_KEY_COLUMNS "));"
+    "CREATE TABLE measurements(" TUNE_KEY_DEFINITION ","
+    " config TEXT NOT NULL, status TEXT NOT NULL, median_ms REAL NOT NULL, spread REAL NOT NULL,"
+    " registers INTEGER NOT NULL, measured_at INTEGER NOT NULL,"
+    " PRIMARY KEY(" MX_TUNE_KEY_COLUMNS ", config));"
+    "PRAGMA user_version=1;";
+
+/* When each result was tuned (old rows read 0: unknown), and an index over
+ * the columns `mxattn query` filters on. */
+static const char SCHEMA_V2[] =
+    "ALTER TABLE tune_results ADD COLUMN tuned_at INTEGER NOT NULL DEFAULT 0;"
+    "CREATE INDEX tune_results_by_problem ON tune_results(family, head_dim, dtype, causal);"
+    "PRAGMA user_version=2;";
+
+static const char *const MIGRATIONS[] = {SCHEMA_V1, SCHEMA_V2}; /* [i] makes version i + 1 */
+#define SCHEMA_VERSION (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0])
+
+int mx_cache_schema_version(void) { return SCHEMA_VERSION; }
+
+static mxattn_status read_user_version(sqlite3 *db, int *version) {
+    sqlite3_stmt *stmt;
+    mxattn_status st = mx_db_prepare(db, "PRAGMA user_version", &stmt);
+    if (st) return st;
+    int rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW) *version = sqlite3_column_int(stmt, 0);
+    else st = mx_db_fail(db, rc, "reading the schema version");
+    sqlite3_finalize(stmt);
+    return st;
+}
+
+mxattn_status mx_schema_migrate(sqlite3 *db) {
+    int version;
+    /* Verify again inside the write transaction: another process may have
+     * created or migrated the schema since this one looked. */
+    mxattn_status st = mx_schema_verify(db, &version);
+    for (int v = version; !st && v < SCHEMA_VERSION; v++) st = mx_db_exec(db, MIGRATIONS[v]);
+    return st;
+}
+
+/* The columns each table must have at `version`; a prepare that names them
+ * fails if the table is missing, a view, or lacks one. */
+static const char *expected_columns(const char *table, int version) {
+    if (!strcmp(table, "kernels"))
+        return "SELECT key, arch, nvrtc_version, kernel_names, cubin, cubin_sha256, compile_ms,"
+               " registers, shared_bytes, spill_bytes, created_at FROM kernels LIMIT 0";
+    if (!strcmp(table, "measurements"))
+        return "SELECT " MX_TUNE_KEY_COLUMNS ", config, status, median_ms, spread, registers,"
+               " measured_at FROM measurements LIMIT 0";
+    return version >= 2
+        ? "SELECT " MX_TUNE_KEY_COLUMNS ", config, median_ms, tops, default_ms, tuned_at FROM tune_results LIMIT 0"
+        : "SELECT " MX_TUNE_KEY_COLUMNS ", config, median_ms, tops, default_ms FROM tune_results LIMIT 0";
+}
+
+static const char *const OUR_TABLES[] = {"kernels", "tune_results", "measurements"};
+#define N_TABLES 3
+
+static int is_our_table(const char *name) {
+    for (int i = 0; i < N_TABLES; i++)
+        if (!strcmp(name, OUR_TABLES[i])) return 1;
+    return 0;
+}
+
+/* Counts our tables and rejects any other (a file that belongs to someone else). */
+static mxattn_status scan_tables(sqlite3 *db, int *ours) {
+    sqlite3_stmt *stmt;
+    mxattn_status st = mx_db_prepare(db,
+        "SELECT name FROM sqlite_schema WHERE type IN ('table','view','trigger')"
+        " AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'", &stmt);
+    if (st) return st;
+    int rc;
+    *ours = 0;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(stmt, 0);
+        if (!name || !is_our_table(name)) {
+            st = mx_fail(MXATTN_ERROR_CACHE_CORRUPT, "foreign schema: object '%.64s' is not one of mxattn's",
+                         name ? name : "?");
+            break;
+        }
+        (*ours)++;
+    }
+    if (!st && rc != SQLITE_DONE) st = mx_db_fail(db, rc, "reading the schema");
+    sqlite3_finalize(stmt);
+    return st;
+}
+
+static mxattn_status check_columns(sqlite3 *db, int version) {
+    for (int i = 0; i < N_TABLES; i++) {
+        sqlite3_stmt *stmt = NULL;
+        int rc = sqlite3_prepare_v2(db, expected_columns(OUR_TABLES[i], version), -1, &stmt, NULL);
+        sqlite3_finalize(stmt);
+        if (rc != SQLITE_OK) {
+            if ((rc & 0xff) != SQLITE_ERROR) return mx_db_fail(db, rc, "reading the schema");
+            return mx_fail(MXATTN_ERROR_CACHE_CORRUPT, "foreign schema: table %s: %s", OUR_TABLES[i],
+                           sqlite3_errmsg(db));
+        }
+    }
+    return MXATTN_OK;
+}
+
+mxattn_status mx_schema_verify(sqlite3 *db, int *version) {
+    int tables = 0;
+    mxattn_status st = read_user_version(db, version);
+    if (!st) st = scan_tables(db, &tables);
+    if (st) return st;
+    if (*version > SCHEMA_VERSION || *version < 0)
+        return mx_fail(MXATTN_ERROR_CACHE_CORRUPT, "schema version %d is not one this build knows (1..%d)",
+                       *version, SCHEMA_VERSION);
+    if (*version == 0)
+        return tables == 0 ? MXATTN_OK
+                           : mx_fail(MXATTN_ERROR_CACHE_CORRUPT, "foreign schema: tables without a version");
+    if (tables != N_TABLES)
+        return mx_fail(MXATTN_ERROR_CACHE_CORRUPT, "foreign schema: %d of mxattn's %d tables", tables, N_TABLES);
+    return check_columns(db, *version);
+}
