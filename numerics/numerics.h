@@ -1,0 +1,313 @@
+/* numerics: the CPU oracle every GPU kernel is checked against.
+ *
+ * Plain C over libc/libm: scalar formats (bit-exact), block quantizers with
+ * the packed layouts the kernels consume (bit-exact), an fp64 reference
+ * attention, a quantized-pipeline reference per kernel family (compared with
+ * a tolerance), error metrics and a reproducible RNG.  Nothing here prints,
+ * aborts or exits; functions that can be handed a bad argument return a
+ * status and set the thread's message (util/err.h).
+ *
+ * Conventions that the GPU side must follow to match bit for bit:
+ *  - Every quantizer divides in fp32 with IEEE round-to-nearest (x / scale,
+ *    CUDA's default `/` without --use_fast_math, i.e. div.rn.f32), never
+ *    x * (1 / scale): the two differ in the last bit and can flip a code.
+ *  - Scales are computed in fp32 exactly as written below (amax / 6.0f,
+ *    amax / 127.0f, amax / 448.0f, rowmax / 2688.0f) and then encoded.
+ *  - A scale that decodes to 0 (all-zero block, or amax so small that the
+ *    scale underflows the scale format) makes every code of its block 0
+ *    (+0): nothing is divided by zero.
+ */
+#ifndef MX_NUMERICS_H
+#define MX_NUMERICS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "mxattn.h"
+
+/* ===== Scalar formats ====================================================
+ * Every encoder rounds to nearest, ties to even (the code whose lowest
+ * mantissa bit is 0), keeps the sign of zero, and decodes exactly.
+ *
+ * E2M1 (FP4, 4-bit code in the low nibble): s.ee.m, bias 1.  Magnitudes
+ *   0, 0.5, 1, 1.5, 2, 3, 4, 6 for codes 0..7; bit 3 is the sign.
+ *   |x| > 6 and +-inf saturate to +-6; NaN encodes to +6 (code 0x7): the
+ *   format has no NaN; this is our reading of PTX cvt.rn.satfinite.e2m1x2
+ *   (NaN -> MAX_NORM), to be confirmed by the GPU quantizer test.
+ * E4M3 (OCP FP8): s.eeee.mmm, bias 7, subnormals 2^-9 * m, max 448
+ *   (0x7E), no infinities, S.1111.111 (0x7F, 0xFF) is NaN.
+ *   Finite overflow and +-inf saturate to +-448; NaN encodes to 0x7F.
+ * E5M2 (OCP FP8): s.eeeee.mm, bias 15, max 57344 (0x7B), +-inf is
+ *   S.11111.00, NaN is S.11111.{01,10,11}.  Encoding saturates like the
+ *   kernels' cvt.rn.satfinite: finite overflow goes to +-57344; an infinite
+ *   input stays infinite (0x7C / 0xFC); NaN encodes to 0x7F.
+ * UE8M0 (MX block scale): value 2^(code-127) for codes 0..254, 0xFF is NaN,
+ *   no zero and no sign.  mx_f32_to_ue8m0 rounds to the nearest power of
+ *   two in value (threshold 1.5 * 2^e; an exact tie goes to the even code);
+ *   x <= 0 gives code 0 (2^-127, the smallest), x >= 2^127 and +inf give
+ *   0xFE, NaN gives 0xFF.  Block scales use mx_ue8m0_scale_for_amax below.
+ * UE4M3 (NVFP4 block scale): E4M3 with the sign bit forced to 0, so codes
+ *   0x00..0x7F (0x7F NaN, max 448 at 0x7E); a code with bit 7 set is not a
+ *   UE4M3 code and decodes to NaN.  Negative inputs (and -0) encode to 0;
+ *   overflow and +inf saturate to 448; NaN encodes to 0x7F.
+ * INT8: two's complement; mx_f32_to_int8 rounds half to even and clamps to
+ *   [-127, 127] (the symmetric range: -128 is never produced, though it
+ *   decodes); NaN encodes to 0.
+ * fp16 / bf16: IEEE binary16 and bfloat16, RNE, overflow to +-inf (as
+ *   __float2half_rn and __float2bfloat16_rn do), NaN kept quiet with its sign.
+ */
+uint8_t mx_f32_to_e2m1(float x);
+float   mx_e2m1_to_f32(uint8_t code);   /* only the low nibble is read */
+uint8_t mx_f32_to_e4m3(float x);
+float   mx_e4m3_to_f32(uint8_t code);
+uint8_t mx_f32_to_e5m2(float x);
+float   mx_e5m2_to_f32(uint8_t code);
+uint8_t mx_f32_to_ue8m0(float x);
+float   mx_ue8m0_to_f32(uint8_t code);
+uint8_t mx_f32_to_ue4m3(float x);
+float   mx_ue4m3_to_f32(uint8_t code);
+int8_t  mx_f32_to_int8(float x);
+uint16_t mx_f32_to_f16(float x);
+float    mx_f16_to_f32(uint16_t h);
+uint16_t mx_f32_to_bf16(float x);
+float    mx_bf16_to_f32(uint16_t h);
+/* x rounded through the format and back: the value a kernel operand holds. */
+float mx_round_f16(float x);
+float mx_round_bf16(float x);
+float mx_round_e4m3(float x);
+float mx_round_e2m1(float x);
+
+typedef enum {
+    MX_FMT_E2M1, MX_FMT_E4M3, MX_FMT_E5M2, MX_FMT_UE8M0, MX_FMT_UE4M3, MX_FMT_INT8
+} mx_format;
+#define MX_FORMAT_COUNT 6
+
+/* Listing every code of a format: codes are 0 .. mx_format_code_count()-1
+ * (16 for E2M1, 128 for UE4M3, 256 for the others); decode gives the value
+ * (NaN for NaN codes), encode the code of a float.  name: "e4m3" etc. */
+const char *mx_format_name(mx_format f);
+int   mx_format_code_count(mx_format f);
+float mx_format_decode(mx_format f, unsigned code);
+unsigned mx_format_encode(mx_format f, float x);
+/* Number of distinct finite non-negative magnitudes |decode(c)| in [lo, hi]
+ * over all codes (0 counts once, -0 and +0 are one magnitude).  The census of
+ * the design notes: E4M3 has 127 over [0, 448] and 35 in [0, 0.167]. */
+int mx_format_distinct_magnitudes(mx_format f, double lo, double hi);
+
+/* ===== Microscaling FP4 block quantizers =================================
+ * A matrix of `rows` rows of `cols` floats, row r starting at x + r*row_stride
+ * (row_stride >= cols, in elements), is quantized row by row in blocks of
+ * B consecutive elements of a row (B = 16 for NVFP4, 32 for MXFP4).  A row is
+ * padded with zeros to padded_cols = ceil(cols / B) * B.
+ *
+ * Packed elements, `codes`: rows * padded_cols / 2 bytes, row-major and
+ *   dense (row r at codes + r * padded_cols/2).  Byte i of a row holds
+ *   element 2i in its low nibble and element 2i+1 in its high nibble; each
+ *   nibble is an E2M1 code (bit 3 sign).  Padding elements are code 0.
+ * Scales, `scales`: rows * padded_cols / B bytes, row-major and dense, one
+ *   per block in block order: scales[r * (padded_cols/B) + b] covers
+ *   elements b*B .. b*B+B-1 of row r.
+ *   NVFP4: a UE4M3 code, scale = e4m3(amax / 6.0f) with amax the block's
+ *     largest |x|; element code = e2m1(x / scale).  E4M3 rounding of the
+ *     scale may round it down, so x/scale can exceed 6 and saturate to 6.
+ *   MXFP4: a UE8M0 code, scale = 2^ceil(log2(amax / 6)) (see
+ *     mx_ue8m0_scale_for_amax); element code = e2m1(x / scale).
+ * Dequantized element = e2m1 value * scale value.
+ *
+ * Why MXFP4 rounds the scale up: OCP's rule, 2^(floor(log2 amax) - 2), lets
+ * amax / scale reach [6, 8), and E2M1 saturates those to 6, clipping the
+ * block's largest element (the one that matters most to a dot product) by up
+ * to 25%.  Rounding up guarantees amax / scale <= 6, so nothing saturates, at
+ * the cost of at most one binade of resolution on small elements; this is
+ * also what NVIDIA's Transformer Engine does for MX scales.  The OCP scale is
+ * available as mx_ue8m0_scale_ocp for comparison.
+ */
+typedef enum { MX_FP4_NVFP4 = 0, MX_FP4_MXFP4 = 1 } mx_fp4_kind;
+
+int    mx_fp4_block_size(mx_fp4_kind kind);               /* 16 or 32 */
+int    mx_fp4_padded_cols(mx_fp4_kind kind, int cols);
+size_t mx_fp4_codes_bytes(mx_fp4_kind kind, int rows, int cols);
+size_t mx_fp4_scales_bytes(mx_fp4_kind kind, int rows, int cols);
+/* The scale codes a block of largest magnitude `amax` gets. */
+uint8_t mx_nvfp4_scale_for_amax(float amax);  /* UE4M3 code of e4m3(amax/6) */
+uint8_t mx_ue8m0_scale_for_amax(float amax);  /* UE8M0 code, 2^ceil(log2(amax/6)) */
+uint8_t mx_ue8m0_scale_ocp(float amax);       /* UE8M0 code, 2^(floor(log2 amax)-2) */
+float   mx_fp4_scale_value(mx_fp4_kind kind, uint8_t scale_code);
+
+mxattn_status mx_fp4_quantize(mx_fp4_kind kind, const float *x, int rows, int cols,
+                              int64_t row_stride, uint8_t *codes, uint8_t *scales);
+/* Writes rows x cols floats (padding dropped) to out + r*out_row_stride. */
+mxattn_status mx_fp4_dequantize(mx_fp4_kind kind, const uint8_t *codes, const uint8_t *scales,
+                                int rows, int cols, float *out, int64_t out_row_stride);
+/* One nibble of a packed row: element i of a row that starts at `row`. */
+static inline uint8_t mx_fp4_code_at(const uint8_t *row, int i) {
+    return (uint8_t)((i & 1) ? row[i >> 1] >> 4 : row[i >> 1] & 0xF);
+}
+
+/* ===== The softmax operand P ============================================
+ * P's rows are quantized along the keys (the reduction dimension of P.V),
+ * with the FP4 layouts above (rows = query rows, cols = keys).
+ * Direct: mx_fp4_quantize on P itself.  Every value is in [0, 1], so an
+ *   NVFP4 scale lies in [0, 1/6] where E4M3 has only 35 magnitudes.
+ * Two-level: a per-row fp32 pre-scale s1 = rowmax / 2688.0f (448 * 6) maps
+ *   the row onto the full E4M3 x E2M1 range; then P2 = p / s1 (fp32 division)
+ *   is FP4-quantized as above, giving block scales s2.  Dequantized
+ *   P = e2m1 * s2 * s1; s1 is applied after the matmul, in fp32.
+ *   row_scales: `rows` floats, s1 of each row (0 for an all-zero row, whose
+ *   codes are then all 0).  The same s1 rule is used for MXFP4, where the
+ *   E8M0 scale's range makes it nearly a no-op, so that kernels share code. */
+mxattn_status mx_p_quantize_two_level(mx_fp4_kind kind, const float *p, int rows, int cols,
+                                      int64_t row_stride, uint8_t *codes, uint8_t *scales,
+                                      float *row_scales);
+mxattn_status mx_p_dequantize_two_level(mx_fp4_kind kind, const uint8_t *codes,
+                                        const uint8_t *scales, const float *row_scales,
+                                        int rows, int cols, float *out, int64_t out_row_stride);
+
+/* ===== INT8 and FP8 quantizers ==========================================
+ * Per-block INT8 (SageAttention's Q and K): rows are grouped in blocks of
+ *   block_rows consecutive rows (the last may be short); each block has one
+ *   fp32 scale = amax / 127.0f over all its rows x cols elements, written to
+ *   scales[block]; q = round-half-even(x / scale) clamped to [-127, 127].
+ *   q is rows x cols, dense row-major.  block_rows = 1 is per-token INT8.
+ * Per-channel E4M3 (V): one fp32 scale per column = amax over the column's
+ *   rows / 448.0f, written to scales[col]; code = e4m3(x / scale); codes is
+ *   rows x cols, dense row-major. */
+mxattn_status mx_int8_quantize_blocks(const float *x, int rows, int cols, int64_t row_stride,
+                                      int block_rows, int8_t *q, float *scales);
+mxattn_status mx_int8_quantize_per_token(const float *x, int rows, int cols, int64_t row_stride,
+                                         int8_t *q, float *scales);
+mxattn_status mx_e4m3_quantize_per_channel(const float *x, int rows, int cols, int64_t row_stride,
+                                           uint8_t *codes, float *scales);
+
+/* ===== Smooth-K ==========================================================
+ * K's per-channel mean over its rows (accumulated in fp64, stored as fp32) is
+ * subtracted before K is quantized: K' = K - mean (fp32).  Then
+ * Q.K^T = Q.K'^T + Q.mean^T exactly; the correction q_i . mean is the same
+ * for every key of row i, so it cancels in the softmax (kernels may drop it)
+ * and only changes the scores and the LSE. */
+void mx_channel_mean(const float *x, int rows, int cols, int64_t row_stride, float *mean);
+void mx_subtract_mean(const float *x, int rows, int cols, int64_t row_stride,
+                      const float *mean, float *out /* rows x cols dense */);
+/* corr[i] = sum_c q[i][c] * mean[c], in fp64. */
+void mx_smooth_k_correction(const float *q, int rows, int cols, int64_t row_stride,
+                            const float *mean, double *corr);
+
+/* ===== fp64 reference attention ==========================================
+ * Q is [batch, heads_q, seq_q, head_dim], K and V [batch, heads_kv, seq_k,
+ * head_dim], O [batch, heads_q, seq_q, head_dim], LSE [batch, heads_q, seq_q]:
+ * all contiguous (BHND).  Query head h reads kv head h / (heads_q / heads_kv).
+ * LSE is the natural log of sum_j exp(sm_scale * q.k_j) over visible keys;
+ * a row that sees no key gets O = 0 and LSE = -inf. */
+typedef struct {
+    int batch, heads_q, heads_kv, seq_q, seq_k, head_dim;
+    mxattn_causal causal;
+    double sm_scale;            /* 0: 1/sqrt(head_dim) */
+} mx_ref_shape;
+
+/* Fills a shape from a public problem (its layout and strides are ignored:
+ * reference inputs are always BHND contiguous). */
+void mx_ref_shape_from_problem(const mxattn_problem *p, mx_ref_shape *out);
+mxattn_status mx_ref_shape_check(const mx_ref_shape *s);
+double mx_ref_sm_scale(const mx_ref_shape *s);
+/* 1 if key j is visible to query i under the shape's causal mode. */
+int mx_ref_key_visible(const mx_ref_shape *s, int i, int j);
+/* o and lse may each be NULL. */
+mxattn_status mx_ref_attention(const mx_ref_shape *s, const float *q, const float *k,
+                               const float *v, double *o, double *lse);
+
+/* ===== Quantized-pipeline reference =====================================
+ * Reproduces what a kernel family computes, stage by stage:
+ *   1. inputs rounded to the kernel's input dtype (input_round);
+ *   2. S = sm_scale * Q^.K^^T (+ q.mean when smooth_k), Q^ K^ per `qk`;
+ *   3. P = softmax(S) over visible keys, quantized per `p`;
+ *   4. O = P^ . V^ with V^ per `v`, accumulated in fp64.
+ * INT8 QK: per-block scales, block_q rows of Q and block_k rows of K.
+ * FP4 QK: Q and K quantized along head_dim (rows of length head_dim).
+ * FP4 V: quantized along the sequence, i.e. V^T's rows (one per channel) in
+ *   blocks of 16/32 consecutive keys, because P.V reduces over the keys and
+ *   a block scale must be constant along the reduction.
+ * FP8 V: per-channel E4M3.  FP8 P: P*448 encoded E4M3, divided by 448 after.
+ *
+ * The online softmax.  A kernel quantizes P one key tile at a time, from
+ * exp(S - m) with m the running row max, and normalises at the end.
+ *   p_tile = 0 (the "offline" form, the design notes' harness): P is the final
+ *     normalised softmax row and is quantized once, with the final row max.
+ *   p_tile = T > 0 (multiple of the P block size, i.e. 16 or 32 for FP4):
+ *     emulates the kernel: for each tile of T keys, m = max(m, tile max),
+ *     P~ = exp(S - m) (values in (0, 1], the new max gives 1), quantized per
+ *     `p` (two-level s1 from the tile's own row max), O and l rescaled by
+ *     exp(m_old - m), l += sum of the unquantized P~, O += P~^ . V^; O /= l.
+ *   The two forms differ by more than rounding for direct FP4 P (the offline
+ *   form squeezes P into [0, 1/n]; the kernel's P~ peaks at 1), so a kernel
+ *   test should use p_tile = the kernel's block_n; with p_tile = 0 it needs
+ *   a looser tolerance.  For two-level P, FP8 and fp16 P the forms agree to
+ *   quantization noise. */
+typedef enum { MX_ROUND_NONE = 0, MX_ROUND_F16, MX_ROUND_BF16 } mx_round_mode;
+typedef enum { MX_QK_EXACT = 0, MX_QK_INT8, MX_QK_NVFP4, MX_QK_MXFP4 } mx_qk_mode;
+typedef enum {
+    MX_P_EXACT = 0, MX_P_F16, MX_P_BF16, MX_P_E4M3,
+    MX_P_NVFP4_DIRECT, MX_P_NVFP4_TWO_LEVEL, MX_P_MXFP4_DIRECT, MX_P_MXFP4_TWO_LEVEL
+} mx_p_mode;
+typedef enum { MX_V_EXACT = 0, MX_V_F16, MX_V_BF16, MX_V_E4M3, MX_V_NVFP4, MX_V_MXFP4 } mx_v_mode;
+
+typedef struct {
+    mx_round_mode input_round;
+    mx_qk_mode qk;
+    int smooth_k;               /* subtract K's channel mean (quantized QK only) */
+    int int8_block_q, int8_block_k; /* INT8 QK scale blocks, in rows (default 128, 64) */
+    mx_p_mode p;
+    int p_tile;                 /* 0: offline; > 0: emulate online tiles of this many keys */
+    mx_v_mode v;
+    double temperature;         /* scores are multiplied by this (1 = none) */
+} mx_ref_config;
+
+/* Optional intermediates, each NULL or batch*heads_q*seq_q*seq_k doubles
+ * (row-major [b][h][i][j]).  scores: S (with temperature, before masking);
+ * p: the unquantized softmax of S (0 on masked keys); p_hat: the
+ * dequantized P that multiplied V, normalised (divided by l in tile form). */
+typedef struct { double *scores, *p, *p_hat; } mx_ref_trace;
+
+void mx_ref_config_exact(mx_ref_config *c);
+/* The configuration of a family name: "f16", "int8-f16", "int8-fp8", "nvfp4",
+ * "mxfp4", "nvfp4-int8qk".  direct_p picks direct FP4 P; smooth_k applies to
+ * the quantized-QK families; dtype is the kernel's input dtype (and P's for
+ * "f16"). */
+mxattn_status mx_ref_family_config(const char *family, int direct_p, int smooth_k,
+                                   mxattn_dtype dtype, mx_ref_config *out);
+mxattn_status mx_ref_pipeline_attention(const mx_ref_shape *s, const mx_ref_config *c,
+                                        const float *q, const float *k, const float *v,
+                                        double *o, double *lse, const mx_ref_trace *trace);
+/* The family's reference on BHND contiguous float inputs; o is
+ * [batch, heads_q, seq_q, head_dim] doubles, lse NULL or [batch, heads_q, seq_q].
+ * Uses p->family, head_dim, shape, causal, sm_scale, dtype, direct_p,
+ * smooth_k; p_tile (0 offline) as described above. */
+mxattn_status mx_ref_family_attention(const char *family, const mxattn_problem *p, int p_tile,
+                                      const float *q, const float *k, const float *v,
+                                      double *o, double *lse);
+
+/* ===== Metrics =========================================================
+ * a is the approximation, b the reference.  rel_l1 = sum|a-b| / sum|b|.
+ * cosine of two zero vectors is 1, of one zero vector 0; rel_l1 with
+ * sum|b| = 0 is 0 if a == b else +inf. */
+typedef struct { double cosine, rel_l1, rmse, max_abs; } mx_error_stats;
+double mx_cosine(const double *a, const double *b, size_t n);
+double mx_rel_l1(const double *a, const double *b, size_t n);
+double mx_rmse(const double *a, const double *b, size_t n);
+double mx_max_abs_error(const double *a, const double *b, size_t n);
+mx_error_stats mx_compare(const double *a, const double *b, size_t n);
+mx_error_stats mx_compare_f32(const float *a, const double *b, size_t n);
+/* Mean over rows of H(row) / log(cols), H = -sum p log p (0 log 0 = 0);
+ * 1 is uniform attention, 0 one-hot.  cols = 1 gives 0. */
+double mx_mean_normalized_entropy(const double *p, int rows, int cols);
+/* Number of distinct values of |x| among the n values (sorts a copy;
+ * returns -1 if it cannot allocate). */
+long mx_count_distinct_magnitudes(const double *x, size_t n);
+
+/* ===== Deterministic RNG ==============================================
+ * xoshiro256** seeded through splitmix64; Gaussians by Box-Muller.  Same seed,
+ * same stream, on every platform. */
+typedef struct { uint64_t s[4]; double spare; int has_spare; } mx_rng;
+void     mx_rng_seed(mx_rng *r, uint64_t seed);
+uint64_t mx_rng_next(mx_rng *r);
+double   mx_rng_uniform(mx_rng *r);         /* [0, 1), 53 random bits */
+double   mx_rng_gaussian(mx_rng *r);        /* N(0, 1) */
+void     mx_rng_fill_gaussian(mx_rng *r, float *x, size_t n, double mean, double stddev);
+#endif

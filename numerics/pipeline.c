@@ -1,0 +1,424 @@
+/* The quantized-pipeline reference: what each kernel family computes, one
+ * stage at a time (round inputs, quantize Q/K, scores, softmax, quantize P,
+ * quantize V, P.V).  Accumulation is fp64 so that only the quantization the
+ * family does shows up as error. */
+#include "numerics/numerics.h"
+#include "util/err.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mx_ref_config_exact(mx_ref_config *c) {
+    memset(c, 0, sizeof *c);
+    c->input_round = MX_ROUND_NONE;
+    c->qk = MX_QK_EXACT;
+    c->int8_block_q = 128;   /* SageAttention's quantization blocks */
+    c->int8_block_k = 64;
+    c->p = MX_P_EXACT;
+    c->v = MX_V_EXACT;
+    c->temperature = 1.0;
+}
+
+mxattn_status mx_ref_family_config(const char *family, int direct_p, int smooth_k,
+                                   mxattn_dtype dtype, mx_ref_config *out) {
+    if (!family || !out) return mx_fail(MXATTN_ERROR_NULL_POINTER, "family config: NULL argument");
+    mx_ref_config c;
+    mx_ref_config_exact(&c);
+    c.input_round = dtype == MXATTN_BF16 ? MX_ROUND_BF16 : MX_ROUND_F16;
+    c.smooth_k = smooth_k != 0;
+    if (!strcmp(family, "f16")) {
+        c.p = dtype == MXATTN_BF16 ? MX_P_BF16 : MX_P_F16;
+        c.smooth_k = 0;
+    } else if (!strcmp(family, "int8-f16")) {
+        c.qk = MX_QK_INT8; c.p = MX_P_F16; c.v = MX_V_F16;
+    } else if (!strcmp(family, "int8-fp8")) {
+        c.qk = MX_QK_INT8; c.p = MX_P_E4M3; c.v = MX_V_E4M3;
+    } else if (!strcmp(family, "nvfp4")) {
+        c.qk = MX_QK_NVFP4; c.v = MX_V_NVFP4;
+        c.p = direct_p ? MX_P_NVFP4_DIRECT : MX_P_NVFP4_TWO_LEVEL;
+    } else if (!strcmp(family, "mxfp4")) {
+        c.qk = MX_QK_MXFP4; c.v = MX_V_MXFP4;
+        c.p = direct_p ? MX_P_MXFP4_DIRECT : MX_P_MXFP4_TWO_LEVEL;
+    } else if (!strcmp(family, "nvfp4-int8qk")) {
+        c.qk = MX_QK_INT8; c.v = MX_V_NVFP4;
+        c.p = direct_p ? MX_P_NVFP4_DIRECT : MX_P_NVFP4_TWO_LEVEL;
+    } else {
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "unknown family '%s'", family);
+    }
+    *out = c;
+    return MXATTN_OK;
+}
+
+static int p_is_fp4(mx_p_mode p) { return p >= MX_P_NVFP4_DIRECT; }
+
+static mx_fp4_kind p_fp4_kind(mx_p_mode p) {
+    return (p == MX_P_MXFP4_DIRECT || p == MX_P_MXFP4_TWO_LEVEL) ? MX_FP4_MXFP4 : MX_FP4_NVFP4;
+}
+
+static mxattn_status check_config(const mx_ref_config *c) {
+    if (!c) return mx_fail(MXATTN_ERROR_NULL_POINTER, "pipeline reference: NULL config");
+    if (c->qk == MX_QK_INT8 && (c->int8_block_q < 1 || c->int8_block_k < 1))
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "pipeline reference: INT8 blocks %d/%d",
+                       c->int8_block_q, c->int8_block_k);
+    if (c->p_tile < 0 || (c->p_tile > 0 && p_is_fp4(c->p) &&
+                          c->p_tile % mx_fp4_block_size(p_fp4_kind(c->p)) != 0))
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE,
+                       "pipeline reference: p_tile %d is not a multiple of the P block", c->p_tile);
+    if (!(c->temperature > 0) || isinf(c->temperature))
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "pipeline reference: bad temperature %g", c->temperature);
+    return MXATTN_OK;
+}
+
+/* Scratch for one (batch, head) slice; sized once for the whole call. */
+typedef struct {
+    int d, nq, nk;
+    float *rounded;      /* max(nq, nk) * d: an input slice after dtype rounding */
+    float *smoothed;     /* nk * d: K minus its channel mean */
+    float *kmean;        /* d */
+    float *transposed;   /* nk * d: V^T, then its dequantized form */
+    double *qhat, *khat, *vhat;   /* dequantized operands */
+    double *corr;        /* nq: smooth-K correction q . mean */
+    double *scores, *p, *phat;    /* nk: one row */
+    double *o;           /* d: one output row */
+    double *tile_max;    /* nk: the running max each tile was quantized under */
+    float *pf, *pdeq, *row_scale; /* nk: P segment in fp32, dequantized, s1 */
+    uint8_t *codes, *scale_codes; /* P segment packed */
+} workspace;
+
+static void workspace_free(workspace *w) {
+    free(w->rounded); free(w->smoothed); free(w->kmean); free(w->transposed);
+    free(w->qhat); free(w->khat); free(w->vhat); free(w->corr);
+    free(w->scores); free(w->p); free(w->phat); free(w->o); free(w->tile_max);
+    free(w->pf); free(w->pdeq); free(w->row_scale); free(w->codes); free(w->scale_codes);
+}
+
+static int workspace_alloc(workspace *w, const mx_ref_shape *s) {
+    memset(w, 0, sizeof *w);
+    w->d = s->head_dim; w->nq = s->seq_q; w->nk = s->seq_k;
+    size_t d = (size_t)w->d, nq = (size_t)w->nq, nk = (size_t)w->nk;
+    size_t rows = nq > nk ? nq : nk, padded = nk + 32;
+    w->rounded = malloc(rows * d * sizeof(float));
+    w->smoothed = malloc(nk * d * sizeof(float));
+    w->kmean = malloc(d * sizeof(float));
+    w->transposed = malloc(nk * d * sizeof(float));
+    w->qhat = malloc(nq * d * sizeof(double));
+    w->khat = malloc(nk * d * sizeof(double));
+    w->vhat = malloc(nk * d * sizeof(double));
+    w->corr = malloc(nq * sizeof(double));
+    w->scores = malloc(nk * sizeof(double));
+    w->p = malloc(nk * sizeof(double));
+    w->phat = malloc(nk * sizeof(double));
+    w->o = malloc(d * sizeof(double));
+    w->tile_max = malloc(nk * sizeof(double));
+    w->pf = malloc(padded * sizeof(float));
+    w->pdeq = malloc(padded * sizeof(float));
+    w->row_scale = malloc(sizeof(float));
+    w->codes = malloc(padded);
+    w->scale_codes = malloc(padded);
+    return w->rounded && w->smoothed && w->kmean && w->transposed && w->qhat && w->khat &&
+           w->vhat && w->corr && w->scores && w->p && w->phat && w->o && w->tile_max && w->pf &&
+           w->pdeq && w->row_scale && w->codes && w->scale_codes;
+}
+
+static float round_input(mx_round_mode mode, float x) {
+    if (mode == MX_ROUND_F16) return mx_round_f16(x);
+    if (mode == MX_ROUND_BF16) return mx_round_bf16(x);
+    return x;
+}
+
+static void round_slice(mx_round_mode mode, const float *x, size_t n, float *out) {
+    for (size_t i = 0; i < n; i++) out[i] = round_input(mode, x[i]);
+}
+
+/* Dequantized rows x cols operand of the QK product, quantized along cols. */
+static mxattn_status quantize_qk_operand(mx_qk_mode mode, const float *x, int rows, int cols,
+                                         int int8_block, double *out) {
+    size_t n = (size_t)rows * (size_t)cols;
+    if (mode == MX_QK_EXACT) {
+        for (size_t i = 0; i < n; i++) out[i] = x[i];
+        return MXATTN_OK;
+    }
+    mxattn_status st = MXATTN_OK;
+    if (mode == MX_QK_INT8) {
+        int8_t *q = malloc(n ? n : 1);
+        float *scales = malloc(((size_t)rows / (size_t)int8_block + 1) * sizeof(float));
+        if (!q || !scales) st = mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "pipeline reference: out of memory");
+        else st = mx_int8_quantize_blocks(x, rows, cols, cols, int8_block, q, scales);
+        if (st == MXATTN_OK)
+            for (size_t i = 0; i < n; i++)
+                out[i] = (double)q[i] * scales[(i / (size_t)cols) / (size_t)int8_block];
+        free(q); free(scales);
+        return st;
+    }
+    mx_fp4_kind kind = mode == MX_QK_MXFP4 ? MX_FP4_MXFP4 : MX_FP4_NVFP4;
+    uint8_t *codes = malloc(mx_fp4_codes_bytes(kind, rows, cols) + 1);
+    uint8_t *scales = malloc(mx_fp4_scales_bytes(kind, rows, cols) + 1);
+    float *deq = malloc((n ? n : 1) * sizeof(float));
+    if (!codes || !scales || !deq) st = mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "pipeline reference: out of memory");
+    if (st == MXATTN_OK) st = mx_fp4_quantize(kind, x, rows, cols, cols, codes, scales);
+    if (st == MXATTN_OK) st = mx_fp4_dequantize(kind, codes, scales, rows, cols, deq, cols);
+    if (st == MXATTN_OK)
+        for (size_t i = 0; i < n; i++) out[i] = deq[i];
+    free(codes); free(scales); free(deq);
+    return st;
+}
+
+/* V^ for one kv head.  FP4 V is quantized along the keys: V^T's rows. */
+static mxattn_status prepare_v(workspace *w, const mx_ref_config *c, const float *v) {
+    int d = w->d, nk = w->nk;
+    size_t n = (size_t)nk * (size_t)d;
+    round_slice(c->input_round, v, n, w->rounded);
+    const float *x = w->rounded;
+    switch (c->v) {
+    case MX_V_EXACT:
+        for (size_t i = 0; i < n; i++) w->vhat[i] = x[i];
+        return MXATTN_OK;
+    case MX_V_F16:
+    case MX_V_BF16:
+        for (size_t i = 0; i < n; i++)
+            w->vhat[i] = c->v == MX_V_F16 ? mx_round_f16(x[i]) : mx_round_bf16(x[i]);
+        return MXATTN_OK;
+    case MX_V_E4M3: {
+        uint8_t *codes = malloc(n ? n : 1);
+        float *scales = malloc((size_t)d * sizeof(float));
+        mxattn_status st = codes && scales ? mx_e4m3_quantize_per_channel(x, nk, d, d, codes, scales)
+            : mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "pipeline reference: out of memory");
+        if (st == MXATTN_OK)
+            for (size_t i = 0; i < n; i++) w->vhat[i] = (double)mx_e4m3_to_f32(codes[i]) * scales[i % (size_t)d];
+        free(codes); free(scales);
+        return st;
+    }
+    case MX_V_NVFP4:
+    case MX_V_MXFP4: {
+        for (int j = 0; j < nk; j++)
+            for (int ch = 0; ch < d; ch++) w->transposed[(size_t)ch * nk + j] = x[(size_t)j * d + ch];
+        double *vt = malloc(n * sizeof(double) + 1);
+        if (!vt) return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "pipeline reference: out of memory");
+        mxattn_status st = quantize_qk_operand(c->v == MX_V_MXFP4 ? MX_QK_MXFP4 : MX_QK_NVFP4,
+                                               w->transposed, d, nk, 1, vt);
+        if (st == MXATTN_OK)
+            for (int j = 0; j < nk; j++)
+                for (int ch = 0; ch < d; ch++) w->vhat[(size_t)j * d + ch] = vt[(size_t)ch * nk + j];
+        free(vt);
+        return st;
+    }
+    }
+    return mx_fail(MXATTN_ERROR_INVALID_VALUE, "pipeline reference: bad V mode %d", (int)c->v);
+}
+
+static mxattn_status prepare_k(workspace *w, const mx_ref_config *c, const float *k) {
+    int d = w->d, nk = w->nk;
+    round_slice(c->input_round, k, (size_t)nk * d, w->rounded);
+    const float *x = w->rounded;
+    if (c->smooth_k && c->qk != MX_QK_EXACT) {
+        mx_channel_mean(x, nk, d, d, w->kmean);
+        mx_subtract_mean(x, nk, d, d, w->kmean, w->smoothed);
+        x = w->smoothed;
+    }
+    return quantize_qk_operand(c->qk, x, nk, d, c->int8_block_k, w->khat);
+}
+
+/* Call after prepare_k: the correction needs K's mean. */
+static mxattn_status prepare_q(workspace *w, const mx_ref_config *c, const float *q) {
+    int d = w->d, nq = w->nq;
+    round_slice(c->input_round, q, (size_t)nq * d, w->rounded);
+    if (c->smooth_k && c->qk != MX_QK_EXACT)
+        mx_smooth_k_correction(w->rounded, nq, d, d, w->kmean, w->corr);
+    else
+        for (int i = 0; i < nq; i++) w->corr[i] = 0;
+    return quantize_qk_operand(c->qk, w->rounded, nq, d, c->int8_block_q, w->qhat);
+}
+
+/* Four partial sums: keeps the dependency chain short without reassociating
+ * anything that the tolerance of a kernel test could notice. */
+static double dot(const double *a, const double *b, int n) {
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += a[i] * b[i]; s1 += a[i + 1] * b[i + 1];
+        s2 += a[i + 2] * b[i + 2]; s3 += a[i + 3] * b[i + 3];
+    }
+    for (; i < n; i++) s0 += a[i] * b[i];
+    return (s0 + s1) + (s2 + s3);
+}
+
+/* P^ of a segment of n probabilities (a whole row, or one key tile). */
+static mxattn_status quantize_p_segment(workspace *w, mx_p_mode mode, const double *p, int n,
+                                        double *out) {
+    switch (mode) {
+    case MX_P_EXACT: for (int j = 0; j < n; j++) out[j] = p[j]; return MXATTN_OK;
+    case MX_P_F16: for (int j = 0; j < n; j++) out[j] = mx_round_f16((float)p[j]); return MXATTN_OK;
+    case MX_P_BF16: for (int j = 0; j < n; j++) out[j] = mx_round_bf16((float)p[j]); return MXATTN_OK;
+    case MX_P_E4M3:   /* P onto E4M3's range: [0, 1] -> [0, 448] */
+        for (int j = 0; j < n; j++) out[j] = mx_round_e4m3((float)p[j] * 448.0f) / 448.0;
+        return MXATTN_OK;
+    default: break;
+    }
+    mx_fp4_kind kind = p_fp4_kind(mode);
+    for (int j = 0; j < n; j++) w->pf[j] = (float)p[j];
+    mxattn_status st;
+    if (mode == MX_P_NVFP4_TWO_LEVEL || mode == MX_P_MXFP4_TWO_LEVEL) {
+        st = mx_p_quantize_two_level(kind, w->pf, 1, n, n, w->codes, w->scale_codes, w->row_scale);
+        if (st == MXATTN_OK)
+            st = mx_p_dequantize_two_level(kind, w->codes, w->scale_codes, w->row_scale, 1, n, w->pdeq, n);
+    } else {
+        st = mx_fp4_quantize(kind, w->pf, 1, n, n, w->codes, w->scale_codes);
+        if (st == MXATTN_OK) st = mx_fp4_dequantize(kind, w->codes, w->scale_codes, 1, n, w->pdeq, n);
+    }
+    for (int j = 0; j < n && st == MXATTN_OK; j++) out[j] = w->pdeq[j];
+    return st;
+}
+
+static void accumulate_pv(const workspace *w, const double *phat, int first, int n, double *o) {
+    for (int j = first; j < first + n; j++) {
+        double pj = phat[j];
+        if (pj == 0) continue;
+        const double *vj = w->vhat + (size_t)j * w->d;
+        for (int ch = 0; ch < w->d; ch++) o[ch] += pj * vj[ch];
+    }
+}
+
+/* The final softmax of a score row, 0 on masked keys; returns the row max
+ * (-inf if no key is visible) and writes the sum of exponentials to *l. */
+static double softmax_row(const mx_ref_shape *s, int i, const double *scores, double *p, double *l) {
+    double m = -INFINITY, sum = 0;
+    for (int j = 0; j < s->seq_k; j++)
+        if (mx_ref_key_visible(s, i, j) && scores[j] > m) m = scores[j];
+    for (int j = 0; j < s->seq_k; j++) {
+        p[j] = (m > -INFINITY && mx_ref_key_visible(s, i, j)) ? exp(scores[j] - m) : 0;
+        sum += p[j];
+    }
+    for (int j = 0; j < s->seq_k && sum > 0; j++) p[j] /= sum;
+    *l = sum;
+    return m;
+}
+
+/* Offline form: quantize the final normalised row once. */
+static mxattn_status attend_offline(workspace *w, const mx_ref_shape *s, const mx_ref_config *c,
+                                    int i, double *lse) {
+    double l, m = softmax_row(s, i, w->scores, w->p, &l);
+    memset(w->o, 0, (size_t)w->d * sizeof(double));
+    if (m == -INFINITY) {
+        memset(w->phat, 0, (size_t)w->nk * sizeof(double));
+        *lse = -INFINITY;
+        return MXATTN_OK;
+    }
+    mxattn_status st = quantize_p_segment(w, c->p, w->p, w->nk, w->phat);
+    if (st != MXATTN_OK) return st;
+    accumulate_pv(w, w->phat, 0, w->nk, w->o);
+    *lse = m + log(l);
+    return MXATTN_OK;
+}
+
+/* Online form: the kernel's loop over key tiles with a running max. */
+static mxattn_status attend_tiled(workspace *w, const mx_ref_shape *s, const mx_ref_config *c,
+                                  int i, double *lse) {
+    int nk = w->nk, tile = c->p_tile;
+    double m = -INFINITY, l = 0, l_final;
+    memset(w->o, 0, (size_t)w->d * sizeof(double));
+    softmax_row(s, i, w->scores, w->p, &l_final);          /* for the trace only */
+    for (int t0 = 0; t0 < nk; t0 += tile) {
+        int n = nk - t0 < tile ? nk - t0 : tile;
+        double tile_max = -INFINITY;
+        for (int j = t0; j < t0 + n; j++)
+            if (mx_ref_key_visible(s, i, j) && w->scores[j] > tile_max) tile_max = w->scores[j];
+        double m_new = tile_max > m ? tile_max : m;
+        w->tile_max[t0 / tile] = m_new;
+        if (m_new == -INFINITY) {                         /* nothing visible yet */
+            for (int j = t0; j < t0 + n; j++) w->phat[j] = 0;
+            continue;
+        }
+        double alpha = m == -INFINITY ? 0 : exp(m - m_new);
+        double sum = 0;
+        for (int j = t0; j < t0 + n; j++) {
+            double pj = mx_ref_key_visible(s, i, j) ? exp(w->scores[j] - m_new) : 0;
+            w->phat[j] = pj;          /* P~, quantized in place below */
+            sum += pj;
+        }
+        mxattn_status st = quantize_p_segment(w, c->p, w->phat + t0, n, w->phat + t0);
+        if (st != MXATTN_OK) return st;
+        l = l * alpha + sum;
+        for (int ch = 0; ch < w->d; ch++) w->o[ch] *= alpha;
+        accumulate_pv(w, w->phat, t0, n, w->o);
+        m = m_new;
+    }
+    if (m == -INFINITY) { *lse = -INFINITY; return MXATTN_OK; }
+    for (int ch = 0; ch < w->d; ch++) w->o[ch] /= l;
+    /* Express P^ in the final normalisation so that traces compare. */
+    for (int j = 0; j < nk; j++) {
+        double tm = w->tile_max[j / tile];
+        w->phat[j] = tm == -INFINITY ? 0 : w->phat[j] * exp(tm - m) / l;
+    }
+    *lse = m + log(l);
+    return MXATTN_OK;
+}
+
+static void trace_row(const mx_ref_trace *t, const workspace *w, size_t row) {
+    if (!t) return;
+    size_t nk = (size_t)w->nk, at = row * nk;
+    if (t->scores) memcpy(t->scores + at, w->scores, nk * sizeof(double));
+    if (t->p) memcpy(t->p + at, w->p, nk * sizeof(double));
+    if (t->p_hat) memcpy(t->p_hat + at, w->phat, nk * sizeof(double));
+}
+
+/* All query heads that share kv head (b, kvh). */
+static mxattn_status run_kv_group(workspace *w, const mx_ref_shape *s, const mx_ref_config *c,
+                                  int b, int kvh, const float *q, const float *k, const float *v,
+                                  double *o, double *lse, const mx_ref_trace *trace) {
+    size_t d = (size_t)w->d, nq = (size_t)w->nq, nk = (size_t)w->nk;
+    size_t kv_slice = ((size_t)b * s->heads_kv + (size_t)kvh) * nk * d;
+    mxattn_status st = prepare_v(w, c, v + kv_slice);
+    if (st == MXATTN_OK) st = prepare_k(w, c, k + kv_slice);
+    int group = s->heads_q / s->heads_kv;
+    double scale = mx_ref_sm_scale(s) * c->temperature;
+    for (int g = 0; g < group && st == MXATTN_OK; g++) {
+        size_t head = (size_t)b * s->heads_q + (size_t)kvh * group + (size_t)g;
+        st = prepare_q(w, c, q + head * nq * d);
+        for (size_t i = 0; i < nq && st == MXATTN_OK; i++) {
+            const double *qi = w->qhat + i * d;
+            for (size_t j = 0; j < nk; j++)
+                w->scores[j] = scale * (dot(qi, w->khat + j * d, (int)d) + w->corr[i]);
+            double row_lse = -INFINITY;
+            st = c->p_tile > 0 ? attend_tiled(w, s, c, (int)i, &row_lse)
+                               : attend_offline(w, s, c, (int)i, &row_lse);
+            size_t row = head * nq + i;
+            if (o) memcpy(o + row * d, w->o, d * sizeof(double));
+            if (lse) lse[row] = row_lse;
+            trace_row(trace, w, row);
+        }
+    }
+    return st;
+}
+
+mxattn_status mx_ref_pipeline_attention(const mx_ref_shape *s, const mx_ref_config *c,
+                                        const float *q, const float *k, const float *v,
+                                        double *o, double *lse, const mx_ref_trace *trace) {
+    mxattn_status st = mx_ref_shape_check(s);
+    if (st == MXATTN_OK) st = check_config(c);
+    if (st != MXATTN_OK) return st;
+    if (!q || !k || !v) return mx_fail(MXATTN_ERROR_NULL_POINTER, "pipeline reference: NULL input");
+    workspace w;
+    if (!workspace_alloc(&w, s)) {
+        workspace_free(&w);
+        return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "pipeline reference: out of memory");
+    }
+    for (int b = 0; b < s->batch && st == MXATTN_OK; b++)
+        for (int kvh = 0; kvh < s->heads_kv && st == MXATTN_OK; kvh++)
+            st = run_kv_group(&w, s, c, b, kvh, q, k, v, o, lse, trace);
+    workspace_free(&w);
+    return st;
+}
+
+mxattn_status mx_ref_family_attention(const char *family, const mxattn_problem *p, int p_tile,
+                                      const float *q, const float *k, const float *v,
+                                      double *o, double *lse) {
+    if (!p) return mx_fail(MXATTN_ERROR_NULL_POINTER, "family reference: NULL problem");
+    mx_ref_config c;
+    mxattn_status st = mx_ref_family_config(family ? family : p->family, p->direct_p, p->smooth_k,
+                                            p->dtype, &c);
+    if (st != MXATTN_OK) return st;
+    c.p_tile = p_tile;
+    mx_ref_shape s;
+    mx_ref_shape_from_problem(p, &s);
+    return mx_ref_pipeline_attention(&s, &c, q, k, v, o, lse, NULL);
+}
