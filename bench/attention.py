@@ -1,0 +1,509 @@
+#!/usr/bin/env python3
+"""Attention benchmark: every mxattn family beside PyTorch SDPA's flash, cuDNN
+and memory-efficient backends, measured in one process and one run.
+
+    MXATTN_LIB=build/libmxattn.so python3 bench/attention.py            # full grid
+    MXATTN_LIB=build/libmxattn.so python3 bench/attention.py --quick    # a subset
+
+Writes results.json, results.md and chart.png to
+bench/results/<device>-<date>/ (or --out DIR).  See bench/README.md.
+"""
+import argparse
+import contextlib
+import datetime
+import itertools
+import json
+import math
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+import traceback
+
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO_DIR, "python"))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+
+import mxattn  # noqa: E402
+
+SDPA_BACKENDS = {
+    "sdpa-flash": SDPBackend.FLASH_ATTENTION,
+    "sdpa-cudnn": SDPBackend.CUDNN_ATTENTION,
+    "sdpa-efficient": SDPBackend.EFFICIENT_ATTENTION,
+}
+RATIO_BASELINE = "sdpa-cudnn"
+REFERENCE_HEADS = 4        # the fp32 reference covers batch 0, heads [0, 4)
+DEFAULT_L2_BYTES = 60 << 20
+WARMUP_MS, REP_MS = 25, 100  # per measurement: keeps each config near 1 s
+
+
+# --- arguments and environment ----------------------------------------------------
+
+def int_list(text):
+    return [int(x) for x in text.split(",") if x]
+
+
+def name_list(text):
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help="a small subset: D 64,128; N 1024,4096")
+    parser.add_argument("--families", type=name_list, default=list(mxattn.FAMILIES),
+                        help="mxattn families, comma-separated (default: all)")
+    parser.add_argument("--baselines", type=name_list, default=list(SDPA_BACKENDS),
+                        help="SDPA backends (default: sdpa-flash,sdpa-cudnn,sdpa-efficient)")
+    parser.add_argument("--dims", type=int_list, default=None, help="head dims (default 64,128,80)")
+    parser.add_argument("--seqs", type=int_list, default=None,
+                        help="sequence lengths (default 1024,4096,16384)")
+    parser.add_argument("--causal", choices=("both", "yes", "no"), default="both")
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--heads", type=int, default=32)
+    parser.add_argument("--heads-kv", type=int, default=None, help="default: --heads")
+    parser.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
+    parser.add_argument("--out", default=None,
+                        help="output folder (default bench/results/<device>-<date>)")
+    args = parser.parse_args()
+    if args.dims is None:
+        args.dims = [64, 128] if args.quick else [64, 128, 80]
+    if args.seqs is None:
+        args.seqs = [1024, 4096] if args.quick else [1024, 4096, 16384]
+    args.heads_kv = args.heads_kv or args.heads
+    unknown = [b for b in args.baselines if b not in SDPA_BACKENDS]
+    if unknown:
+        parser.error(f"unknown baselines {unknown}; choose from {list(SDPA_BACKENDS)}")
+    return args
+
+
+def device_slug(name):
+    """"NVIDIA H200" -> "h200", as in shared/anchors."""
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return re.sub(r"^nvidia-", "", slug) or "gpu"
+
+
+def driver_version():
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+        return out.stdout.strip().splitlines()[0]
+    except Exception:
+        return "unknown"
+
+
+def environment(args):
+    props = torch.cuda.get_device_properties(0)
+    try:
+        import triton
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = None
+    command = "python3 " + " ".join(shlex.quote(a) for a in sys.argv)
+    if os.environ.get("MXATTN_LIB"):
+        command = f"MXATTN_LIB={shlex.quote(os.environ['MXATTN_LIB'])} {command}"
+    return {
+        "device": f"{props.name} ({props.multi_processor_count} SMs, "
+                  f"sm_{props.major}{props.minor}, driver {driver_version()})",
+        "device_name": props.name,
+        "date": datetime.date.today().isoformat(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version(),
+        "triton": triton_version,
+        "mxattn": mxattn.version(),
+        "mxattn_lib": mxattn.library_path(),
+        "command": command,
+        "timer": timer_name(),
+    }
+
+
+# --- timing -------------------------------------------------------------------------
+
+def _triton_do_bench():
+    try:
+        from triton.testing import do_bench
+        return do_bench
+    except ImportError:
+        return None
+
+
+def timer_name():
+    if _triton_do_bench():
+        return f"triton.testing.do_bench median (warmup {WARMUP_MS} ms, rep {REP_MS} ms)"
+    return f"CUDA events median (warmup {WARMUP_MS} ms, rep {REP_MS} ms)"
+
+
+def median_ms(fn, input_sets):
+    """Median time of fn(q, k, v) in ms, cycling through the input sets so
+    that each call reads inputs that are not already in L2."""
+    sets = itertools.cycle(input_sets)
+
+    def step():
+        fn(*next(sets))
+
+    do_bench = _triton_do_bench()
+    if do_bench:
+        try:
+            return do_bench(step, warmup=WARMUP_MS, rep=REP_MS, return_mode="median")
+        except TypeError:  # a triton without return_mode
+            pass
+    return _events_median_ms(step)
+
+
+def _events_median_ms(step):
+    step()
+    torch.cuda.synchronize()
+    begin = time.perf_counter()
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    estimate_ms = max((time.perf_counter() - begin) * 1e3 / 3, 1e-3)
+    for _ in range(max(1, int(WARMUP_MS / estimate_ms))):
+        step()
+    reps = min(max(5, int(REP_MS / estimate_ms)), 1000)
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for start, end in zip(starts, ends):
+        start.record()
+        step()
+        end.record()
+    torch.cuda.synchronize()
+    times = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
+    return times[len(times) // 2]
+
+
+# --- the problems and the implementations ----------------------------------------------
+
+def configs(args):
+    causal_modes = {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]
+    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float16
+    for head_dim in args.dims:
+        for seq_len in args.seqs:
+            for causal in causal_modes:
+                yield dict(batch=args.batch, heads=args.heads, heads_kv=args.heads_kv,
+                           seq_len=seq_len, head_dim=head_dim, causal=causal, dtype=dtype)
+
+
+def config_label(cfg):
+    return f"D{cfg['head_dim']} N{cfg['seq_len']}{' causal' if cfg['causal'] else ''}"
+
+
+def make_input_sets(cfg, l2_bytes):
+    """Enough [B, H, N, D] input sets that together they exceed L2 twice over
+    (at least two), within a quarter of free memory (at least one)."""
+    def tensor(heads):
+        return torch.randn(cfg["batch"], heads, cfg["seq_len"], cfg["head_dim"],
+                           dtype=cfg["dtype"], device="cuda")
+    torch.cuda.empty_cache()  # the last config's cached blocks would count as used
+    element = torch.finfo(cfg["dtype"]).bits // 8
+    set_bytes = (cfg["heads"] + 2 * cfg["heads_kv"]) * cfg["batch"] * cfg["seq_len"] * \
+        cfg["head_dim"] * element
+    free_bytes, _ = torch.cuda.mem_get_info()
+    wanted = max(2, math.ceil(2 * l2_bytes / set_bytes))
+    count = max(1, min(wanted, 16, int(free_bytes / 4 // set_bytes)))
+    return [(tensor(cfg["heads"]), tensor(cfg["heads_kv"]), tensor(cfg["heads_kv"]))
+            for _ in range(count)]
+
+
+def mxattn_impl(family):
+    def run(q, k, v, causal):
+        return mxattn.attention(q, k, v, family=family, causal=causal)
+    return contextlib.nullcontext, run
+
+
+def sdpa_impl(name):
+    backend = SDPA_BACKENDS[name]
+
+    def run(q, k, v, causal):
+        grouped = k.shape[1] != q.shape[1]  # enable_gqa only when needed: not every backend has it
+        if grouped:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return (lambda: sdpa_kernel(backend)), run
+
+
+def reference_slice(q, k, v, causal):
+    """float32 SDPA (math backend) on batch 0, heads [0, REFERENCE_HEADS), one
+    head at a time: the full fp32 reference at N=16384 costs more memory and
+    time than a few heads, which measure the error as well."""
+    group = q.shape[1] // k.shape[1]
+    outputs = []
+    with sdpa_kernel(SDPBackend.MATH):
+        for head in range(min(REFERENCE_HEADS, q.shape[1])):
+            kv_head = head // group
+            outputs.append(F.scaled_dot_product_attention(
+                q[0:1, head:head + 1].float(), k[0:1, kv_head:kv_head + 1].float(),
+                v[0:1, kv_head:kv_head + 1].float(), is_causal=causal))
+    return torch.cat(outputs, dim=1)
+
+
+def accuracy(out, ref):
+    """(cos, rel-L1) of out's reference slice against ref."""
+    out = out[0:1, :ref.shape[1]].float()
+    cos = F.cosine_similarity(out.flatten(), ref.flatten(), dim=0).item()
+    rel_l1 = ((out - ref).abs().sum() / ref.abs().sum()).item()
+    return round(cos, 6), round(rel_l1, 6)
+
+
+def tops(cfg, ms):
+    flops = 4 * cfg["batch"] * cfg["heads"] * cfg["seq_len"] * cfg["seq_len"] * cfg["head_dim"]
+    if cfg["causal"]:
+        flops /= 2
+    return flops / (ms * 1e-3) / 1e12
+
+
+# --- one measurement -------------------------------------------------------------------
+
+def base_row(name, cfg, input_sets):
+    return {
+        "family": name, "kind": "sdpa" if name in SDPA_BACKENDS else "mxattn",
+        "batch": cfg["batch"], "heads": cfg["heads"], "heads_kv": cfg["heads_kv"],
+        "seq_len": cfg["seq_len"], "head_dim": cfg["head_dim"], "causal": cfg["causal"],
+        "dtype": str(cfg["dtype"]).replace("torch.", ""),
+        # Both are whole API calls: mxattn quantizes inside mxattn_run, SDPA
+        # allocates its output as mxattn.attention does.
+        "end_to_end": True, "kernel_ms": None,
+        "ms": None, "tops": None, "ratio_vs_cudnn": None, "cos": None, "rel_l1": None,
+        "accuracy_scope": f"batch 0, heads 0-{REFERENCE_HEADS - 1} vs fp32 SDPA math",
+        "input_sets": len(input_sets), "first_call_s": None, "peak_mem_gb": None,
+        "plan": None, "error": None,
+    }
+
+
+class ContextBroken(RuntimeError):
+    """A sticky CUDA error: every later CUDA call in this process fails."""
+
+
+_peak_bytes = 0  # the largest torch.cuda.max_memory_allocated() seen by any measurement
+
+
+def measure(name, cfg, input_sets, reference):
+    """One implementation on one config: a row, with "error" set on failure."""
+    row = base_row(name, cfg, input_sets)
+    context, run = sdpa_impl(name) if name in SDPA_BACKENDS else mxattn_impl(name)
+    causal = cfg["causal"]
+    torch.cuda.reset_peak_memory_stats()
+    with context():
+        begin = time.perf_counter()
+        out = run(*input_sets[0], causal)  # for mxattn: makes the plan
+        torch.cuda.synchronize()
+        row["first_call_s"] = round(time.perf_counter() - begin, 3)
+        if name not in SDPA_BACKENDS:
+            row["plan"] = mxattn.plan_info(*input_sets[0], family=name, causal=causal)
+        row["cos"], row["rel_l1"] = accuracy(out, reference)
+        del out
+        row["ms"] = median_ms(lambda q, k, v: run(q, k, v, causal), input_sets)
+    row["tops"] = tops(cfg, row["ms"])
+    global _peak_bytes
+    peak = torch.cuda.max_memory_allocated()
+    _peak_bytes = max(_peak_bytes, peak)
+    row["peak_mem_gb"] = round(peak / 2**30, 2)
+    return row
+
+
+def describe_error(error):
+    text = f"{type(error).__name__}: {error}"
+    return text if len(text) <= 600 else text[:600] + " ..."
+
+
+def context_is_broken():
+    """True after a sticky CUDA error (e.g. an illegal address), which fails
+    every later call in the process."""
+    try:
+        torch.cuda.synchronize()
+        torch.zeros(1, device="cuda").add_(1).item()
+        return False
+    except Exception:
+        return True
+
+
+def run_config(cfg, names, l2_bytes):
+    """Rows for every implementation on cfg; failures become rows with error."""
+    rows = []
+    input_sets = make_input_sets(cfg, l2_bytes)
+    reference = reference_slice(*input_sets[0], cfg["causal"])
+    for name in names:
+        try:
+            row = measure(name, cfg, input_sets, reference)
+        except Exception as error:
+            row = base_row(name, cfg, input_sets)
+            row["error"] = describe_error(error)
+            if isinstance(error, torch.cuda.OutOfMemoryError):
+                torch.cuda.empty_cache()
+            elif not isinstance(error, mxattn.MxattnError):
+                traceback.print_exc(file=sys.stdout)
+        rows.append(row)
+        print_progress(cfg, row)
+        if row["error"] and context_is_broken():
+            raise ContextBroken(f"the CUDA context is broken after {name} on "
+                               f"{config_label(cfg)}: {row['error']}")
+    add_ratios(rows)
+    return rows
+
+
+def add_ratios(rows):
+    """TOPS over SDPA cuDNN's on the same config, measured in the same run."""
+    baseline = next((r for r in rows if r["family"] == RATIO_BASELINE and r["tops"]), None)
+    for row in rows:
+        if baseline and row["tops"]:
+            row["ratio_vs_cudnn"] = round(row["tops"] / baseline["tops"], 3)
+        if row["tops"]:
+            row["tops"] = round(row["tops"], 1)
+            row["ms"] = round(row["ms"], 4)
+
+
+def print_progress(cfg, row):
+    if row["error"]:
+        print(f"  {config_label(cfg):<22} {row['family']:<15} FAILED {row['error']}", flush=True)
+    else:
+        print(f"  {config_label(cfg):<22} {row['family']:<15} {row['ms']:9.4f} ms "
+              f"{row['tops']:7.1f} TOPS  cos {row['cos']:.5f}  rel-L1 {row['rel_l1']:.4f}",
+              flush=True)
+
+
+# --- reports -----------------------------------------------------------------------------
+
+def write_json(out_dir, env, rows):
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    with open(os.path.join(out_dir, "environment.json"), "w") as f:
+        json.dump(env, f, indent=1)
+
+
+def fmt(value, spec):
+    return "" if value is None else format(value, spec)
+
+
+def write_markdown(out_dir, env, rows, peak_gb, wall_s):
+    lines = [
+        "# mxattn attention benchmark", "",
+        f"- device: {env['device']}",
+        f"- date: {env['date']}",
+        f"- torch {env['torch']}, CUDA {env['cuda']}, cuDNN {env['cudnn']}, "
+        f"triton {env['triton']}, mxattn {env['mxattn']} ({env['mxattn_lib']})",
+        f"- command: `{env['command']}`",
+        f"- timer: {env['timer']}; inputs rotate among input sets larger than L2 together",
+        "- ms: end to end (mxattn includes its quantization; no kernel-alone time is exposed)",
+        "- TOPS = 4·B·H·N·N·D / t, halved for causal; vs cuDNN = TOPS / SDPA cuDNN's TOPS "
+        "in this run",
+        f"- accuracy: {REFERENCE_HEADS} heads of batch 0 against float32 SDPA (math backend)",
+        f"- peak torch memory {peak_gb:.1f} GiB; run took {wall_s:.0f} s", "",
+        "| family | D | N | causal | ms | TOPS | vs cuDNN | cos | rel-L1 | note |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        note = r["error"] or (r["plan"] or {}).get("config", "")
+        note = note.replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {r['family']} | {r['head_dim']} | {r['seq_len']} | "
+                     f"{'yes' if r['causal'] else 'no'} | {fmt(r['ms'], '.4f')} | "
+                     f"{fmt(r['tops'], '.1f')} | {fmt(r['ratio_vs_cudnn'], '.3f')} | "
+                     f"{fmt(r['cos'], '.5f')} | {fmt(r['rel_l1'], '.4f')} | {note} |")
+    with open(os.path.join(out_dir, "results.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def write_chart(out_dir, env, rows):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not importable: no chart.png", flush=True)
+        return
+    labels = list(dict.fromkeys(config_label(r) for r in rows))
+    names = list(dict.fromkeys(r["family"] for r in rows))
+    value = {(config_label(r), r["family"]): r["tops"] or 0 for r in rows}
+    width = 0.8 / max(1, len(names))
+    fig, ax = plt.subplots(figsize=(max(10, 1.3 * len(labels)), 5.5))
+    for i, name in enumerate(names):
+        xs = [j + (i - (len(names) - 1) / 2) * width for j in range(len(labels))]
+        ax.bar(xs, [value.get((label, name), 0) for label in labels], width, label=name)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=45, ha="right")
+    ax.set_ylabel("TOPS (end to end)")
+    ax.set_title(f"Attention, B={rows[0]['batch']} H={rows[0]['heads']} {rows[0]['dtype']} — "
+                 f"{env['device_name']}, {env['date']}")
+    ax.legend(ncol=3, fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "chart.png"), dpi=120)
+    plt.close(fig)
+
+
+def print_summary(rows):
+    """TOPS per config (rows) and implementation (columns)."""
+    labels = list(dict.fromkeys(config_label(r) for r in rows))
+    names = list(dict.fromkeys(r["family"] for r in rows))
+    cell = {(config_label(r), r["family"]): r for r in rows}
+    width = max(12, max(len(n) for n in names) + 1)
+    print("\nTOPS (x = ratio to sdpa-cudnn; - = failed)")
+    print(f"{'config':<22}" + "".join(f"{n:>{width}}" for n in names))
+    for label in labels:
+        line = f"{label:<22}"
+        for name in names:
+            r = cell.get((label, name))
+            if r is None or r["tops"] is None:
+                text = "-"
+            elif r["ratio_vs_cudnn"] is not None:
+                text = f"{r['tops']:.0f} {r['ratio_vs_cudnn']:.2f}x"
+            else:
+                text = f"{r['tops']:.0f}"
+            line += f"{text:>{width}}"
+        print(line)
+    sys.stdout.flush()
+
+
+# --- main ----------------------------------------------------------------------------------
+
+def main():
+    args = parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("bench/attention.py needs a CUDA GPU")
+    torch.backends.cuda.matmul.allow_tf32 = False  # an exact fp32 reference
+    env = environment(args)
+    out_dir = args.out or os.path.join(
+        REPO_DIR, "bench", "results", f"{device_slug(env['device_name'])}-{env['date']}")
+    os.makedirs(out_dir, exist_ok=True)
+    l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or DEFAULT_L2_BYTES
+    names = args.baselines + args.families
+    print(f"{env['device']}; torch {env['torch']}, CUDA {env['cuda']}; mxattn {env['mxattn']}",
+          flush=True)
+    print(f"timer: {env['timer']}; results to {out_dir}", flush=True)
+    started = time.perf_counter()
+    rows = []
+    try:
+        for cfg in configs(args):
+            print(f"{config_label(cfg)} (B={cfg['batch']} H={cfg['heads']} "
+                  f"Hkv={cfg['heads_kv']}):", flush=True)
+            try:
+                rows += run_config(cfg, names, l2_bytes)
+            except ContextBroken as error:
+                print(f"stopping: {error}", flush=True)
+                break
+            except Exception as error:  # e.g. out of memory for the inputs or reference
+                print(f"  config failed: {describe_error(error)}", flush=True)
+                rows.append(dict(base_row("(config)", cfg, []), error=describe_error(error)))
+                torch.cuda.empty_cache()
+            write_json(out_dir, env, rows)  # after every config: a crash keeps the rest
+    finally:
+        wall_s = time.perf_counter() - started
+        peak_gb = max(_peak_bytes, torch.cuda.max_memory_allocated()) / 2**30
+        write_json(out_dir, env, rows)
+        if rows:
+            write_markdown(out_dir, env, rows, peak_gb, wall_s)
+            write_chart(out_dir, env, rows)
+        print(f"\nwrote {out_dir}/results.json, results.md, chart.png in {wall_s:.0f} s")
+        print(f"peak memory allocated through torch: {peak_gb:.2f} GiB "
+              "(mxattn's own workspace not included)")
+        print_summary(rows)
+
+
+if __name__ == "__main__":
+    main()
