@@ -233,12 +233,29 @@ static mxattn_status migrate_if_old(sqlite3 *db, int version) {
     return mx_db_commit(db);
 }
 
+/* Looks at the first 100 bytes before SQLite does: SQLite deletes the -wal
+ * of a file it takes for empty, which would destroy evidence we move aside.
+ * An empty file is fine (a new database); unreadable ones are left for
+ * SQLite to report. */
+static mxattn_status check_header(const char *path) {
+    static const char MAGIC[16] = "SQLite format 3";
+    unsigned char header[100];
+    FILE *f = fopen(path, "rb");
+    if (!f) return MXATTN_OK;
+    size_t n = fread(header, 1, sizeof header, f);
+    fclose(f);
+    if (n == 0) return MXATTN_OK;
+    if (n < sizeof header || memcmp(header, MAGIC, sizeof MAGIC) != 0)
+        return mx_fail(MXATTN_ERROR_CACHE_CORRUPT, "not an SQLite database: bad or short header");
+    return MXATTN_OK;
+}
+
 /* Opens and probes; on corruption moves the file aside once and starts over. */
 static mxattn_status open_and_repair(mx_cache *c) {
     int version = 0;
-    mxattn_status st = open_connection(c->path, &c->db);
-    if (st) return st;
-    st = probe(c->db, &version);
+    mxattn_status st = check_header(c->path);
+    if (!st) st = open_connection(c->path, &c->db);
+    if (!st) st = probe(c->db, &version);
     if (st == MXATTN_ERROR_CACHE_CORRUPT) {
         char reason[512], aside[PATH_MAX + 64];
         snprintf(reason, sizeof reason, "%s", mx_error_message());
