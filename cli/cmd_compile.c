@@ -1,6 +1,60 @@
 #include "cli.h"
-/* Placeholder until the subcommand is written. */
+#include "gen/gen.h"
+#include "paramflags.h"
+#include "runtime/launch_plan.h"
+#include "runtime/nvrtc.h"
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(void) {
+    printf("usage: mxattn compile --family F --head-dim D [--arch sm_90a|sm_100a|sm_120a] [--ptx] [parameter flags]\n"
+           "Renders the kernel and compiles it with NVRTC (no GPU needed); prints registers,\n"
+           "shared memory, spills and compile time, or the PTX with --ptx.\n");
+}
+
+static int report(const char *name, const char *arch, const mx_launch_plan *lp, const mx_compile_result *r) {
+    const mx_ptxas_usage *u = &r->usage;
+    printf("kernel        %s\narch          %s\ncompile       %.1f ms (NVRTC)\n", name, arch, r->compile_ms);
+    printf("registers     %d\nshared        %d bytes dynamic + %d static\n", u->registers,
+           lp->steps[lp->n_steps - 1].smem_bytes, u->shared_bytes);
+    printf("stack         %d bytes\nspills        %d bytes stored, %d loaded\ncubin         %zu bytes\n",
+           u->stack_bytes, u->spill_store_bytes, u->spill_load_bytes, r->cubin_size);
+    return 0;
+}
+
 int cmd_compile(int argc, char **argv) {
-    (void)argc; (void)argv;
-    return cli_fail("compile", "not implemented yet");
+    int want_ptx = 0;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(); return 0; }
+    mx_gen *g = NULL;
+    mxattn_status st = mx_gen_open(&g);
+    if (st != MXATTN_OK) return cli_fail_status("compile", st);
+    char params[2048], *rest[64], *canonical = NULL, *source = NULL, *launch = NULL, arch[32];
+    int nrest = 0, rc = argc > 64 ? cli_usage_error("compile", "too many arguments")
+                                  : cli_param_flags("compile", g, argc, argv, params, sizeof params, rest, &nrest);
+    for (int i = 0; rc == 0 && i < nrest; i++) {
+        if (!strcmp(rest[i], "--ptx")) want_ptx = 1;
+        else rc = cli_usage_error("compile", "unknown argument '%s'", rest[i]);
+    }
+    mx_launch_plan lp;
+    mx_compile_result r;
+    memset(&r, 0, sizeof r);
+    if (rc == 0) {
+        if (!mx_params_get(params, "arch", arch, sizeof arch)) snprintf(arch, sizeof arch, "sm_90a");
+        st = mx_gen_call(g, "validate", params, NULL, &canonical);
+        if (st == MXATTN_OK) st = mx_gen_call(g, "render", canonical, NULL, &source);
+        if (st == MXATTN_OK)
+            st = mx_gen_call(g, "launch", canonical, "batch=1 heads_q=1 heads_kv=1 seq_q=1 seq_k=1", &launch);
+        if (st == MXATTN_OK) st = mx_launch_plan_parse(launch, &lp);
+        const char *name = st == MXATTN_OK ? lp.steps[lp.n_steps - 1].name : "";
+        mx_compile_options opt = {.arch = arch, .want_ptx = want_ptx};
+        if (st == MXATTN_OK) st = mx_nvrtc_compile(source, name, &opt, &r);
+        if (st != MXATTN_OK) rc = cli_fail_status("compile", st);
+        else if (want_ptx) fputs(r.ptx ? r.ptx : "", stdout);
+        else rc = report(name, arch, &lp, &r);
+    }
+    mx_compile_result_free(&r);
+    free(canonical); free(source); free(launch);
+    mx_gen_close(g);
+    return rc;
 }

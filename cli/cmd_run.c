@@ -1,6 +1,199 @@
+/* `mxattn run`: one problem on the GPU, checked against the CPU reference. */
 #include "cli.h"
-/* Placeholder until the subcommand is written. */
+#include "numerics/numerics.h"
+#include "runtime/device.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    mxattn_problem p;
+    const char *config;
+    int reps;
+    int check_heads;     /* heads compared against the fp64 reference */
+    uint64_t seed;
+} run_args;
+
+static void usage(void) {
+    printf("usage: mxattn run --family F --head-dim D [options]\n"
+           "  --batch N --heads N --kv-heads N --seq N (or --seq-q N --seq-k N)\n"
+           "  --causal none|top-left|bottom-right   --dtype bf16|f16   --layout bhnd|bnhd\n"
+           "  --config \"block_m=.. block_n=..\"      --reps N (timed launches, default 20)\n"
+           "  --check-heads N (heads checked on the CPU, default 1)   --seed N\n");
+}
+
+static int parse_args(int argc, char **argv, run_args *a) {
+    long x;
+    double s;
+    mxattn_problem_init(&a->p, NULL, 0);
+    a->p.family = NULL;
+    a->reps = 20;
+    a->check_heads = 1;
+    a->seed = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define INT_FLAG(name, lo, hi, dst) \
+        if (!strcmp(f, name)) { if (!cli_parse_long("run", name, v, lo, hi, &x)) return 2; dst = (int)x; i++; continue; }
+        INT_FLAG("--head-dim", 1, 100000, a->p.head_dim)
+        INT_FLAG("--batch", 1, 65535, a->p.batch)
+        INT_FLAG("--heads", 1, 65535, a->p.heads_q)
+        INT_FLAG("--kv-heads", 1, 65535, a->p.heads_kv)
+        INT_FLAG("--seq-q", 1, 1 << 24, a->p.seq_q)
+        INT_FLAG("--seq-k", 1, 1 << 24, a->p.seq_k)
+        INT_FLAG("--reps", 1, 100000, a->reps)
+        INT_FLAG("--check-heads", 0, 65535, a->check_heads)
+#undef INT_FLAG
+        if (!strcmp(f, "--seq")) {
+            if (!cli_parse_long("run", f, v, 1, 1 << 24, &x)) return 2;
+            a->p.seq_q = a->p.seq_k = (int)x; i++;
+        } else if (!strcmp(f, "--seed")) {
+            if (!cli_parse_long("run", f, v, 0, 1L << 40, &x)) return 2;
+            a->seed = (uint64_t)x; i++;
+        } else if (!strcmp(f, "--scale")) {
+            if (!cli_parse_double("run", f, v, 0, 1e6, &s)) return 2;
+            a->p.sm_scale = (float)s; i++;
+        } else if (!strcmp(f, "--family") && v) { a->p.family = v; i++; }
+        else if (!strcmp(f, "--config") && v) { a->config = v; i++; }
+        else if (!strcmp(f, "--causal")) {
+            const char *m = v && v[0] != '-' ? v : "top-left";
+            if (v && v[0] != '-') i++;
+            if (!strcmp(m, "none")) a->p.causal = MXATTN_CAUSAL_NONE;
+            else if (!strcmp(m, "top-left")) a->p.causal = MXATTN_CAUSAL_TOP_LEFT;
+            else if (!strcmp(m, "bottom-right")) a->p.causal = MXATTN_CAUSAL_BOTTOM_RIGHT;
+            else return cli_usage_error("run", "--causal takes none, top-left or bottom-right, not '%s'", m);
+        } else if (!strcmp(f, "--dtype") && v) {
+            if (strcmp(v, "bf16") && strcmp(v, "f16")) return cli_usage_error("run", "--dtype takes bf16 or f16");
+            a->p.dtype = a->p.out_dtype = !strcmp(v, "f16") ? MXATTN_F16 : MXATTN_BF16; i++;
+        } else if (!strcmp(f, "--layout") && v) {
+            if (strcmp(v, "bhnd") && strcmp(v, "bnhd")) return cli_usage_error("run", "--layout takes bhnd or bnhd");
+            a->p.layout = !strcmp(v, "bnhd") ? MXATTN_LAYOUT_BNHD : MXATTN_LAYOUT_BHND; i++;
+        } else if (!strcmp(f, "--lse")) a->p.return_lse = 1;
+        else return cli_usage_error("run", "unknown or incomplete argument '%s'", f);
+    }
+    if (!a->p.family) return cli_usage_error("run", "--family is required");
+    if (!a->p.head_dim) return cli_usage_error("run", "--head-dim is required");
+    if (a->p.heads_kv > a->p.heads_q) a->p.heads_q = a->p.heads_kv;
+    if (a->check_heads > a->p.heads_q) a->check_heads = a->p.heads_q;
+    return 0;
+}
+
+static uint16_t to_half(mxattn_dtype t, float x) { return t == MXATTN_F16 ? mx_f32_to_f16(x) : mx_f32_to_bf16(x); }
+static float from_half(mxattn_dtype t, uint16_t h) { return t == MXATTN_F16 ? mx_f16_to_f32(h) : mx_bf16_to_f32(h); }
+
+/* Index of (b, h, n, 0) in a contiguous tensor of the given layout. */
+static size_t index_of(mxattn_layout l, int heads, int seq, int d, int b, int h, int n) {
+    return l == MXATTN_LAYOUT_BHND ? (((size_t)b * heads + h) * seq + n) * d : (((size_t)b * seq + n) * heads + h) * d;
+}
+
+typedef struct { uint16_t *host; void *dev; size_t n; } buffer;
+
+static int check_against_reference(const run_args *a, buffer *t[4], mx_error_stats *err) {
+    const mxattn_problem *p = &a->p;
+    int d = p->head_dim, gqa = p->heads_q / p->heads_kv;
+    size_t nq = (size_t)p->seq_q * d, nk = (size_t)p->seq_k * d;
+    float *q = malloc(nq * 4), *k = malloc(nk * 4), *v = malloc(nk * 4), *got = malloc(nq * 4);
+    double *ref = malloc(nq * 8);
+    double sum_l1 = 0, sum_ref = 0, dot = 0, nref = 0, ngot = 0, max_abs = 0;
+    for (int h = 0; h < a->check_heads; h++) {
+        int hk = h / gqa;
+        for (int n = 0; n < p->seq_q; n++)
+            for (int c = 0; c < d; c++) {
+                q[n * d + c] = from_half(p->dtype, t[0]->host[index_of(p->layout, p->heads_q, p->seq_q, d, 0, h, n) + c]);
+                got[n * d + c] = from_half(p->out_dtype, t[3]->host[index_of(p->layout, p->heads_q, p->seq_q, d, 0, h, n) + c]);
+            }
+        for (int n = 0; n < p->seq_k; n++)
+            for (int c = 0; c < d; c++) {
+                k[n * d + c] = from_half(p->dtype, t[1]->host[index_of(p->layout, p->heads_kv, p->seq_k, d, 0, hk, n) + c]);
+                v[n * d + c] = from_half(p->dtype, t[2]->host[index_of(p->layout, p->heads_kv, p->seq_k, d, 0, hk, n) + c]);
+            }
+        mx_ref_shape s = {1, 1, 1, p->seq_q, p->seq_k, d, p->causal, p->sm_scale};
+        if (mx_ref_attention(&s, q, k, v, ref, NULL) != MXATTN_OK) break;
+        for (size_t i = 0; i < nq; i++) {
+            double e = fabs(got[i] - ref[i]);
+            sum_l1 += e; sum_ref += fabs(ref[i]);
+            dot += got[i] * ref[i]; nref += ref[i] * ref[i]; ngot += (double)got[i] * got[i];
+            if (!(e <= max_abs)) max_abs = e;
+        }
+    }
+    err->rel_l1 = sum_l1 / (sum_ref > 0 ? sum_ref : 1);
+    err->cosine = dot / sqrt(nref * ngot + 1e-300);
+    err->max_abs = max_abs;
+    free(q); free(k); free(v); free(got); free(ref);
+    return 0;
+}
+
 int cmd_run(int argc, char **argv) {
-    (void)argc; (void)argv;
-    return cli_fail("run", "not implemented yet");
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(); return 0; }
+    run_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc) return rc;
+    mxattn_status st = mxattn_problem_check(&a.p);
+    if (st != MXATTN_OK) return cli_fail_status("run", st);
+    mxattn_ctx *ctx = NULL;
+    mxattn_plan *plan = NULL;
+    mx_device dev = {0};
+    buffer bq = {0}, bk = {0}, bv = {0}, bo = {0}, *t[4] = {&bq, &bk, &bv, &bo};
+    mx_timer timer = {0};
+    rc = 1;
+    if ((st = mxattn_create(&ctx, NULL)) != MXATTN_OK || (st = mx_device_open(&dev, 0)) != MXATTN_OK ||
+        (st = mxattn_plan_create(ctx, &a.p, a.config, &plan)) != MXATTN_OK) {
+        cli_fail_status("run", st);
+        goto done;
+    }
+    mxattn_plan_info info;
+    mxattn_plan_get_info(plan, &info);
+    mxattn_problem *p = &a.p;
+    bq.n = bo.n = (size_t)p->batch * p->heads_q * p->seq_q * p->head_dim;
+    bk.n = bv.n = (size_t)p->batch * p->heads_kv * p->seq_k * p->head_dim;
+    mx_rng rng;
+    mx_rng_seed(&rng, a.seed);
+    for (int i = 0; i < 4; i++) {
+        t[i]->host = malloc(t[i]->n * 2);
+        if (!t[i]->host) { cli_fail("run", "out of host memory"); goto done; }
+        for (size_t j = 0; j < t[i]->n; j++) t[i]->host[j] = i == 3 ? 0x7fc1 : to_half(p->dtype, (float)mx_rng_gaussian(&rng));
+        if ((st = mx_mem_alloc(&dev, t[i]->n * 2, &t[i]->dev)) != MXATTN_OK ||
+            (st = mx_memcpy_htod(&dev, t[i]->dev, t[i]->host, t[i]->n * 2)) != MXATTN_OK) {
+            cli_fail_status("run", st);
+            goto done;
+        }
+    }
+    float *lse = NULL;
+    if (p->return_lse && (st = mx_mem_alloc(&dev, (size_t)p->batch * p->heads_q * p->seq_q * 4, (void **)&lse)) != MXATTN_OK) {
+        cli_fail_status("run", st);
+        goto done;
+    }
+    float ms = 0, best = 1e30f, total = 0;
+    if ((st = mxattn_run(plan, bq.dev, bk.dev, bv.dev, bo.dev, lse, NULL)) != MXATTN_OK ||
+        (st = mx_memcpy_dtoh(&dev, bo.host, bo.dev, bo.n * 2)) != MXATTN_OK || (st = mx_timer_create(&dev, &timer)) != MXATTN_OK) {
+        cli_fail_status("run", st);
+        goto done;
+    }
+    for (int r = 0; r < a.reps; r++) {
+        if ((st = mx_timer_start(&timer, NULL)) != MXATTN_OK || (st = mxattn_run(plan, bq.dev, bk.dev, bv.dev, bo.dev, lse, NULL)) != MXATTN_OK ||
+            (st = mx_timer_stop(&timer, NULL)) != MXATTN_OK || (st = mx_timer_elapsed_ms(&timer, &ms)) != MXATTN_OK) {
+            cli_fail_status("run", st);
+            goto done;
+        }
+        total += ms;
+        if (ms < best) best = ms;
+    }
+    mx_error_stats err = {0};
+    check_against_reference(&a, t, &err);
+    double flops = 4.0 * p->batch * p->heads_q * (double)p->seq_q * p->seq_k * p->head_dim / (p->causal ? 2 : 1);
+    printf("kernel      %s\nconfig      %s (%s)%s\n", info.kernel_name, info.config, info.config_source,
+           info.cubin_from_cache ? ", binary from cache" : "");
+    printf("plan        %.1f ms (NVRTC %.1f ms), %d registers, %d bytes shared, %d bytes spilled\n", info.create_ms,
+           info.compile_ms, info.registers, info.shared_bytes, info.spill_bytes);
+    printf("time        %.4f ms best, %.4f ms mean of %d; %.1f TOPS\n", best, total / a.reps, a.reps, flops / (best * 1e9));
+    printf("error       rel_l1 %.3e  cos %.7f  max_abs %.3e  (%d head(s) of batch 0 vs fp64)\n", err.rel_l1,
+           err.cosine, err.max_abs, a.check_heads);
+    rc = 0;
+done:
+    mx_timer_destroy(&timer);
+    for (int i = 0; i < 4; i++) { free(t[i]->host); if (t[i]->dev) mx_mem_free(&dev, t[i]->dev); }
+    mxattn_plan_destroy(plan);
+    mx_device_close(&dev);
+    mxattn_destroy(ctx);
+    return rc;
 }

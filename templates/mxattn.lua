@@ -13,6 +13,13 @@ end
 
 local function family_of(t)
   local fam = FAMILY[t.family]
+  if not fam and t.family ~= nil then
+    local known = false
+    for _, f in ipairs(S.by_name.family.values) do if f == t.family then known = true end end
+    if not known then
+      error("invalid parameter family=" .. t.family .. ": must be one of " .. table.concat(S.by_name.family.values, "|"), 0)
+    end
+  end
   if not fam then error("invalid parameter family=" .. tostring(t.family) .. ": not built yet", 0) end
   return fam
 end

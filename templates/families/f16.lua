@@ -23,7 +23,7 @@ end
 -- The heuristic default: a good first guess before any tuning.
 function F.default(t)
   local dp = d_pad(t)
-  if dp <= 64 then return { variant = "mma", block_m = 128, block_n = 64, warps = 4, stages = 2 } end
+  if dp <= 64 then return { variant = "mma", block_m = 128, block_n = 64, warps = 8, stages = 2 } end
   if dp <= 128 then return { variant = "mma", block_m = 128, block_n = 64, warps = 8, stages = 2 } end
   return { variant = "mma", block_m = 64, block_n = 32, warps = 4, stages = 2 }
 end

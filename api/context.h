@@ -1,0 +1,38 @@
+/* The library handle's insides, shared by the api/ files. */
+#ifndef MX_API_CONTEXT_H
+#define MX_API_CONTEXT_H
+#include <pthread.h>
+#include "api/problem.h"
+#include "cache/cache.h"
+#include "gen/gen.h"
+#include "runtime/device.h"
+#include "tuner/jit.h"
+#include "tuner/tune.h"
+
+typedef enum { MX_TUNE_OFF, MX_TUNE_FIRST_USE, MX_TUNE_BACKGROUND } mx_tune_policy;
+
+struct mxattn_ctx {
+    int device_ordinal;
+    int no_cache;
+    mx_tune_policy tune_policy;
+    char db_path[4096];          /* empty: the default path */
+    mx_gen *gen;
+    pthread_mutex_t gen_lock;
+    pthread_mutex_t lock;        /* guards the lazy opening below */
+    mx_device dev;
+    int dev_open;
+    mx_cache *cache;
+    int cache_tried;
+};
+
+/* Opens the GPU on first use; NO_DRIVER / NO_DEVICE where there is none. */
+mxattn_status mx_ctx_device(mxattn_ctx *ctx, const mx_device **out);
+/* The database, opened on first use; NULL (and OK) when disabled or when it
+ * cannot be opened: a broken cache slows mxattn down but never stops it. */
+mx_cache *mx_ctx_cache(mxattn_ctx *ctx);
+/* A JIT environment over the context's generator, cache and device. */
+void mx_ctx_jit_env(mxattn_ctx *ctx, const mx_device *dev, mx_jit_env *env);
+/* The tuning key of a problem on the context's GPU. */
+void mx_ctx_tune_key(mxattn_ctx *ctx, const mx_device *dev, const mx_problem *pr, mx_tune_key *key);
+void mx_ctx_tune_sizes(const mx_problem *pr, mx_tune_sizes *sizes);
+#endif

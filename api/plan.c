@@ -1,0 +1,187 @@
+/* Plans: descriptor -> chosen configuration -> loaded kernel; and runs. */
+#include "api/context.h"
+#include "util/clock.h"
+#include "util/err.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct mxattn_plan {
+    mxattn_ctx *ctx;
+    const mx_device *dev;
+    mx_problem pr;
+    mx_jit_kernel kernel;
+    mx_kernel_args args;        /* everything but the pointers, filled once */
+    void *workspace;
+    mxattn_plan_info info;
+};
+
+static void fill_args(const mx_problem *pr, mx_kernel_args *a) {
+    const mxattn_problem *p = &pr->p;
+    memset(a, 0, sizeof *a);
+    a->q_sb = p->q_strides.batch; a->q_sh = p->q_strides.head; a->q_ss = p->q_strides.seq;
+    a->k_sb = p->k_strides.batch; a->k_sh = p->k_strides.head; a->k_ss = p->k_strides.seq;
+    a->v_sb = p->v_strides.batch; a->v_sh = p->v_strides.head; a->v_ss = p->v_strides.seq;
+    a->o_sb = p->o_strides.batch; a->o_sh = p->o_strides.head; a->o_ss = p->o_strides.seq;
+    a->batch = p->batch; a->heads_q = p->heads_q; a->heads_kv = p->heads_kv;
+    a->seq_q = p->seq_q; a->seq_k = p->seq_k;
+    a->causal_offset = p->causal == MXATTN_CAUSAL_BOTTOM_RIGHT ? p->seq_k - p->seq_q : 0;
+    a->sm_scale = p->sm_scale;
+    a->scale_log2 = (float)(p->sm_scale * 1.4426950408889634);
+    a->gqa = p->heads_q / p->heads_kv;
+}
+
+/* The configuration to build: the caller's, the tuned one, or the default
+ * (an empty knob string lets the templates fill their heuristic default). */
+static mxattn_status choose_config(mxattn_plan *plan, const char *explicit_config, const char *shape,
+                                   char *config, size_t cap) {
+    mxattn_ctx *ctx = plan->ctx;
+    config[0] = 0;
+    if (explicit_config) {
+        snprintf(config, cap, "%s", explicit_config);
+        plan->info.config_source = "explicit";
+        return MXATTN_OK;
+    }
+    plan->info.config_source = "default";
+    mx_jit_env env;
+    mx_ctx_jit_env(ctx, plan->dev, &env);
+    if (!env.cache) return MXATTN_OK;
+    mx_tune_key key;
+    mx_tune_result tuned;
+    mx_ctx_tune_key(ctx, plan->dev, &plan->pr, &key);
+    if (mx_cache_get_tune(env.cache, &key, &tuned) == MXATTN_OK) {
+        snprintf(config, cap, "%s", tuned.config);
+        plan->info.config_source = "tuned";
+        return MXATTN_OK;
+    }
+    mx_clear_error();
+    if (ctx->tune_policy == MX_TUNE_OFF) return MXATTN_OK;
+    /* first-use (and, for now, background): tune here, once per key. */
+    mx_tune_sizes sizes;
+    mx_tune_options opt;
+    mx_tune_outcome outcome;
+    mx_ctx_tune_sizes(&plan->pr, &sizes);
+    mx_tune_options_init(&opt);
+    opt.resume = 1;
+    if (mx_tune_run(&env, shape, &sizes, &key, &opt, &outcome) == MXATTN_OK && outcome.best[0]) {
+        snprintf(config, cap, "%s", outcome.best);
+        plan->info.config_source = "tuned";
+    }
+    mx_clear_error();  /* a failed tuning run falls back to the default */
+    return MXATTN_OK;
+}
+
+static mxattn_status make_plan(mxattn_plan *plan, const mxattn_problem *p, const char *explicit_config) {
+    mxattn_status st = MXATTN_OK;
+    char shape[1024], sizes[256], config[512], params[1600];
+    MX_TRY(mx_problem_resolve(p, &plan->pr));
+    MX_TRY(mx_ctx_device(plan->ctx, &plan->dev));
+    mx_problem_shape_params(&plan->pr, plan->dev->arch, shape, sizeof shape);
+    mx_problem_sizes(&plan->pr, sizes, sizeof sizes);
+    MX_TRY(choose_config(plan, explicit_config, shape, config, sizeof config));
+    snprintf(params, sizeof params, "%s %s", shape, config);
+    mx_jit_env env;
+    mx_ctx_jit_env(plan->ctx, plan->dev, &env);
+    MX_TRY(mx_jit_build(&env, params, sizes, &plan->kernel));
+    if (plan->kernel.launch.workspace_bytes)
+        MX_TRY(mx_mem_alloc(plan->dev, plan->kernel.launch.workspace_bytes, &plan->workspace));
+    fill_args(&plan->pr, &plan->args);
+    return MXATTN_OK;
+fail:
+    return st;
+}
+
+static void fill_info(mxattn_plan *plan, double t0) {
+    mxattn_plan_info *info = &plan->info;
+    const mx_jit_kernel *k = &plan->kernel;
+    snprintf(info->config, sizeof info->config, "%s", k->knobs);
+    snprintf(info->kernel_name, sizeof info->kernel_name, "%s", k->launch.steps[k->launch.n_steps - 1].name);
+    info->cubin_from_cache = k->from_cache;
+    info->compile_ms = k->compile_ms;
+    info->registers = k->registers;
+    info->shared_bytes = k->launch.steps[k->launch.n_steps - 1].smem_bytes + k->shared_bytes;
+    info->spill_bytes = k->spill_bytes;
+    info->workspace_bytes = k->launch.workspace_bytes;
+    info->create_ms = mx_now_ms() - t0;
+}
+
+mxattn_status mxattn_plan_create(mxattn_ctx *ctx, const mxattn_problem *p, const char *config,
+                                 mxattn_plan **out) {
+    double t0 = mx_now_ms();
+    if (!out) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mxattn_plan_create: out is NULL");
+    *out = NULL;
+    if (!ctx) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mxattn_plan_create: ctx is NULL");
+    if (!p) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mxattn_plan_create: problem is NULL");
+    mxattn_plan *plan = calloc(1, sizeof *plan);
+    if (!plan) return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "out of memory");
+    plan->ctx = ctx;
+    mxattn_status st = make_plan(plan, p, config);
+    if (st != MXATTN_OK) {
+        mxattn_plan_destroy(plan);
+        return st;
+    }
+    fill_info(plan, t0);
+    *out = plan;
+    mx_clear_error();
+    return MXATTN_OK;
+}
+
+mxattn_status mxattn_plan_get_info(const mxattn_plan *plan, mxattn_plan_info *info) {
+    if (!plan || !info) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mxattn_plan_get_info: NULL argument");
+    *info = plan->info;
+    return MXATTN_OK;
+}
+
+void mxattn_plan_destroy(mxattn_plan *plan) {
+    if (!plan) return;
+    if (plan->dev) {
+        mx_jit_env env;
+        memset(&env, 0, sizeof env);
+        env.dev = plan->dev;
+        mx_jit_release(&env, &plan->kernel);
+        mx_mem_free(plan->dev, plan->workspace);
+    }
+    free(plan);
+}
+
+mxattn_status mxattn_run(mxattn_plan *plan, const void *q, const void *k, const void *v, void *o,
+                         float *lse, void *stream) {
+    if (!plan) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mxattn_run: plan is NULL");
+    mxattn_status st = mx_problem_check_pointers(&plan->pr, q, k, v, o, lse);
+    if (st != MXATTN_OK) return st;
+    const void *ptrs[4] = {q, k, v, o};
+    const char *names[4] = {"q", "k", "v", "o"};
+    for (int i = 0; i < 4; i++)
+        if ((st = mx_pointer_check(plan->dev, ptrs[i], names[i])) != MXATTN_OK) return st;
+    mx_kernel_args args = plan->args;
+    args.q = q; args.k = k; args.v = v; args.o = o;
+    args.lse = plan->pr.p.return_lse ? lse : NULL;
+    args.ws = plan->workspace;
+    return mx_launch_plan_run(plan->dev, &plan->kernel.launch, &args, (struct CUstream_st *)stream);
+}
+
+mxattn_status mxattn_candidates(mxattn_ctx *ctx, const mxattn_problem *p, char **configs, int max,
+                                int *count) {
+    if (!ctx || !p || !count || (max > 0 && !configs))
+        return mx_fail(MXATTN_ERROR_NULL_POINTER, "mxattn_candidates: NULL argument");
+    mx_problem pr;
+    mxattn_status st = mx_problem_resolve(p, &pr);
+    if (st != MXATTN_OK) return st;
+    const mx_device *dev = NULL;
+    const char *arch = mx_ctx_device(ctx, &dev) == MXATTN_OK ? dev->arch : "sm_90a";
+    mx_clear_error();
+    char shape[1024], *text = NULL;
+    mx_problem_shape_params(&pr, arch, shape, sizeof shape);
+    pthread_mutex_lock(&ctx->gen_lock);
+    st = mx_gen_call(ctx->gen, "candidates", shape, NULL, &text);
+    pthread_mutex_unlock(&ctx->gen_lock);
+    if (st != MXATTN_OK) return st;
+    int n = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"), n++)
+        if (n < max) configs[n] = strdup(line);
+    *count = n;
+    free(text);
+    return MXATTN_OK;
+}
+
+void mxattn_free(void *p) { free(p); }

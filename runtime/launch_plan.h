@@ -1,0 +1,38 @@
+/* A launch plan: the kernels of one attention call, in order, with their
+ * geometry, as the templates computed it for one problem (mxattn.launch in
+ * templates/mxattn.lua).  Quantized families run a quantization kernel before
+ * the attention kernel, sharing a workspace. */
+#ifndef MX_LAUNCH_PLAN_H
+#define MX_LAUNCH_PLAN_H
+#include <stddef.h>
+#include "runtime/device.h"
+#include "runtime/kernel_args.h"
+
+#define MX_MAX_LAUNCH_STEPS 4
+
+typedef struct {
+    char name[128];
+    mx_dim3 grid;
+    unsigned threads;
+    int smem_bytes;
+    struct CUfunc_st *fn;   /* set by mx_launch_plan_bind */
+} mx_launch_step;
+
+typedef struct {
+    size_t workspace_bytes;
+    uint64_t ws_off[8];
+    int n_steps;
+    mx_launch_step steps[MX_MAX_LAUNCH_STEPS];
+} mx_launch_plan;
+
+/* Parses the templates' text: "workspace N", "kernel NAME GX GY GZ THREADS SMEM"
+ * lines, "wsoff I N" lines. */
+mxattn_status mx_launch_plan_parse(const char *text, mx_launch_plan *out);
+/* Space-separated kernel names, for the cache record. */
+void mx_launch_plan_names(const mx_launch_plan *lp, char *out, size_t cap);
+/* Finds each step's function in `module` and raises its shared-memory limit. */
+mxattn_status mx_launch_plan_bind(const mx_device *dev, struct CUmod_st *module, mx_launch_plan *lp);
+/* Launches every step on `stream` with `args` (ws and ws_off filled from lp). */
+mxattn_status mx_launch_plan_run(const mx_device *dev, const mx_launch_plan *lp,
+                                 mx_kernel_args *args, struct CUstream_st *stream);
+#endif

@@ -1,0 +1,170 @@
+#include "gpu_harness.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "util/err.h"
+
+void gpu_open_or_skip(mx_device *dev, const char *test_name) {
+    mxattn_status st = mx_device_open(dev, 0);
+    if (st == MXATTN_OK) return;
+    printf("%s: skipped, no GPU here (%s: %s)\n", test_name, mxattn_status_string(st), mxattn_last_error());
+    exit(MX_TEST_SKIP);
+}
+
+void gpu_case_describe(const gpu_case *c, char *out, size_t cap) {
+    static const char *causal[] = {"none", "top-left", "bottom-right"};
+    snprintf(out, cap, "%s D=%d B=%d Hq=%d Hkv=%d Nq=%d Nk=%d causal=%s %s %s pad=%d lse=%d", c->family,
+             c->head_dim, c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, causal[c->causal],
+             c->dtype == MXATTN_F16 ? "f16" : "bf16", c->layout == MXATTN_LAYOUT_BHND ? "bhnd" : "bnhd",
+             c->pad, c->lse);
+}
+
+/* Strides of a padded tensor: each row, head and batch slice carries `pad`
+ * unused elements, so nothing is contiguous and every stride is exercised. */
+static mxattn_strides padded_strides(const gpu_case *c, int heads, int seq) {
+    mxattn_strides s;
+    int64_t row = c->head_dim + c->pad;
+    if (c->layout == MXATTN_LAYOUT_BHND) {
+        s.seq = row;
+        s.head = row * seq + c->pad;
+        s.batch = s.head * heads + c->pad;
+    } else {
+        s.head = row;
+        s.seq = row * heads + c->pad;
+        s.batch = s.seq * seq + c->pad;
+    }
+    return s;
+}
+
+static size_t span(mxattn_strides s, int batch, int heads, int seq, int d) {
+    return (size_t)((batch - 1) * s.batch + (heads - 1) * s.head + (seq - 1) * s.seq + d);
+}
+
+static uint16_t to_half(mxattn_dtype t, float x) { return t == MXATTN_F16 ? mx_f32_to_f16(x) : mx_f32_to_bf16(x); }
+static float from_half(mxattn_dtype t, uint16_t h) { return t == MXATTN_F16 ? mx_f16_to_f32(h) : mx_bf16_to_f32(h); }
+
+/* Random tensor: the rounded floats in BHND order (for the reference) and
+ * the halves scattered at their strided places (for the GPU); the gaps hold
+ * a NaN pattern, so a kernel that reads them poisons its output. */
+static void make_tensor(const gpu_case *c, mx_rng *rng, int heads, int seq, mxattn_strides s,
+                        float *ref, uint16_t *host, size_t host_len) {
+    for (size_t i = 0; i < host_len; i++) host[i] = 0x7fc1;
+    for (int b = 0; b < c->batch; b++)
+        for (int h = 0; h < heads; h++)
+            for (int n = 0; n < seq; n++)
+                for (int d = 0; d < c->head_dim; d++) {
+                    uint16_t x = to_half(c->dtype, (float)mx_rng_gaussian(rng));
+                    ref[(((size_t)b * heads + h) * seq + n) * c->head_dim + d] = from_half(c->dtype, x);
+                    host[b * s.batch + h * s.head + n * s.seq + d] = x;
+                }
+}
+
+static mxattn_status upload(const mx_device *dev, const uint16_t *host, size_t n, void **out) {
+    mxattn_status st = mx_mem_alloc(dev, n * 2, out);
+    if (st == MXATTN_OK) st = mx_memcpy_htod(dev, *out, host, n * 2);
+    return st;
+}
+
+typedef struct { float *ref; uint16_t *host; size_t len; void *dev; mxattn_strides s; } tensor;
+
+static void tensor_free(const mx_device *dev, tensor *t) {
+    free(t->ref); free(t->host);
+    mx_mem_free(dev, t->dev);
+    memset(t, 0, sizeof *t);
+}
+
+static mxattn_status tensor_make(const mx_device *dev, const gpu_case *c, mx_rng *rng, int heads, int seq,
+                                 int random, tensor *t) {
+    t->s = padded_strides(c, heads, seq);
+    t->len = span(t->s, c->batch, heads, seq, c->head_dim);
+    t->ref = calloc((size_t)c->batch * heads * seq * c->head_dim, sizeof(float));
+    t->host = malloc(t->len * 2);
+    if (!t->ref || !t->host) return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "test tensors");
+    if (random) make_tensor(c, rng, heads, seq, t->s, t->ref, t->host, t->len);
+    else for (size_t i = 0; i < t->len; i++) t->host[i] = 0x7fc1;  /* poison: NaN */
+    return upload(dev, t->host, t->len, &t->dev);
+}
+
+static void compare(const gpu_case *c, const tensor *o, const float *lse, const double *o_ref,
+                    const double *lse_ref, gpu_result *r) {
+    size_t n = (size_t)c->batch * c->heads_q * c->seq_q * c->head_dim;
+    float *got = malloc(n * sizeof(float));
+    r->unwritten = 0;
+    for (int b = 0; b < c->batch; b++)
+        for (int h = 0; h < c->heads_q; h++)
+            for (int q = 0; q < c->seq_q; q++)
+                for (int d = 0; d < c->head_dim; d++) {
+                    uint16_t x = o->host[b * o->s.batch + h * o->s.head + q * o->s.seq + d];
+                    float f = from_half(c->dtype, x);
+                    if (isnan(f)) r->unwritten++;
+                    got[(((size_t)b * c->heads_q + h) * c->seq_q + q) * c->head_dim + d] = f;
+                }
+    r->o = mx_compare_f32(got, o_ref, n);
+    r->lse_max_abs = 0;
+    size_t rows = (size_t)c->batch * c->heads_q * c->seq_q;
+    for (size_t i = 0; lse && i < rows; i++) {
+        if (isinf(lse_ref[i]) && isinf(lse[i]) && lse[i] < 0) continue;
+        double e = fabs(lse[i] - lse_ref[i]);
+        if (!(e <= r->lse_max_abs)) r->lse_max_abs = isnan(e) || isinf(e) ? INFINITY : e;
+    }
+    free(got);
+}
+
+mxattn_status gpu_run_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case *c, uint64_t seed,
+                           gpu_reference_fn reference, gpu_result *r) {
+    mxattn_status st = MXATTN_OK;
+    mx_rng rng;
+    tensor q = {0}, k = {0}, v = {0}, o = {0};
+    float *lse_dev = NULL, *lse_host = NULL;
+    double *o_ref = NULL, *lse_ref = NULL;
+    mxattn_plan *plan = NULL;
+    mx_timer timer = {0};
+    memset(r, 0, sizeof *r);
+    mx_rng_seed(&rng, seed);
+    MX_TRY(tensor_make(dev, c, &rng, c->heads_q, c->seq_q, 1, &q));
+    MX_TRY(tensor_make(dev, c, &rng, c->heads_kv, c->seq_k, 1, &k));
+    MX_TRY(tensor_make(dev, c, &rng, c->heads_kv, c->seq_k, 1, &v));
+    MX_TRY(tensor_make(dev, c, &rng, c->heads_q, c->seq_q, 0, &o));
+    size_t rows = (size_t)c->batch * c->heads_q * c->seq_q;
+    if (c->lse) {
+        MX_TRY(mx_mem_alloc(dev, rows * 4, (void **)&lse_dev));
+        MX_TRY(mx_memset_d32(dev, lse_dev, 0x7fc00001u, rows, NULL));
+        lse_host = malloc(rows * 4);
+    }
+    mxattn_problem p;
+    mxattn_problem_init(&p, c->family, c->head_dim);
+    p.batch = c->batch; p.heads_q = c->heads_q; p.heads_kv = c->heads_kv;
+    p.seq_q = c->seq_q; p.seq_k = c->seq_k; p.causal = c->causal;
+    p.dtype = p.out_dtype = c->dtype; p.layout = c->layout; p.return_lse = c->lse;
+    p.q_strides = q.s; p.k_strides = k.s; p.v_strides = v.s; p.o_strides = o.s;
+    MX_TRY(mxattn_plan_create(ctx, &p, NULL, &plan));
+    mxattn_plan_info info;
+    mxattn_plan_get_info(plan, &info);
+    snprintf(r->config, sizeof r->config, "%s", info.config);
+    MX_TRY(mx_timer_create(dev, &timer));
+    MX_TRY(mx_timer_start(&timer, NULL));
+    MX_TRY(mxattn_run(plan, q.dev, k.dev, v.dev, o.dev, lse_dev, NULL));
+    MX_TRY(mx_timer_stop(&timer, NULL));
+    float ms = 0;
+    MX_TRY(mx_timer_elapsed_ms(&timer, &ms));
+    r->ms = ms;
+    MX_TRY(mx_memcpy_dtoh(dev, o.host, o.dev, o.len * 2));
+    if (c->lse) MX_TRY(mx_memcpy_dtoh(dev, lse_host, lse_dev, rows * 4));
+    o_ref = malloc((size_t)rows * c->head_dim * sizeof(double));
+    lse_ref = malloc(rows * sizeof(double));
+    if (reference) {
+        MX_TRY(reference(c, q.ref, k.ref, v.ref, o_ref, lse_ref));
+    } else {
+        mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
+        MX_TRY(mx_ref_attention(&s, q.ref, k.ref, v.ref, o_ref, lse_ref));
+    }
+    compare(c, &o, lse_host, o_ref, lse_ref, r);
+fail:
+    mx_timer_destroy(&timer);
+    mxattn_plan_destroy(plan);
+    tensor_free(dev, &q); tensor_free(dev, &k); tensor_free(dev, &v); tensor_free(dev, &o);
+    mx_mem_free(dev, lse_dev);
+    free(lse_host); free(o_ref); free(lse_ref);
+    return st;
+}

@@ -1,0 +1,45 @@
+/* Shared by the GPU tests: a device or a skip, tensors with arbitrary
+ * strides, and the comparison against the CPU reference in numerics/. */
+#ifndef MX_TEST_GPU_HARNESS_H
+#define MX_TEST_GPU_HARNESS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "mxattn.h"
+#include "numerics/numerics.h"
+#include "runtime/device.h"
+
+/* Exit code that ctest reports as "skipped". */
+#define MX_TEST_SKIP 77
+
+/* Opens GPU 0 or exits the process with MX_TEST_SKIP and a message. */
+void gpu_open_or_skip(mx_device *dev, const char *test_name);
+
+/* One attention case. */
+typedef struct {
+    const char *family;
+    int batch, heads_q, heads_kv, seq_q, seq_k, head_dim;
+    mxattn_causal causal;
+    mxattn_dtype dtype;
+    mxattn_layout layout;
+    int pad;          /* extra elements per row (and per head/batch) to make strides non-contiguous */
+    int lse;
+} gpu_case;
+
+typedef struct {
+    mx_error_stats o;      /* kernel vs reference */
+    double lse_max_abs;    /* max |lse - lse_ref| over rows that see a key */
+    long unwritten;        /* outputs still holding the poison */
+    double ms;             /* one launch, events */
+    char config[256];
+} gpu_result;
+
+/* Builds random inputs (Gaussian, rounded to the dtype), runs the family's
+ * plan on them with a poisoned output, and compares with the fp64 reference
+ * (or with `reference`, when given: a function computing the expected O
+ * from the rounded float inputs, in BHND contiguous layout). */
+typedef mxattn_status (*gpu_reference_fn)(const gpu_case *c, const float *q, const float *k,
+                                          const float *v, double *o, double *lse);
+mxattn_status gpu_run_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case *c, uint64_t seed,
+                           gpu_reference_fn reference, gpu_result *r);
+void gpu_case_describe(const gpu_case *c, char *out, size_t cap);
+#endif

@@ -1,0 +1,119 @@
+#include "tuner/jit.h"
+#include "runtime/nvrtc.h"
+#include "util/err.h"
+#include "util/sha256.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+mxattn_status mx_jit_gen_call(const mx_jit_env *env, const char *fn, const char *a1, const char *a2,
+                              char **out) {
+    pthread_mutex_lock(env->gen_lock);
+    mxattn_status st = mx_gen_call(env->gen, fn, a1, a2, out);
+    pthread_mutex_unlock(env->gen_lock);
+    return st;
+}
+
+int mx_jit_nvrtc_version(void) {
+    char v[32];
+    int major = 0, minor = 0;
+    if (mx_nvrtc_version(v, sizeof v) != MXATTN_OK || sscanf(v, "%d.%d", &major, &minor) < 1) return 0;
+    return major * 1000 + minor * 10;
+}
+
+/* Everything that changes the binary goes into its key (STYLE.md). */
+static void kernel_key(const char *source, const char *arch, int nvrtc, char out[65]) {
+    mx_sha256 c;
+    uint8_t d[32];
+    char extra[128];
+    snprintf(extra, sizeof extra, "\n--arch=%s --nvrtc=%d --opts=", arch, nvrtc);
+    mx_sha256_init(&c);
+    mx_sha256_update(&c, source, strlen(source));
+    mx_sha256_update(&c, extra, strlen(extra));
+    mx_sha256_update(&c, mx_nvrtc_base_options(), strlen(mx_nvrtc_base_options()));
+    mx_sha256_final(&c, d);
+    for (int i = 0; i < 32; i++) sprintf(out + 2 * i, "%02x", d[i]);
+}
+
+/* The binary: from the cache, else NVRTC (and then into the cache). */
+static mxattn_status get_cubin(const mx_jit_env *env, const char *source, mx_jit_kernel *k,
+                               mx_kernel_record *rec, mx_compile_result *cr) {
+    int nvrtc = mx_jit_nvrtc_version();
+    kernel_key(source, env->arch, nvrtc, k->key);
+    if (env->cache) {
+        mxattn_status st = mx_cache_get_kernel(env->cache, k->key, env->arch, rec);
+        if (st == MXATTN_OK) {
+            k->from_cache = 1;
+            k->registers = rec->registers;
+            k->shared_bytes = rec->shared_bytes;
+            k->spill_bytes = rec->spill_bytes;
+            return MXATTN_OK;
+        }
+        /* A missing or corrupt row just means we compile again. */
+        if (st != MXATTN_ERROR_NOT_FOUND && st != MXATTN_ERROR_CACHE_CORRUPT) return st;
+    }
+    mx_compile_options opt = {.arch = env->arch};
+    mxattn_status st = mx_nvrtc_compile(source, k->launch.steps[k->launch.n_steps - 1].name, &opt, cr);
+    if (st != MXATTN_OK) return st;
+    k->compile_ms = cr->compile_ms;
+    k->registers = cr->usage.registers;
+    k->shared_bytes = cr->usage.shared_bytes;
+    k->spill_bytes = cr->usage.spill_store_bytes + cr->usage.spill_load_bytes;
+    memset(rec, 0, sizeof *rec);
+    snprintf(rec->key, sizeof rec->key, "%s", k->key);
+    snprintf(rec->arch, sizeof rec->arch, "%s", env->arch);
+    rec->nvrtc_version = nvrtc;
+    mx_launch_plan_names(&k->launch, rec->kernel_names, sizeof rec->kernel_names);
+    rec->cubin = cr->cubin;
+    rec->cubin_size = cr->cubin_size;
+    rec->compile_ms = cr->compile_ms;
+    rec->registers = k->registers;
+    rec->shared_bytes = k->shared_bytes;
+    rec->spill_bytes = k->spill_bytes;
+    if (env->cache) {
+        /* A cache that cannot be written (full disk, read-only) costs speed on
+         * the next start, not this result: keep going without it. */
+        (void)mx_cache_put_kernel(env->cache, rec);
+        mx_clear_error();
+    }
+    return MXATTN_OK;
+}
+
+mxattn_status mx_jit_build(const mx_jit_env *env, const char *params, const char *sizes,
+                           mx_jit_kernel *out) {
+    mxattn_status st = MXATTN_OK;
+    char *canonical = NULL, *knobs = NULL, *source = NULL, *launch = NULL;
+    mx_kernel_record rec;
+    mx_compile_result cr;
+    memset(out, 0, sizeof *out);
+    memset(&rec, 0, sizeof rec);
+    memset(&cr, 0, sizeof cr);
+    MX_TRY(mx_jit_gen_call(env, "validate", params, NULL, &canonical));
+    MX_TRY(mx_jit_gen_call(env, "knobs", params, NULL, &knobs));
+    MX_TRY(mx_jit_gen_call(env, "render", canonical, NULL, &source));
+    MX_TRY(mx_jit_gen_call(env, "launch", canonical, sizes, &launch));
+    snprintf(out->params, sizeof out->params, "%s", canonical);
+    snprintf(out->knobs, sizeof out->knobs, "%s", knobs);
+    MX_TRY(mx_launch_plan_parse(launch, &out->launch));
+    MX_TRY(get_cubin(env, source, out, &rec, &cr));
+    if (env->dev) {
+        const void *cubin = out->from_cache ? rec.cubin : (const void *)cr.cubin;
+        size_t size = out->from_cache ? rec.cubin_size : cr.cubin_size;
+        MX_TRY(mx_module_load(env->dev, cubin, size, &out->module));
+        st = mx_launch_plan_bind(env->dev, out->module, &out->launch);
+        if (st != MXATTN_OK) goto fail;
+    }
+    goto done;
+fail:
+    mx_jit_release(env, out);
+done:
+    if (out->from_cache) mx_kernel_record_release(&rec);
+    mx_compile_result_free(&cr);
+    free(canonical); free(knobs); free(source); free(launch);
+    return st;
+}
+
+void mx_jit_release(const mx_jit_env *env, mx_jit_kernel *k) {
+    if (k->module && env->dev) mx_module_unload(env->dev, k->module);
+    k->module = NULL;
+}
