@@ -193,10 +193,11 @@ class _Library:
                 return self._cdll
             explicit = os.environ.get("MXATTN_LIB")
             if explicit and not os.path.exists(explicit):
-                # A wrong $MXATTN_LIB should not silently fall back elsewhere.
                 raise OSError(f"MXATTN_LIB={explicit} does not exist")
+            # A $MXATTN_LIB that fails to load must not fall back to another copy.
+            candidates = [explicit] if explicit else library_candidates()
             errors = []
-            for path in library_candidates():
+            for path in candidates:
                 if os.path.sep in path and not os.path.exists(path):
                     errors.append(f"{path}: not found")
                     continue
@@ -206,7 +207,7 @@ class _Library:
                     return self._cdll
                 except OSError as e:
                     errors.append(f"{path}: {e}")
-            raise OSError("libmxattn.so not found; build it or set MXATTN_LIB. Tried: "
+            raise OSError("could not load libmxattn.so (build it or set MXATTN_LIB); tried: "
                           + "; ".join(errors))
 
     def __getattr__(self, name):

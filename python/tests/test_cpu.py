@@ -208,10 +208,21 @@ STRUCTS = {"mxattn_strides": _native.Strides, "mxattn_problem": _native.Problem,
            "mxattn_options": _native.Options, "mxattn_plan_info": _native.PlanInfo}
 
 
+# The Python names of the header's enum values, by their C names.
+ENUMS = {f"MXATTN_{status.name}": int(status) for status in _native.Status}
+ENUMS.update(MXATTN_F16=_native.DTYPE_F16, MXATTN_BF16=_native.DTYPE_BF16,
+             MXATTN_LAYOUT_BHND=_native.LAYOUT_BHND, MXATTN_LAYOUT_BNHD=_native.LAYOUT_BNHD,
+             MXATTN_CAUSAL_NONE=_native.CAUSAL_NONE, MXATTN_CAUSAL_TOP_LEFT=_native.CAUSAL_TOP_LEFT,
+             MXATTN_CAUSAL_BOTTOM_RIGHT=_native.CAUSAL_BOTTOM_RIGHT)
+
+
 def layout_program():
-    """C source printing "struct field offset" lines and "struct sizeof size"."""
+    """C source printing "struct field offset" lines, "struct sizeof size"
+    and "enum NAME value"."""
     lines = ["#include <stdio.h>", "#include <stddef.h>", '#include "mxattn.h"',
              "int main(void) {"]
+    for c_name in ENUMS:
+        lines.append(f'  printf("enum {c_name} %d\\n", (int){c_name});')
     for c_name, py_struct in STRUCTS.items():
         lines.append(f'  printf("{c_name} sizeof %zu\\n", sizeof({c_name}));')
         for field, _ in py_struct._fields_:
@@ -220,30 +231,53 @@ def layout_program():
     return "\n".join(lines) + "\n"
 
 
-class StructLayoutTest(unittest.TestCase):
+class CompiledHeaderTest(unittest.TestCase):
+    """Structs and enums as a C compiler lays out include/mxattn.h."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.c_values = compile_and_run_layout_program()
+
+    def setUp(self):
+        if self.c_values is None:
+            self.skipTest("no C compiler or no header")
+
+    def test_enums_match_c(self):
+        for c_name, value in ENUMS.items():
+            self.assertEqual(value, self.c_values[("enum", c_name)], c_name)
+
+    def test_statuses_are_all_mirrored(self):
+        with open(HEADER) as f:
+            header = f.read()
+        c_statuses = set(re.findall(r"\b(MXATTN_(?:OK|ERROR_[A-Z_]+))\b", header))
+        self.assertEqual(c_statuses, {f"MXATTN_{s.name}" for s in _native.Status})
+
     def test_structs_match_c(self):
-        cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-        if cc is None:
-            self.skipTest("no C compiler")
-        if not os.path.exists(HEADER):
-            self.skipTest(f"{HEADER} not found")
-        with tempfile.TemporaryDirectory() as tmp:
-            source, program = os.path.join(tmp, "layout.c"), os.path.join(tmp, "layout")
-            with open(source, "w") as f:
-                f.write(layout_program())
-            subprocess.run([cc, "-std=c11", "-I", os.path.dirname(HEADER), source, "-o",
-                            program], check=True, capture_output=True)
-            output = subprocess.run([program], check=True, capture_output=True, text=True).stdout
-        c_layout = {}
-        for line in output.splitlines():
-            c_name, field, value = line.split()
-            c_layout[(c_name, field)] = int(value)
         for c_name, py_struct in STRUCTS.items():
             with self.subTest(struct=c_name):
-                self.assertEqual(ctypes.sizeof(py_struct), c_layout[(c_name, "sizeof")])
+                self.assertEqual(ctypes.sizeof(py_struct), self.c_values[(c_name, "sizeof")])
                 for field, _ in py_struct._fields_:
-                    self.assertEqual(getattr(py_struct, field).offset, c_layout[(c_name, field)],
-                                     f"{c_name}.{field}")
+                    self.assertEqual(getattr(py_struct, field).offset,
+                                     self.c_values[(c_name, field)], f"{c_name}.{field}")
+
+
+def compile_and_run_layout_program():
+    """{(struct or "enum", field or name): value}, or None without cc or header."""
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None or not os.path.exists(HEADER):
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        source, program = os.path.join(tmp, "layout.c"), os.path.join(tmp, "layout")
+        with open(source, "w") as f:
+            f.write(layout_program())
+        subprocess.run([cc, "-std=c11", "-I", os.path.dirname(HEADER), source, "-o", program],
+                       check=True, capture_output=True)
+        output = subprocess.run([program], check=True, capture_output=True, text=True).stdout
+    c_values = {}
+    for line in output.splitlines():
+        kind, name, value = line.split()
+        c_values[(kind, name)] = int(value)
+    return c_values
 
 
 if __name__ == "__main__":
