@@ -7,7 +7,7 @@
 #include <string.h>
 
 static void usage(void) {
-    printf("usage: mxattn compile --family F --head-dim D [--arch sm_90a|sm_100a|sm_120a] [--ptx] [parameter flags]\n"
+    printf("usage: mxattn compile --family F --head-dim D [--arch sm_90a|sm_100a|sm_120a] [--ptx] [--cubin FILE] [parameter flags]\n"
            "Renders the kernel and compiles it with NVRTC (no GPU needed); prints registers,\n"
            "shared memory, spills and compile time, or the PTX with --ptx.\n");
 }
@@ -24,6 +24,7 @@ static int report(const char *name, const char *arch, const mx_launch_plan *lp, 
 
 int cmd_compile(int argc, char **argv) {
     int want_ptx = 0;
+    const char *cubin_path = NULL;
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(); return 0; }
     mx_gen *g = NULL;
@@ -34,6 +35,7 @@ int cmd_compile(int argc, char **argv) {
                                   : cli_param_flags("compile", g, argc, argv, params, sizeof params, rest, &nrest);
     for (int i = 0; rc == 0 && i < nrest; i++) {
         if (!strcmp(rest[i], "--ptx")) want_ptx = 1;
+        else if (!strcmp(rest[i], "--cubin") && i + 1 < nrest) cubin_path = rest[++i];
         else rc = cli_usage_error("compile", "unknown argument '%s'", rest[i]);
     }
     mx_launch_plan lp;
@@ -52,6 +54,12 @@ int cmd_compile(int argc, char **argv) {
         if (st != MXATTN_OK) rc = cli_fail_status("compile", st);
         else if (want_ptx) fputs(r.ptx ? r.ptx : "", stdout);
         else rc = report(name, arch, &lp, &r);
+        if (rc == 0 && cubin_path) {
+            FILE *f = cli_open_output("compile", cubin_path);
+            if (!f) rc = 1;
+            else if (fwrite(r.cubin, 1, r.cubin_size, f) != r.cubin_size || (f != stdout && fclose(f) != 0))
+                rc = cli_fail("compile", "cannot write '%s'", cubin_path);
+        }
     }
     mx_compile_result_free(&r);
     free(canonical); free(source); free(launch);

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 machine (CUDA toolkit at /usr/local/cuda):
+#   scripts/mxattn.sh run    install what is missing, build, run the main job
+#                            (tuning on a GPU; compile-only kernel cache fill without one)
+#   scripts/mxattn.sh test   install what is missing, build, pass the tests
+#                            (CPU tests, a sanitizer build of them, and GPU tests where a GPU is)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=$(nproc 2>/dev/null || echo 2)
+BUILD=${MXATTN_BUILD_DIR:-build}
+
+install_deps() {
+  local need=()
+  for pkg in build-essential cmake pkg-config liblua5.4-dev libsqlite3-dev libcmocka-dev python3; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+  done
+  [ ${#need[@]} -eq 0 ] && return 0
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  echo "== installing: ${need[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+}
+
+build() {  # build DIR [cmake args...]
+  local dir=$1; shift
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$dir" -j"$JOBS"
+}
+
+have_gpu() { "$BUILD/mxattn" info 2>/dev/null | grep -q '^gpu '; }
+
+main_job() {
+  if have_gpu; then
+    echo "== tuning on this GPU (results in the database; see: $BUILD/mxattn query)"
+    "$BUILD/mxattn" tune --family f16 --head-dims 64,128 --seqs 4096
+  else
+    echo "== no GPU here: filling the kernel cache for sm_90a ahead of time (compile-only)"
+    "$BUILD/mxattn" tune --arch sm_90a --compile-only --family f16 --head-dims 64,128
+  fi
+  "$BUILD/mxattn" accuracy
+}
+
+run_tests() {
+  echo "== CPU tests"
+  ctest --test-dir "$BUILD" -L cpu --output-on-failure -j"$JOBS"
+  echo "== CPU tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+  build "$BUILD-asan" -DMXATTN_SANITIZE=ON
+  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$BUILD-asan" -L cpu --output-on-failure -j"$JOBS"
+  echo "== GPU tests (each skips with a message where there is no GPU)"
+  ctest --test-dir "$BUILD" -L gpu --output-on-failure
+}
+
+case "${1:-}" in
+  run)  install_deps; build "$BUILD"; main_job ;;
+  test) install_deps; build "$BUILD"; run_tests ;;
+  *)    echo "usage: $0 run|test" >&2; exit 2 ;;
+esac

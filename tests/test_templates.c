@@ -1,0 +1,180 @@
+/* Templates: every family renders over a grid of parameter tables, renders
+ * deterministically, rejects bad tables naming the parameter, and compiles
+ * with NVRTC (no GPU) into the tensor-core instructions we meant. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "gen/gen.h"
+#include "runtime/kernel_args.h"
+#include "runtime/nvrtc.h"
+
+static mx_gen *g;
+
+static char *call(const char *fn, const char *a1, const char *a2) {
+    char *out = NULL;
+    mxattn_status st = mx_gen_call(g, fn, a1, a2, &out);
+    if (st != MXATTN_OK) fail_msg("%s(%s): %s", fn, a1 ? a1 : "", mxattn_last_error());
+    return out;
+}
+
+static void test_f16_grid_renders_deterministically(void **state) {
+    static const int dims[] = {8, 17, 40, 64, 80, 96, 100, 128, 160, 192, 256};
+    static const char *extra[] = {"", "causal=1 lse=1", "dtype=f16 out_dtype=bf16", "block_m=64 warps=4 block_n=32 stages=1",
+                                  "block_m=64 warps=2 block_n=16 stages=3"};
+    int rendered = 0;
+    for (size_t i = 0; i < sizeof dims / sizeof *dims; i++)
+        for (size_t j = 0; j < sizeof extra / sizeof *extra; j++) {
+            char params[256], *a = NULL, *b = NULL, *canon = NULL;
+            int align = dims[i] % 8 == 0 ? 8 : dims[i] % 4 == 0 ? 4 : dims[i] % 2 == 0 ? 2 : 1;
+            snprintf(params, sizeof params, "family=f16 head_dim=%d align=%d %s", dims[i], align, extra[j]);
+            if (mx_gen_call(g, "validate", params, NULL, &canon) != MXATTN_OK) {
+                /* Some grid points are illegal (registers at D=256); the message must say why. */
+                assert_non_null(strstr(mxattn_last_error(), "invalid configuration"));
+                continue;
+            }
+            a = call("render", params, NULL);
+            b = call("render", canon, NULL);
+            assert_string_equal(a, b);                     /* byte-identical for the same table */
+            assert_non_null(strstr(a, "params: family=f16"));
+            assert_null(strstr(a, "#include"));           /* self-contained */
+            rendered++;
+            free(a); free(b); free(canon);
+        }
+    assert_true(rendered >= 40);
+}
+
+static void expect_invalid(const char *params, const char *needle) {
+    char *out = NULL;
+    assert_int_equal(mx_gen_call(g, "render", params, NULL, &out), MXATTN_ERROR_INVALID_VALUE);
+    if (!strstr(mxattn_last_error(), needle)) fail_msg("'%s': message '%s' lacks '%s'", params, mxattn_last_error(), needle);
+    assert_null(out);
+}
+
+static void test_invalid_tables_name_the_parameter(void **state) {
+    expect_invalid("family=f16 head_dim=0", "head_dim");
+    expect_invalid("family=f16 head_dim=257", "head_dim");
+    expect_invalid("family=f16", "head_dim");
+    expect_invalid("family=f17 head_dim=64", "family");
+    expect_invalid("family=f16 head_dim=64 block_m=48", "block_m");
+    expect_invalid("family=f16 head_dim=64 block_m=128 warps=2", "block_m");
+    expect_invalid("family=f16 head_dim=64 dtype=fp32", "dtype");
+    expect_invalid("family=f16 head_dim=64 arch=sm_999", "arch");
+    expect_invalid("family=f16 head_dim=66 align=8", "align");
+    expect_invalid("family=f16 head_dim=64 bogus=1", "bogus");
+    expect_invalid("family=f16 head_dim=256 block_m=128 warps=4 block_n=128", "registers");
+}
+
+static void test_candidates_start_with_the_default(void **state) {
+    char *cands = call("candidates", "family=f16 head_dim=128 causal=1", NULL);
+    char *knobs = call("knobs", "family=f16 head_dim=128 causal=1", NULL);
+    assert_true(strncmp(cands, knobs, strlen(knobs)) == 0);
+    int lines = 1;
+    for (char *p = cands; *p; p++) lines += *p == '\n';
+    assert_true(lines > 10);
+    /* Every candidate is legal. */
+    for (char *line = strtok(cands, "\n"); line; line = strtok(NULL, "\n")) {
+        char params[512], *canon = NULL;
+        snprintf(params, sizeof params, "family=f16 head_dim=128 causal=1 %s", line);
+        assert_int_equal(mx_gen_call(g, "validate", params, NULL, &canon), MXATTN_OK);
+        free(canon);
+    }
+    free(cands); free(knobs);
+}
+
+static void test_launch_geometry(void **state) {
+    char *lp = call("launch", "family=f16 head_dim=64 block_m=64 warps=4 block_n=64 stages=2",
+                    "batch=3 heads_q=5 heads_kv=1 seq_q=1000 seq_k=17");
+    unsigned gx, gy, gz, threads, smem;
+    char name[128];
+    const char *k = strstr(lp, "kernel ");
+    assert_non_null(k);
+    assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", name, &gx, &gy, &gz, &threads, &smem), 6);
+    assert_int_equal(gx, 16);  /* ceil(1000 / 64) */
+    assert_int_equal(gy, 5);
+    assert_int_equal(gz, 3);
+    assert_int_equal(threads, 128);
+    assert_int_equal(smem, (64 + 2 * 2 * 64) * (64 + 8) * 2);
+    free(lp);
+}
+
+/* Compiles a kernel and returns its PTX (NULL and a skip when NVRTC is absent). */
+static char *compile_ptx(const char *params, const char *arch, const char *append) {
+    char *src = call("render", params, NULL);
+    if (append) {
+        src = realloc(src, strlen(src) + strlen(append) + 1);
+        strcat(src, append);
+    }
+    mx_compile_options opt = {.arch = arch, .want_ptx = 1};
+    mx_compile_result r;
+    mxattn_status st = mx_nvrtc_compile(src, "k", &opt, &r);
+    free(src);
+    if (st == MXATTN_ERROR_NO_COMPILER) return NULL;
+    if (st != MXATTN_OK) fail_msg("%s for %s: %s", params, arch, mxattn_last_error());
+    char *ptx = strdup(r.ptx);
+    mx_compile_result_free(&r);
+    return ptx;
+}
+
+static void test_nvrtc_sm90a_ptx_has_tensor_core_mma(void **state) {
+    static const char *tables[] = {
+        "family=f16 head_dim=128 dtype=bf16",
+        "family=f16 head_dim=80 dtype=f16 out_dtype=f16 causal=1 lse=1",
+        "family=f16 head_dim=17 align=1 block_m=64 warps=4 block_n=32 stages=1",
+    };
+    for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
+        char *ptx = compile_ptx(tables[i], "sm_90a", NULL);
+        if (!ptx) skip();
+        const char *want = strstr(tables[i], "dtype=f16") ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+                                                          : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
+        if (!strstr(ptx, want)) fail_msg("%s: PTX lacks %s", tables[i], want);
+        assert_non_null(strstr(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));
+        assert_non_null(strstr(ptx, "ex2.approx.ftz.f32"));
+        free(ptx);
+    }
+}
+
+static void test_nvrtc_sm120a_compiles(void **state) {
+    char *ptx = compile_ptx("family=f16 head_dim=64 arch=sm_120a", "sm_120a", NULL);
+    if (!ptx) skip();
+    assert_non_null(strstr(ptx, ".target sm_120a"));
+    free(ptx);
+}
+
+/* The kernel's view of mx_kernel_args must match the C struct byte for byte. */
+static void test_kernel_args_layout_matches(void **state) {
+    char check[1024];
+    snprintf(check, sizeof check,
+             "\nstatic_assert(sizeof(mx_kernel_args) == %zu, \"size\");"
+             "\nstatic_assert(__builtin_offsetof(mx_kernel_args, q_sb) == %zu, \"q_sb\");"
+             "\nstatic_assert(__builtin_offsetof(mx_kernel_args, batch) == %zu, \"batch\");"
+             "\nstatic_assert(__builtin_offsetof(mx_kernel_args, causal_offset) == %zu, \"causal_offset\");"
+             "\nstatic_assert(__builtin_offsetof(mx_kernel_args, scale_log2) == %zu, \"scale_log2\");"
+             "\nstatic_assert(__builtin_offsetof(mx_kernel_args, gqa) == %zu, \"gqa\");"
+             "\nstatic_assert(__builtin_offsetof(mx_kernel_args, ws_off) == %zu, \"ws_off\");\n",
+             sizeof(mx_kernel_args), offsetof(mx_kernel_args, q_sb), offsetof(mx_kernel_args, batch),
+             offsetof(mx_kernel_args, causal_offset), offsetof(mx_kernel_args, scale_log2),
+             offsetof(mx_kernel_args, gqa), offsetof(mx_kernel_args, ws_off));
+    char *ptx = compile_ptx("family=f16 head_dim=64", "sm_90a", check);
+    if (!ptx) skip();
+    free(ptx);
+}
+
+static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
+static int teardown(void **state) { mx_gen_close(g); return 0; }
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_f16_grid_renders_deterministically),
+        cmocka_unit_test(test_invalid_tables_name_the_parameter),
+        cmocka_unit_test(test_candidates_start_with_the_default),
+        cmocka_unit_test(test_launch_geometry),
+        cmocka_unit_test(test_nvrtc_sm90a_ptx_has_tensor_core_mma),
+        cmocka_unit_test(test_nvrtc_sm120a_compiles),
+        cmocka_unit_test(test_kernel_args_layout_matches),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
