@@ -129,6 +129,11 @@ mxattn_status mx_cuda_fail(CUresult r, const char *call, const char *file, int l
     mxattn_status s = MXATTN_ERROR_CUDA;
     if (r == CUDA_ERROR_OUT_OF_MEMORY) s = MXATTN_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES) s = MXATTN_ERROR_OUT_OF_RESOURCES;
+#ifdef MXATTN_SOURCE_DIR
+    /* runtime/device.c:120 reads better than the build machine's absolute path. */
+    size_t root = strlen(MXATTN_SOURCE_DIR);
+    if (!strncmp(file, MXATTN_SOURCE_DIR, root) && file[root] == '/') file += root + 1;
+#endif
     char code[32];
     snprintf(code, sizeof code, "CUresult %d", (int)r);
     return mx_fail(s, "%s:%d: %s failed: %s (%s)%s", file, line, call, name ? name : code,

@@ -28,6 +28,8 @@ void mx_arch_for(int cc_major, int cc_minor, char *out, size_t out_len) {
     snprintf(out, out_len, "sm_%d%d%s", cc_major, cc_minor, arch_specific ? "a" : "");
 }
 
+mxattn_status mx_driver_version(int *version) { return mx_cuda_driver_version(version); }
+
 mxattn_status mx_device_count(int *count) {
     REQUIRE(count, "count");
     const mx_cuda_api *cu;
@@ -69,7 +71,7 @@ fail:
     return st;
 }
 
-mxattn_status mx_device_open(mx_device *dev, int ordinal) {
+mxattn_status mx_device_query(mx_device *dev, int ordinal) {
     REQUIRE(dev, "dev");
     memset(dev, 0, sizeof *dev);
     const mx_cuda_api *cu;
@@ -86,8 +88,19 @@ mxattn_status mx_device_open(mx_device *dev, int ordinal) {
     MX_CU_CHECK(cu->DeviceGet(&device, ordinal));
     dev->cu_device = device;
     MX_TRY(read_properties(cu, dev));
+    return MXATTN_OK;
+fail:
+    memset(dev, 0, sizeof *dev);
+    return mx_fail_context(st, "reading GPU %d", ordinal);
+}
+
+mxattn_status mx_device_open(mx_device *dev, int ordinal) {
+    mxattn_status st = mx_device_query(dev, ordinal);
+    if (st != MXATTN_OK) return st;
+    const mx_cuda_api *cu;
+    MX_TRY(mx_cuda_get(&cu));
     CUcontext context = NULL;
-    MX_CU_CHECK(cu->DevicePrimaryCtxRetain(&context, device));
+    MX_CU_CHECK(cu->DevicePrimaryCtxRetain(&context, dev->cu_device));
     dev->context = context;
     return MXATTN_OK;
 fail:

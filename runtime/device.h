@@ -48,8 +48,14 @@ typedef struct {
  * 10.0 tcgen05, 12.0 block-scaled mma), else the plain sm_XY.  Pure; no GPU. */
 void mx_arch_for(int cc_major, int cc_minor, char *out, size_t out_len);
 
+/* The driver's CUDA version (13000 for 13.0); answers even when cuInit fails
+ * (a driver with no usable GPU), so it can say which driver that is. */
+mxattn_status mx_driver_version(int *version);
 /* Number of GPUs.  Loads the driver on first use. */
 mxattn_status mx_device_count(int *count);
+/* Reads GPU `ordinal`'s properties without creating a context (cheap: for
+ * `mxattn info` and cache keys).  dev->context stays NULL. */
+mxattn_status mx_device_query(mx_device *dev, int ordinal);
 /* Opens GPU `ordinal`: reads its properties and retains its primary context.
  * On failure *dev is left closed (safe to pass to mx_device_close). */
 mxattn_status mx_device_open(mx_device *dev, int ordinal);
