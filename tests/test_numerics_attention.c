@@ -1,0 +1,307 @@
+/* The fp64 reference attention against an independent naive loop (long double,
+ * explicit visible-key lists, no max subtraction trick shared), and the
+ * quantized-pipeline reference's structure: exact config = reference, tiled
+ * online form = offline form for exact P, family table, argument checks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "numerics/numerics.h"
+
+typedef struct {
+    mx_ref_shape s;
+    float *q, *k, *v;
+    double *o, *lse, *o2, *lse2;
+    size_t nq_elems, nk_elems, no_elems, nlse;
+} problem;
+
+static problem make(int batch, int hq, int hkv, int sq, int sk, int d, mxattn_causal causal,
+                    uint64_t seed) {
+    problem p;
+    memset(&p, 0, sizeof p);
+    p.s = (mx_ref_shape){batch, hq, hkv, sq, sk, d, causal, 0};
+    p.nq_elems = (size_t)batch * hq * sq * d;
+    p.nk_elems = (size_t)batch * hkv * sk * d;
+    p.no_elems = p.nq_elems;
+    p.nlse = (size_t)batch * hq * sq;
+    p.q = malloc(p.nq_elems * sizeof(float));
+    p.k = malloc(p.nk_elems * sizeof(float));
+    p.v = malloc(p.nk_elems * sizeof(float));
+    p.o = malloc(p.no_elems * sizeof(double));
+    p.o2 = malloc(p.no_elems * sizeof(double));
+    p.lse = malloc(p.nlse * sizeof(double));
+    p.lse2 = malloc(p.nlse * sizeof(double));
+    assert_non_null(p.q); assert_non_null(p.k); assert_non_null(p.v);
+    assert_non_null(p.o); assert_non_null(p.o2); assert_non_null(p.lse); assert_non_null(p.lse2);
+    mx_rng rng;
+    mx_rng_seed(&rng, seed);
+    mx_rng_fill_gaussian(&rng, p.q, p.nq_elems, 0, 1.5);
+    mx_rng_fill_gaussian(&rng, p.k, p.nk_elems, 0.5, 1);
+    mx_rng_fill_gaussian(&rng, p.v, p.nk_elems, 0, 1);
+    return p;
+}
+
+static void release(problem *p) {
+    free(p->q); free(p->k); free(p->v); free(p->o); free(p->o2); free(p->lse); free(p->lse2);
+}
+
+/* Independent oracle: for each query, the list of keys it may see is built
+ * from the alignment offset (0 top-left, seq_k - seq_q bottom-right), then
+ * O = sum_j e^{s_j} v_j / sum_j e^{s_j} with every exponential taken relative
+ * to the first visible score, in long double. */
+static void naive(const problem *p, double *o, double *lse) {
+    const mx_ref_shape *s = &p->s;
+    int d = s->head_dim;
+    long double scale = s->sm_scale > 0 ? s->sm_scale : 1.0L / sqrtl(d);
+    long offset = s->causal == MXATTN_CAUSAL_BOTTOM_RIGHT ? (long)s->seq_k - s->seq_q : 0;
+    int *keys = malloc((size_t)s->seq_k * sizeof(int));
+    long double *w = malloc((size_t)s->seq_k * sizeof(long double));
+    for (int b = 0; b < s->batch; b++)
+        for (int h = 0; h < s->heads_q; h++) {
+            int kvh = h / (s->heads_q / s->heads_kv);
+            const float *K = p->k + ((size_t)b * s->heads_kv + kvh) * s->seq_k * d;
+            const float *V = p->v + ((size_t)b * s->heads_kv + kvh) * s->seq_k * d;
+            for (int i = 0; i < s->seq_q; i++) {
+                size_t row = ((size_t)b * s->heads_q + h) * s->seq_q + i;
+                const float *Q = p->q + row * d;
+                int n = 0;
+                for (int j = 0; j < s->seq_k; j++)
+                    if (s->causal == MXATTN_CAUSAL_NONE || (long)j <= (long)i + offset) keys[n++] = j;
+                for (int c = 0; c < d; c++) o[row * d + c] = 0;
+                if (n == 0) { lse[row] = -INFINITY; continue; }
+                long double first = 0, denom = 0;
+                for (int t = 0; t < n; t++) {
+                    long double dotp = 0;
+                    for (int c = 0; c < d; c++) dotp += (long double)Q[c] * K[(size_t)keys[t] * d + c];
+                    w[t] = dotp * scale;
+                    if (t == 0) first = w[t];
+                    w[t] = expl(w[t] - first);
+                    denom += w[t];
+                }
+                for (int c = 0; c < d; c++) {
+                    long double acc = 0;
+                    for (int t = 0; t < n; t++) acc += w[t] * V[(size_t)keys[t] * d + c];
+                    o[row * d + c] = (double)(acc / denom);
+                }
+                lse[row] = (double)(first + logl(denom));
+            }
+        }
+    free(keys);
+    free(w);
+}
+
+static void assert_close_arrays(const double *a, const double *b, size_t n, double tol) {
+    for (size_t i = 0; i < n; i++) {
+        if (isinf(b[i]) && a[i] == b[i]) continue;
+        if (!(fabs(a[i] - b[i]) <= tol * (1 + fabs(b[i])))) {
+            print_error("element %zu: %.17g vs %.17g\n", i, a[i], b[i]);
+            fail();
+        }
+    }
+}
+
+static void check_against_naive(int batch, int hq, int hkv, int sq, int sk, int d,
+                                mxattn_causal causal, double sm_scale) {
+    problem p = make(batch, hq, hkv, sq, sk, d, causal, (uint64_t)(sq * 131 + sk * 7 + causal));
+    p.s.sm_scale = sm_scale;
+    assert_int_equal(mx_ref_attention(&p.s, p.q, p.k, p.v, p.o, p.lse), MXATTN_OK);
+    naive(&p, p.o2, p.lse2);
+    assert_close_arrays(p.o, p.o2, p.no_elems, 1e-12);
+    assert_close_arrays(p.lse, p.lse2, p.nlse, 1e-12);
+    release(&p);
+}
+
+static void test_reference_plain(void **state) {
+    (void)state;
+    check_against_naive(2, 3, 3, 17, 17, 16, MXATTN_CAUSAL_NONE, 0);
+    check_against_naive(1, 1, 1, 1, 1, 8, MXATTN_CAUSAL_NONE, 0);
+    check_against_naive(1, 2, 2, 5, 33, 7, MXATTN_CAUSAL_NONE, 0.3);   /* odd head_dim */
+}
+
+static void test_reference_gqa(void **state) {
+    (void)state;
+    check_against_naive(2, 8, 2, 9, 12, 16, MXATTN_CAUSAL_NONE, 0);
+    check_against_naive(1, 6, 1, 4, 4, 8, MXATTN_CAUSAL_TOP_LEFT, 0);  /* multi-query */
+}
+
+static void test_reference_causal_alignments(void **state) {
+    (void)state;
+    check_against_naive(1, 2, 1, 13, 13, 8, MXATTN_CAUSAL_TOP_LEFT, 0);
+    check_against_naive(1, 2, 1, 13, 13, 8, MXATTN_CAUSAL_BOTTOM_RIGHT, 0);
+    check_against_naive(1, 2, 2, 5, 19, 8, MXATTN_CAUSAL_TOP_LEFT, 0);
+    check_against_naive(1, 2, 2, 5, 19, 8, MXATTN_CAUSAL_BOTTOM_RIGHT, 0);
+    check_against_naive(1, 2, 2, 19, 5, 8, MXATTN_CAUSAL_TOP_LEFT, 0);
+    check_against_naive(1, 2, 2, 19, 5, 8, MXATTN_CAUSAL_BOTTOM_RIGHT, 0);
+}
+
+/* seq_q 6 > seq_k 2, bottom-right: query i sees j <= i - 4, so rows 0..3 see
+ * nothing (O = 0, LSE = -inf), row 4 sees key 0 only (O = v_0, LSE = s_00). */
+static void test_fully_masked_rows(void **state) {
+    (void)state;
+    problem p = make(1, 1, 1, 6, 2, 4, MXATTN_CAUSAL_BOTTOM_RIGHT, 9);
+    assert_int_equal(mx_ref_attention(&p.s, p.q, p.k, p.v, p.o, p.lse), MXATTN_OK);
+    for (int i = 0; i < 4; i++) {
+        assert_true(isinf(p.lse[i]) && p.lse[i] < 0);
+        for (int c = 0; c < 4; c++) assert_true(p.o[i * 4 + c] == 0);
+    }
+    double s00 = 0;
+    for (int c = 0; c < 4; c++) s00 += (double)p.q[4 * 4 + c] * p.k[c];
+    assert_true(fabs(p.lse[4] - s00 / 2) < 1e-12);            /* sm_scale 1/sqrt(4) */
+    for (int c = 0; c < 4; c++) assert_true(fabs(p.o[4 * 4 + c] - p.v[c]) < 1e-12);
+    assert_int_equal(mx_ref_key_visible(&p.s, 3, 0), 0);
+    assert_int_equal(mx_ref_key_visible(&p.s, 5, 1), 1);
+    release(&p);
+}
+
+/* q = 0: every visible key weighs the same, so O is the mean of visible V and
+ * LSE = log(number visible). */
+static void test_uniform_attention(void **state) {
+    (void)state;
+    problem p = make(1, 1, 1, 3, 3, 2, MXATTN_CAUSAL_TOP_LEFT, 5);
+    memset(p.q, 0, p.nq_elems * sizeof(float));
+    assert_int_equal(mx_ref_attention(&p.s, p.q, p.k, p.v, p.o, p.lse), MXATTN_OK);
+    for (int i = 0; i < 3; i++) {
+        assert_true(fabs(p.lse[i] - log(i + 1.0)) < 1e-15);
+        for (int c = 0; c < 2; c++) {
+            double mean = 0;
+            for (int j = 0; j <= i; j++) mean += p.v[j * 2 + c];
+            assert_true(fabs(p.o[i * 2 + c] - mean / (i + 1)) < 1e-12);
+        }
+    }
+    release(&p);
+}
+
+static void test_pipeline_exact_is_reference(void **state) {
+    (void)state;
+    mx_ref_config c;
+    mx_ref_config_exact(&c);
+    for (int causal = 0; causal < 3; causal++) {
+        problem p = make(2, 4, 2, 7, 40, 16, (mxattn_causal)causal, 11);
+        assert_int_equal(mx_ref_attention(&p.s, p.q, p.k, p.v, p.o, p.lse), MXATTN_OK);
+        c.p_tile = 0;
+        assert_int_equal(mx_ref_pipeline_attention(&p.s, &c, p.q, p.k, p.v, p.o2, p.lse2, NULL), MXATTN_OK);
+        assert_close_arrays(p.o2, p.o, p.no_elems, 1e-12);
+        assert_close_arrays(p.lse2, p.lse, p.nlse, 1e-12);
+        c.p_tile = 16;      /* the online form with exact P is the same function */
+        assert_int_equal(mx_ref_pipeline_attention(&p.s, &c, p.q, p.k, p.v, p.o2, p.lse2, NULL), MXATTN_OK);
+        assert_close_arrays(p.o2, p.o, p.no_elems, 1e-12);
+        assert_close_arrays(p.lse2, p.lse, p.nlse, 1e-12);
+        release(&p);
+    }
+}
+
+/* Quantized families stay close to the exact answer, the masked rows stay
+ * exactly 0 / -inf, and the traces are consistent. */
+static void test_pipeline_families_close(void **state) {
+    (void)state;
+    static const char *families[] = {"f16", "int8-f16", "int8-fp8", "nvfp4", "mxfp4", "nvfp4-int8qk"};
+    static const double min_cos[] = {0.99999, 0.9995, 0.995, 0.95, 0.93, 0.95};
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        for (int tile = 0; tile <= 64; tile += 64) {
+            problem p = make(1, 2, 1, 70, 64, 32, MXATTN_CAUSAL_BOTTOM_RIGHT, 21);
+            assert_int_equal(mx_ref_attention(&p.s, p.q, p.k, p.v, p.o, p.lse), MXATTN_OK);
+            mxattn_problem prob;
+            memset(&prob, 0, sizeof prob);
+            prob.family = families[f];
+            prob.head_dim = 32; prob.batch = 1; prob.heads_q = 2; prob.heads_kv = 1;
+            prob.seq_q = 70; prob.seq_k = 64; prob.causal = MXATTN_CAUSAL_BOTTOM_RIGHT;
+            prob.dtype = MXATTN_F16; prob.smooth_k = 1;
+            assert_int_equal(mx_ref_family_attention(NULL, &prob, tile, p.q, p.k, p.v, p.o2, p.lse2), MXATTN_OK);
+            double cos = mx_cosine(p.o2, p.o, p.no_elems);
+            if (cos < min_cos[f]) {
+                print_error("%s tile %d: cosine %.6f < %.6f\n", families[f], tile, cos, min_cos[f]);
+                fail();
+            }
+            for (size_t r = 0; r < p.nlse; r++)
+                if (isinf(p.lse[r])) assert_true(isinf(p.lse2[r]) && p.lse2[r] < 0);
+            release(&p);
+        }
+}
+
+static void test_family_table(void **state) {
+    (void)state;
+    mx_ref_config c;
+    assert_int_equal(mx_ref_family_config("f16", 0, 1, MXATTN_BF16, &c), MXATTN_OK);
+    assert_true(c.input_round == MX_ROUND_BF16 && c.qk == MX_QK_EXACT && c.p == MX_P_BF16 && !c.smooth_k);
+    assert_int_equal(mx_ref_family_config("int8-f16", 0, 1, MXATTN_F16, &c), MXATTN_OK);
+    assert_true(c.qk == MX_QK_INT8 && c.smooth_k && c.p == MX_P_F16 && c.v == MX_V_F16);
+    assert_int_equal(mx_ref_family_config("int8-fp8", 0, 1, MXATTN_F16, &c), MXATTN_OK);
+    assert_true(c.qk == MX_QK_INT8 && c.p == MX_P_E4M3 && c.v == MX_V_E4M3);
+    assert_int_equal(mx_ref_family_config("nvfp4", 0, 1, MXATTN_F16, &c), MXATTN_OK);
+    assert_true(c.qk == MX_QK_NVFP4 && c.p == MX_P_NVFP4_TWO_LEVEL && c.v == MX_V_NVFP4);
+    assert_int_equal(mx_ref_family_config("nvfp4", 1, 0, MXATTN_F16, &c), MXATTN_OK);
+    assert_true(c.p == MX_P_NVFP4_DIRECT && !c.smooth_k);
+    assert_int_equal(mx_ref_family_config("mxfp4", 0, 1, MXATTN_F16, &c), MXATTN_OK);
+    assert_true(c.qk == MX_QK_MXFP4 && c.p == MX_P_MXFP4_TWO_LEVEL && c.v == MX_V_MXFP4);
+    assert_int_equal(mx_ref_family_config("nvfp4-int8qk", 0, 1, MXATTN_F16, &c), MXATTN_OK);
+    assert_true(c.qk == MX_QK_INT8 && c.p == MX_P_NVFP4_TWO_LEVEL && c.v == MX_V_NVFP4);
+    assert_int_equal(mx_ref_family_config("fp2", 0, 1, MXATTN_F16, &c), MXATTN_ERROR_INVALID_VALUE);
+}
+
+/* Smooth-K lowers the INT8 score error when K has a large channel mean, and
+ * with exact QK it changes nothing. */
+static void test_pipeline_smooth_k(void **state) {
+    (void)state;
+    problem p = make(1, 1, 1, 64, 64, 32, MXATTN_CAUSAL_NONE, 4);
+    for (size_t i = 0; i < p.nk_elems; i++) p.k[i] += (i % 32) < 16 ? 6.0f : -3.0f;
+    size_t n = 64 * 64;
+    double *exact = malloc(n * sizeof(double)), *test = malloc(n * sizeof(double));
+    mx_ref_config c;
+    mx_ref_config_exact(&c);
+    mx_ref_trace t_exact = {exact, NULL, NULL}, t_test = {test, NULL, NULL};
+    assert_int_equal(mx_ref_pipeline_attention(&p.s, &c, p.q, p.k, p.v, p.o, NULL, &t_exact), MXATTN_OK);
+    c.smooth_k = 1;
+    assert_int_equal(mx_ref_pipeline_attention(&p.s, &c, p.q, p.k, p.v, p.o2, NULL, &t_test), MXATTN_OK);
+    assert_close_arrays(test, exact, n, 0);
+    c.qk = MX_QK_INT8; c.int8_block_q = 16; c.int8_block_k = 16;
+    assert_int_equal(mx_ref_pipeline_attention(&p.s, &c, p.q, p.k, p.v, p.o2, NULL, &t_test), MXATTN_OK);
+    double with = mx_rel_l1(test, exact, n);
+    c.smooth_k = 0;
+    assert_int_equal(mx_ref_pipeline_attention(&p.s, &c, p.q, p.k, p.v, p.o2, NULL, &t_test), MXATTN_OK);
+    double without = mx_rel_l1(test, exact, n);
+    assert_true(with < without / 2);
+    free(exact); free(test);
+    release(&p);
+}
+
+static void test_bad_shapes(void **state) {
+    (void)state;
+    problem p = make(1, 3, 2, 4, 4, 8, MXATTN_CAUSAL_NONE, 1);
+    assert_int_equal(mx_ref_attention(&p.s, p.q, p.k, p.v, p.o, p.lse), MXATTN_ERROR_INVALID_VALUE);
+    p.s.heads_q = 2;
+    p.s.seq_k = 0;
+    assert_int_equal(mx_ref_attention(&p.s, p.q, p.k, p.v, p.o, p.lse), MXATTN_ERROR_INVALID_VALUE);
+    p.s.seq_k = 4;
+    assert_int_equal(mx_ref_attention(&p.s, NULL, p.k, p.v, p.o, p.lse), MXATTN_ERROR_NULL_POINTER);
+    mx_ref_config c;
+    mx_ref_config_exact(&c);
+    c.p = MX_P_NVFP4_TWO_LEVEL;
+    c.p_tile = 24;              /* not a multiple of 16 */
+    assert_int_equal(mx_ref_pipeline_attention(&p.s, &c, p.q, p.k, p.v, p.o, p.lse, NULL),
+                     MXATTN_ERROR_INVALID_VALUE);
+    c.p_tile = 0;
+    c.temperature = 0;
+    assert_int_equal(mx_ref_pipeline_attention(&p.s, &c, p.q, p.k, p.v, p.o, p.lse, NULL),
+                     MXATTN_ERROR_INVALID_VALUE);
+    release(&p);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reference_plain),
+        cmocka_unit_test(test_reference_gqa),
+        cmocka_unit_test(test_reference_causal_alignments),
+        cmocka_unit_test(test_fully_masked_rows),
+        cmocka_unit_test(test_uniform_attention),
+        cmocka_unit_test(test_pipeline_exact_is_reference),
+        cmocka_unit_test(test_pipeline_families_close),
+        cmocka_unit_test(test_family_table),
+        cmocka_unit_test(test_pipeline_smooth_k),
+        cmocka_unit_test(test_bad_shapes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
