@@ -353,9 +353,12 @@ mxattn_status mx_pointer_check(const mx_device *dev, const void *ptr, const char
                      "pass a device pointer on GPU %d", what, ptr, dev->ordinal);
         goto fail;
     }
+    /* Some allocators' memory (virtual-memory mappings, as PyTorch's
+     * expandable segments make) may not answer every attribute; where the
+     * device cannot be told, the launch itself is the judge. */
     int ordinal = -1;
-    MX_CU_CHECK(cu->PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, devptr(ptr)));
-    if (ordinal != dev->ordinal)
+    r = cu->PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, devptr(ptr));
+    if (r == CUDA_SUCCESS && ordinal != dev->ordinal)
         st = mx_fail(MXATTN_ERROR_INVALID_VALUE, "%s (%p) is memory of GPU %d, "
                      "but the plan runs on GPU %d", what, ptr, ordinal, dev->ordinal);
 fail:
