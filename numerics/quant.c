@@ -22,10 +22,24 @@ size_t mx_fp4_scales_bytes(mx_fp4_kind kind, int rows, int cols) {
 
 uint8_t mx_nvfp4_scale_for_amax(float amax) { return mx_f32_to_ue4m3(amax / 6.0f); }
 
+/* OCP MX v1.0: 2^(floor(log2 amax) - emax), emax = 2 for E2M1.  floor(log2)
+ * is read off the exponent of amax, not computed with log2(). */
+uint8_t mx_ue8m0_scale_for_amax(float amax) {
+    if (isnan(amax)) return 0xFF;
+    if (!(amax > 0)) return 0;
+    if (isinf(amax)) return 0xFE;
+    int e2;
+    frexp((double)amax, &e2);
+    int code = (e2 - 1) - 2 + 127;      /* floor(log2 amax) - emax(E2M1) */
+    if (code < 0) code = 0;
+    if (code > 0xFE) code = 0xFE;
+    return (uint8_t)code;
+}
+
 /* Smallest power of two s with amax / s <= 6, i.e. 2^ceil(log2(amax / 6)).
  * Computed on the exponent of amax rather than with log2(), which is not
  * correctly rounded and could misplace an exact power of two. */
-uint8_t mx_ue8m0_scale_for_amax(float amax) {
+uint8_t mx_ue8m0_scale_ceil(float amax) {
     if (isnan(amax)) return 0xFF;
     if (!(amax > 0)) return 0;
     if (isinf(amax)) return 0xFE;
@@ -35,18 +49,6 @@ uint8_t mx_ue8m0_scale_for_amax(float amax) {
     while (ldexp(6.0, e) < (double)amax) e++;
     while (ldexp(6.0, e - 1) >= (double)amax) e--;
     int code = e + 127;
-    if (code < 0) code = 0;
-    if (code > 0xFE) code = 0xFE;
-    return (uint8_t)code;
-}
-
-uint8_t mx_ue8m0_scale_ocp(float amax) {
-    if (isnan(amax)) return 0xFF;
-    if (!(amax > 0)) return 0;
-    if (isinf(amax)) return 0xFE;
-    int e2;
-    frexp((double)amax, &e2);
-    int code = (e2 - 1) - 2 + 127;      /* floor(log2 amax) - emax(E2M1) */
     if (code < 0) code = 0;
     if (code > 0xFE) code = 0xFE;
     return (uint8_t)code;

@@ -101,33 +101,35 @@ static void test_nvfp4_padding_and_strides(void **state) {
     assert_true(back[0] == 6 * 0.171875f && back[39] == -6 * 0.34375f);
 }
 
-/* MXFP4: scale 2^ceil(log2(amax/6)).
- * amax 7 -> 7/6 = 1.17 -> 2^1, code 128 (0x80): 7/2 = 3.5 -> tie 3|4 -> 4 (6);
- * -1/2 = -0.5 (9); 0.5/2 = 0.25 -> tie 0|0.5 -> 0; 1.5/2 = 0.75 -> tie 0.5|1 -> 1 (2). */
+/* MXFP4: scale 2^(floor(log2 amax) - 2) (OCP).
+ * amax 7 -> floor(2.81) - 2 = 0 -> 2^0, code 127 (0x7F): 7 saturates to 6 (7);
+ * -1 (A); 0.5 (1); 1.5 (3) -> bytes 0xA7, 0x31. */
 static void test_mxfp4_block(void **state) {
     (void)state;
     float x[32] = {7, -1, 0.5f, 1.5f};
     uint8_t codes[16], scale;
     assert_int_equal(mx_fp4_quantize(MX_FP4_MXFP4, x, 1, 32, 32, codes, &scale), MXATTN_OK);
-    assert_int_equal(scale, 0x80);
-    assert_int_equal(codes[0], 0x96);
-    assert_int_equal(codes[1], 0x20);
+    assert_int_equal(scale, 0x7F);
+    assert_int_equal(codes[0], 0xA7);
+    assert_int_equal(codes[1], 0x31);
     for (int i = 2; i < 16; i++) assert_int_equal(codes[i], 0);
 }
 
 static void test_mxfp4_scale_rules(void **state) {
     (void)state;
-    assert_int_equal(mx_ue8m0_scale_for_amax(6.0f), 127);     /* 6/6 = 1 = 2^0 exactly */
-    assert_int_equal(mx_ue8m0_scale_for_amax(7.0f), 128);
-    assert_int_equal(mx_ue8m0_scale_for_amax(12.0f), 128);    /* 12/6 = 2 exactly */
-    assert_int_equal(mx_ue8m0_scale_for_amax(nextafterf(12.0f, 100)), 129);
-    assert_int_equal(mx_ue8m0_scale_for_amax(0.75f), 124);    /* 0.125 = 2^-3 */
+    /* OCP, the quantizer's rule: floor(log2 amax) - 2 */
+    assert_int_equal(mx_ue8m0_scale_for_amax(7.0f), 127);     /* floor(2.81) - 2 = 0 */
+    assert_int_equal(mx_ue8m0_scale_for_amax(4.0f), 127);     /* 2 - 2 */
+    assert_int_equal(mx_ue8m0_scale_for_amax(nextafterf(4.0f, 0)), 126);
+    assert_int_equal(mx_ue8m0_scale_for_amax(0.75f), 124);    /* -1 - 2 = -3 */
     assert_int_equal(mx_ue8m0_scale_for_amax(0.0f), 0);
     assert_int_equal(mx_ue8m0_scale_for_amax(NAN), 0xFF);
-    /* OCP: floor(log2 amax) - 2 */
-    assert_int_equal(mx_ue8m0_scale_ocp(7.0f), 127);          /* floor(2.8) - 2 = 0 */
-    assert_int_equal(mx_ue8m0_scale_ocp(0.75f), 124);         /* -1 - 2 = -3 */
-    assert_int_equal(mx_ue8m0_scale_ocp(4.0f), 127);
+    /* rounding up, for comparison: 2^ceil(log2(amax / 6)) */
+    assert_int_equal(mx_ue8m0_scale_ceil(6.0f), 127);         /* 6/6 = 1 = 2^0 exactly */
+    assert_int_equal(mx_ue8m0_scale_ceil(7.0f), 128);         /* 1.17 -> 2^1 */
+    assert_int_equal(mx_ue8m0_scale_ceil(12.0f), 128);        /* 12/6 = 2 exactly */
+    assert_int_equal(mx_ue8m0_scale_ceil(nextafterf(12.0f, 100)), 129);
+    assert_int_equal(mx_ue8m0_scale_ceil(0.75f), 124);        /* 0.125 = 2^-3 */
     assert_int_equal(mx_nvfp4_scale_for_amax(6.0f), 0x38);
 }
 
