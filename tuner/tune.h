@@ -1,6 +1,38 @@
 /* The autotuner: measures a problem's candidate configurations on the GPU
  * and stores the winner (and every measurement) in the cache.
  *
+ * One run, for one (shape, sizes, key):
+ *   1. candidates: the templates' list (mxattn.candidates), heuristic default
+ *      first, then by the family's analytic prior; cut to max_candidates.
+ *   2. compile: compile_threads CPU threads compile ahead into the kernel
+ *      cache (no GPU) while the calling thread measures; for each candidate
+ *      in order it waits for the compile, then loads the binary (a cache hit).
+ *   3. prune: a kernel that spills or cannot launch (registers, shared memory,
+ *      threads vs. the GPU's limits) is recorded "out of resources", untimed.
+ *   4. check: the candidate runs once on fresh inputs with O poisoned (NaN);
+ *      its output must match the heuristic default's on the same inputs.  The
+ *      default is the reference because the GPU test suite validates it
+ *      against the fp64 CPU reference; checking every candidate against a CPU
+ *      reference would cost far more than timing it.  Tolerance (bf16/f16
+ *      outputs of two fp32-accumulating kernels): |got - ref| <= 2e-2 +
+ *      2e-2 |ref| element-wise and relative L1 <= 5e-3 (tune_logic.h).  A
+ *      mismatch is recorded "wrong result" and can never win.
+ *   5. time: `warmup` launches, then `reps` launches, each between its own
+ *      pair of CUDA events, all enqueued before a single wait so the GPU never
+ *      idles on the host; the median is kept with the p10..p90 spread.  Per-
+ *      launch events rather than one pair around the batch: the median and
+ *      spread need the distribution, and the median shrugs off the odd slow
+ *      launch (clock change, another process) that would skew a batch mean.
+ *      Inputs rotate among buffer copies that exceed the L2 twice over.  A
+ *      candidate whose check run took over 5x the best so far gets 5 reps
+ *      only: it cannot win, and timing it in full only costs time.
+ *   6. every measurement goes to the cache as it is made (so an interrupted
+ *      run resumes), and the winner (fastest "ok" median; the default keeps
+ *      ties within 1%) is stored with its TOPS and the default's time.
+ *   A launch failure that leaves the GPU context unusable (an illegal address
+ *   is sticky) ends the run with MXATTN_ERROR_CUDA: later numbers would be
+ *   garbage.  The measurements made so far stay in the cache.
+ *
  * Sequence lengths are bucketed so one tuning run serves nearby lengths:
  * bucket = the next power of two >= max(seq_q, seq_k), clamped to
  * [MX_SEQ_BUCKET_MIN, MX_SEQ_BUCKET_MAX]. */
@@ -25,10 +57,12 @@ typedef struct {
 typedef struct {
     int warmup;                 /* launches before timing (default 3) */
     int reps;                   /* timed launches per candidate; the median is kept (default 20) */
-    int max_candidates;         /* 0: all */
+    int max_candidates;         /* 0: all; the default is always among them */
     int compile_threads;        /* CPU threads compiling ahead of the GPU (default 2) */
     int compile_only;           /* 1: fill the kernel cache; measure nothing (no GPU needed) */
-    int resume;                 /* 1: skip candidates already measured for this key */
+    int resume;                 /* 1: skip candidates already measured for this key; their
+                                   stored times still count for the winner.  The default
+                                   is re-run when anything is left: it is the reference. */
     void (*progress)(void *user, const mx_tune_progress *p);
     void *user;
 } mx_tune_options;
@@ -49,11 +83,22 @@ typedef struct {
     double best_ms, best_tops;
     char default_config[256];
     double default_ms;
-    int measured, failed, skipped;
+    int measured, failed, skipped;  /* this run: timed "ok"; any other status; resumed */
+    int candidates;             /* in this run's list (after max_candidates) */
+    int compiled, cache_hits;   /* kernels NVRTC built; kernels found in the cache */
+    int compile_failed, pruned; /* of those: NVRTC failures; spilling / unlaunchable */
+    double compile_ms;          /* NVRTC time summed over threads */
+    double wall_s;
+    int input_sets;             /* buffer copies rotated among (0 when nothing ran) */
 } mx_tune_outcome;
 
 /* Tunes `shape_params` (shape + problem roles, no knobs) at `sizes` and, when
- * env->cache is set, stores every measurement and the winner under `key`. */
+ * env->cache and key are set, stores every measurement and the winner under
+ * `key`.  opt NULL: defaults.  With opt->compile_only no GPU is used (env->dev
+ * may be NULL, key may be NULL): the candidates are compiled into the kernel
+ * cache and counted in *out.  Otherwise env->dev is needed unless resume finds
+ * every candidate measured already (MXATTN_ERROR_NO_DEVICE then).  When the
+ * default itself fails, nothing can be checked: the run stops with its error. */
 mxattn_status mx_tune_run(const mx_jit_env *env, const char *shape_params, const mx_tune_sizes *sizes,
                           const mx_tune_key *key, const mx_tune_options *opt, mx_tune_outcome *out);
 #endif

@@ -1,0 +1,111 @@
+/* The tuner's decisions, as pure functions: no GPU, no cache, no generator.
+ * tune.c strings them together around the GPU; tests/test_tuner.c checks them
+ * on recorded numbers.  Nothing here allocates except where it says so. */
+#ifndef MX_TUNER_TUNE_LOGIC_H
+#define MX_TUNER_TUNE_LOGIC_H
+#include <stddef.h>
+#include <stdint.h>
+#include "cache/cache.h"
+#include "tuner/tune.h"
+
+/* ---- candidates ----------------------------------------------------------- */
+
+/* Splits the templates' candidate text (one knob string per line, the
+ * heuristic default first) into at most `max` (0: all) strings pointing into
+ * `text`, which is modified in place (newlines become NULs).  Blank lines are
+ * skipped.  Returns the number kept. */
+int mx_tune_split_candidates(char *text, const char **out, int cap, int max);
+
+/* ---- pruning by resources ------------------------------------------------- */
+
+/* What one compiled kernel asks of an SM, from ptxas and the launch plan. */
+typedef struct {
+    int registers;             /* per thread */
+    int spill_bytes;           /* spill stores + loads; > 0 means local-memory traffic */
+    int threads;               /* per block */
+    int smem_bytes;            /* dynamic + static shared memory per block */
+} mx_kernel_resources;
+
+/* What the GPU offers (device.h's fields). */
+typedef struct {
+    int smem_per_block_optin;
+    int smem_per_sm;
+    int regs_per_sm;
+    int max_threads_per_sm;
+    int max_threads_per_block; /* 1024 on every GPU mxattn targets */
+} mx_resource_limits;
+
+void mx_resource_limits_of(const mx_device *dev, mx_resource_limits *out);
+
+/* Thread blocks of this kernel that fit on one SM at once (0: it cannot
+ * launch).  Registers are allocated per warp in units of 256. */
+int mx_tune_blocks_per_sm(const mx_kernel_resources *k, const mx_resource_limits *lim);
+
+/* NULL when the kernel may be measured, else MX_MEASURE_OUT_OF_RESOURCES with
+ * the reason in `why`: it spills (a spilling attention kernel is never the
+ * fastest, and timing it only costs time), or it cannot launch at all. */
+const char *mx_tune_prune(const mx_kernel_resources *k, const mx_resource_limits *lim,
+                          char *why, size_t why_len);
+
+/* ---- timing statistics ---------------------------------------------------- */
+
+typedef struct { double median, p10, p90, spread; } mx_timing_stats;
+
+/* Sorts `ms` in place; percentiles by linear interpolation; spread is
+ * (p90 - p10) / median (0 when the median is 0).  n >= 1. */
+void mx_tune_stats(float *ms, int n, mx_timing_stats *out);
+
+/* ---- checking a candidate's output against the default's ------------------ */
+
+/* Tolerance for a bf16/f16 output against another kernel's bf16/f16 output of
+ * the same inputs (both carry fp32 accumulation and one rounding of P and of
+ * O, in different orders): element-wise |got - ref| <= atol + rtol * |ref|,
+ * like torch.allclose, and over the whole tensor
+ * sum |got - ref| / sum |ref| <= rel_l1.  A NaN or infinity where the
+ * reference is finite (O is poisoned with NaN before the check run, so an
+ * element the kernel never wrote shows up this way) is always a mismatch. */
+#define MX_TUNE_ATOL 2e-2
+#define MX_TUNE_RTOL 2e-2
+#define MX_TUNE_REL_L1 5e-3
+
+typedef struct {
+    double max_abs;            /* largest |got - ref| */
+    double max_excess;         /* largest |got - ref| - (atol + rtol |ref|); <= 0 passes */
+    double rel_l1;
+    size_t nonfinite;          /* elements non-finite in got but finite in ref */
+    size_t first_bad;          /* index of the first element over the tolerance */
+    int ok;
+} mx_output_diff;
+
+void mx_tune_compare(const float *ref, const float *got, size_t n, mx_output_diff *d);
+
+/* ---- choosing the winner -------------------------------------------------- */
+
+/* Two medians within this fraction are a tie: GPU timing noise is about 1%,
+ * so a smaller "win" is not evidence. */
+#define MX_TUNE_TIE_FRACTION 0.01
+
+/* Index of the winner among `m` (status "ok" only), or -1 when none is ok.
+ * The fastest median wins, except that the heuristic default (`default_config`,
+ * may be NULL) wins any tie with it: switching away from it needs a real
+ * speed-up.  Exactly equal medians go to the smaller spread, then the
+ * smaller config string, so the choice never depends on the input order. */
+int mx_tune_choose_winner(const mx_measurement *m, int n, const char *default_config);
+
+/* ---- sizes ---------------------------------------------------------------- */
+
+/* Tensor operations of one attention call: 4 * B * Hq * Nq * Nk * D
+ * (two matrix products of 2 flops per multiply-add), halved under a causal
+ * mask. */
+double mx_tune_flops(const mx_tune_sizes *s);
+/* Tera-operations per second at `ms`; 0 when ms <= 0. */
+double mx_tune_tops(const mx_tune_sizes *s, double ms);
+
+/* Copies of the inputs to rotate among so that the bytes touched between two
+ * launches of the same copy exceed the L2 cache twice over: 1 when one set
+ * alone does, at most `max_sets`. */
+int mx_tune_input_sets(size_t set_bytes, size_t l2_bytes, int max_sets);
+
+/* Expected seconds left given `done` of `total` units took `elapsed_s`. */
+double mx_tune_eta(double elapsed_s, int done, int total);
+#endif
