@@ -106,22 +106,27 @@ static void *compile_worker(void *arg) {
     return NULL;
 }
 
-/* Slot i compiled: waits for the pool, or compiles it here when no thread has
- * claimed it yet (so the measuring thread never idles behind the queue). */
+/* Slot i compiled.  While it is not, the calling thread compiles whatever is
+ * still unclaimed (slot i itself when no pool thread has taken it) rather
+ * than idle: with N pool threads, N + 1 compile at once. */
 static slot *obtain_slot(compile_pool *p, int i) {
-    int mine = 0;
-    pthread_mutex_lock(&p->mu);
-    if (!p->slots[i].claimed) {
-        p->slots[i].claimed = mine = 1;
-        if (p->next <= i) p->next = i + 1;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        int done = p->slots[i].done;
+        pthread_mutex_unlock(&p->mu);
+        if (done) return &p->slots[i];
+        int j = claim_next(p);
+        if (j >= 0) {
+            compile_slot(p, &p->slots[j]);
+            finish_slot(p, j);
+            continue;
+        }
+        /* Nothing left to claim, so slot i is being compiled by a pool thread. */
+        pthread_mutex_lock(&p->mu);
+        while (!p->slots[i].done) pthread_cond_wait(&p->cv, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+        return &p->slots[i];
     }
-    while (!mine && !p->slots[i].done) pthread_cond_wait(&p->cv, &p->mu);
-    pthread_mutex_unlock(&p->mu);
-    if (mine) {
-        compile_slot(p, &p->slots[i]);
-        finish_slot(p, i);
-    }
-    return &p->slots[i];
 }
 
 static void pool_start(compile_pool *p, int threads) {
