@@ -424,6 +424,12 @@ static mxattn_status conclude(run *r) {
     }
     mx_tune_outcome *o = r->out;
     int w = mx_tune_choose_winner(all, n, o->default_config);
+    if (w < 0 && all != r->fresh) {
+        /* The cache took none of this run's rows (a write failed): use ours. */
+        all = r->fresh;
+        n = r->n_fresh;
+        w = mx_tune_choose_winner(all, n, o->default_config);
+    }
     for (int i = 0; i < n; i++)
         if (!strcmp(all[i].config, o->default_config) && !strcmp(all[i].status, MX_MEASURE_OK))
             o->default_ms = all[i].median_ms;
