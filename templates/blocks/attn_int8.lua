@@ -1,0 +1,297 @@
+-- The INT8-QK attention families (int8-f16, int8-fp8): everything but the
+-- P.V product, which the family picks ("f16" or "fp8").  Returns a family
+-- module (smem_bytes, register_estimate, default, prior, render, launches).
+--
+-- Launch plan, three kernels sharing one workspace:
+--   1 stats  K's channel mean (smooth-K) and, for FP8 V, V's channel amax
+--   2 quant  Q -> INT8 (per 16 rows, pre-scaled to base 2), K - mean -> INT8
+--            (per 16 keys), FP8 V -> E4M3 V^T (per channel, keys permuted)
+--   3 attention  S = Q8 K8^T (m16n8k32 s8), online softmax, P.V, epilogue
+--
+-- Workspace sections (ws_off[i], each 256-byte aligned).  nqp = seq_q rounded
+-- up to block_m, nkp = seq_k rounded up to block_n, D32 = head_dim rounded up
+-- to 32 (the k32 MMA), DV = head_dim rounded up to 16; Hq/Hkv heads, B batch:
+--   0 q8      int8 [B][Hq][nqp][D32]
+--   1 k8      int8 [B][Hkv][nkp][D32]
+--   2 qscale  f32  [B][Hq][nqp/16]   (includes sm_scale*log2(e))
+--   3 kscale  f32  [B][Hkv][nkp/16]
+--   4 kmean   f32  [B][Hkv][D32]     (0 past D, or without smooth_k)
+--   5 vscale  f32  [B][Hkv][D32]     (int8-fp8: amax/448; else empty)
+--   6 v8t     e4m3 [B][Hkv][DV][nkp] (int8-fp8: V^T, permuted keys; else empty)
+--   7 corr    f32  [B][Hq][nqp]      (q.mean in base 2, for the LSE)
+-- Padding rows/columns hold code 0 and scale 0, written by the quant kernel.
+local U = require("util")
+
+local WS_NAMES = { "WS_Q8", "WS_K8", "WS_QSCALE", "WS_KSCALE", "WS_KMEAN", "WS_VSCALE", "WS_V8T", "WS_CORR" }
+
+local function d32(t) return U.round_up(t.head_dim, 32) end
+local function dv(t) return U.round_up(t.head_dim, 16) end
+
+local KERNEL = [[
+// Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query
+// blocks first.  Each warp owns 16*MT query rows and sweeps the keys.
+extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const mx_kernel_args a) {
+  extern __shared__ __align__(16) u8 smem[];
+  u8 *sQ = smem, *sK = sQ + BM * RSQ;
+  ${V_T} *sV = (${V_T} *)(sK + STAGES * BN * RSQ);
+  float *sKS = (float *)(sK + STAGES * BN * RSQ + STAGES * V_TILE_BYTES);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
+  const int m0 = m_block * BM, warp_row0 = m0 + warp * MT * 16;
+  const int nqp = pad_q(a.seq_q), nkp = pad_k(a.seq_k);
+  const i64 qh = (i64)batch * a.heads_q + head, kh = (i64)batch * a.heads_kv + kv_head;
+  const u8 *q8 = ws_at(a, WS_Q8) + qh * nqp * D32, *k8 = ws_at(a, WS_K8) + kh * nkp * D32;
+  const float *ks = (const float *)ws_at(a, WS_KSCALE) + kh * (nkp / 16);
+${V_SRC}
+
+  // Keys this block can see: all, or (causal) up to its last row's diagonal.
+  int n_end = a.seq_k;
+  if (CAUSAL && m0 + BM + a.causal_offset < n_end) n_end = m0 + BM + a.causal_offset;
+  const int n_tiles = n_end > 0 ? (n_end + BN - 1) / BN : 0;
+
+  // Q8: workspace -> shared -> registers, once; its scales straight from global.
+  copy_bytes<BM, D32, RSQ>(sQ, q8 + (i64)m0 * D32, D32);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  u32 qf[MT][KQ][4];
+  load_q_fragments(qf, sQ + warp * MT * 16 * RSQ);
+  float qscale[MT];
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) qscale[mt] = ((const float *)ws_at(a, WS_QSCALE))[qh * (nqp / 16) + warp_row0 / 16 + mt];
+
+  float o[MT][DT][4], row_max[MT][2], row_sum[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+    for (int dt = 0; dt < DT; dt++) o[mt][dt][0] = o[mt][dt][1] = o[mt][dt][2] = o[mt][dt][3] = 0.f;
+    row_max[mt][0] = row_max[mt][1] = MX_NEG_INF;
+    row_sum[mt][0] = row_sum[mt][1] = 0.f;
+  }
+
+  // One stage of the ring: K8 tile, its BN/16 scales, V tile.
+  auto load_kv = [&](int tile) {
+    const int buf = tile % STAGES;
+    copy_bytes<BN, D32, RSQ>(sK + buf * BN * RSQ, k8 + (i64)tile * BN * D32, D32);
+    if (threadIdx.x < BN / 16)
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_addr(sKS + buf * (BN / 16) + threadIdx.x)),
+                   "l"(ks + tile * (BN / 16) + threadIdx.x));
+${V_LOAD}
+  };
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; s++) {
+    if (s < n_tiles) load_kv(s);
+    cp_async_commit();
+  }
+
+  for (int t = 0; t < n_tiles; t++) {
+    if (t + STAGES - 1 < n_tiles) load_kv(t + STAGES - 1);
+    cp_async_commit();                 // possibly empty: keeps the group count uniform
+    cp_async_wait<STAGES - 1>();       // tile t has landed
+    __syncthreads();
+    const int buf = t % STAGES;
+
+    // S = Q K^T, dequantized, in base 2.
+    float s[MT][NT][4];
+    scores_int8(s, qf, qscale, sK + buf * BN * RSQ, sKS + buf * (BN / 16));
+
+    // Mask the tile's tail (padding keys) and, under causal, keys past the diagonal.
+    if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset))
+      mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
+
+    // Scores are already base 2: scale 1.
+    online_softmax(s, row_max, row_sum, o, 1.f);
+
+    // O += P V
+    pv_tile(o, s, sV + buf * (V_TILE_BYTES / sizeof(${V_T})));
+    __syncthreads();                   // the buffer is refilled next iteration
+  }
+
+  pv_finish(o, ${VSCALE});
+  // Smooth-K: softmax cancels the per-row term q.mean, so O ignores it; the
+  // LSE does not, so it goes back into the row max (which only the LSE reads).
+  if (WRITE_LSE && SMOOTH_K) {
+    const float *corr = (const float *)ws_at(a, WS_CORR) + qh * nqp;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) row_max[mt][h] += corr[warp_row0 + mt * 16 + lane / 4 + 8 * h];
+  }
+  u16 *o_head = (u16 *)a.o + batch * a.o_sb + head * a.o_sh;
+  float *lse_head = a.lse + ((i64)batch * a.heads_q + head) * a.seq_q;
+  write_output(o, row_max, row_sum, o_head, a.o_ss, lse_head, warp_row0, a.seq_q);
+}
+]]
+
+local COPY_BYTES = [[
+MX_INLINE void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N> MX_INLINE void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N)); }
+// ROWS rows of COLS bytes (a multiple of 16) from global (row stride gs bytes)
+// to shared (row stride SS bytes), 16 bytes per cp.async.  The workspace is
+// padded, so no bounds.
+template <int ROWS, int COLS, int SS>
+MX_INLINE void copy_bytes(u8 *dst, const u8 *src, i64 gs) {
+  constexpr int CPR = COLS / 16, CHUNKS = ROWS * CPR;
+#pragma unroll
+  for (int i = 0; i < (CHUNKS + THREADS - 1) / THREADS; i++) {
+    const int c = threadIdx.x + i * THREADS;
+    if (CHUNKS % THREADS != 0 && c >= CHUNKS) break;
+    const int r = c / CPR, col = c % CPR * 16;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_addr(dst + r * SS + col)), "l"(src + r * gs + col));
+  }
+}
+]]
+
+-- What differs between the two P.V products.
+local PV = {
+  f16 = {
+    v_t = "u16",
+    v_tile_bytes = function(t) return t.block_n * (dv(t) + 8) * 2 end,
+    v_src = "  const u16 *v = (const u16 *)a.v + batch * a.v_sb + kv_head * a.v_sh;",
+    v_load = "    load_tile<BN>(sV + buf * BN * RS, v, a.v_ss, tile * BN, a.seq_k);",
+    vscale = "nullptr",
+  },
+  fp8 = {
+    v_t = "u8",
+    v_tile_bytes = function(t) return dv(t) * (t.block_n + 16) end,
+    v_src = "  const u8 *v8t = ws_at(a, WS_V8T) + kh * DV * nkp;",
+    v_load = "    copy_bytes<DV, BN, RSV>(sV + buf * DV * RSV, v8t + tile * BN, nkp);",
+    vscale = "(const float *)ws_at(a, WS_VSCALE) + kh * D32",
+  },
+}
+
+return function(family, pv_kind)
+  local F = {}
+  local pv = PV[pv_kind]
+  local stem = family:gsub("-", "_")
+
+  -- Raises for tables this family cannot build; called from smem_bytes, which
+  -- space.lua's constraints call for every table, so the message reaches the user.
+  local function check(t)
+    if pv_kind == "fp8" then
+      if t.arch == "sm_80" or t.arch == "sm_86" then
+        error(string.format("invalid configuration: %s needs FP8 tensor cores (sm_89 or newer), arch=%s has none",
+                            family, t.arch), 0)
+      end
+      if t.block_n % 32 ~= 0 then
+        error(string.format("invalid configuration: %s needs block_n a multiple of 32 (the FP8 P.V MMA reduces 32 keys), not block_n=%d",
+                            family, t.block_n), 0)
+      end
+    end
+  end
+
+  function F.smem_bytes(t)
+    check(t)
+    local bn = t.block_n
+    return t.block_m * (d32(t) + 16) + t.stages * (bn * (d32(t) + 16) + pv.v_tile_bytes(t) + bn // 16 * 4)
+  end
+
+  function F.register_estimate(t)
+    local mt = t.block_m // (16 * t.warps)
+    -- Q fragments + O accumulators + S tile (and its int accumulators) + addressing and softmax state.
+    return mt * (d32(t) // 8 + dv(t) // 2 + t.block_n // 2) + 40
+  end
+
+  function F.default(t)
+    -- FP8 P.V holds more live fragments: block_n 64 at D=128 spills a few bytes (ptxas), 32 does not.
+    if d32(t) <= 64 or (d32(t) <= 128 and pv_kind == "f16") then
+      return { variant = "mma", block_m = 128, block_n = 64, warps = 8, stages = 2 }
+    end
+    if d32(t) <= 128 then return { variant = "mma", block_m = 128, block_n = 32, warps = 8, stages = 2 } end
+    return { variant = "mma", block_m = 64, block_n = 32, warps = 4, stages = 2 }
+  end
+
+  function F.prior(t)
+    local threads = 32 * t.warps
+    local by_smem = (228 * 1024) // math.max(F.smem_bytes(t), 1)
+    local by_regs = 65536 // (math.max(F.register_estimate(t), 64) * threads)
+    local resident_warps = math.min(by_smem, by_regs, 32 // t.warps) * t.warps
+    local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
+    return math.min(resident_warps, 16) * reuse
+  end
+
+  function F.kernel_name(t, canonical)
+    return string.format("mxattn_%s_d%d_%s", stem, t.head_dim, U.short_hash(canonical))
+  end
+
+  function F.render(t, canonical)
+    check(t)
+    local name = F.kernel_name(t, canonical)
+    local ws = {}
+    for i, n in ipairs(WS_NAMES) do ws[#ws + 1] = string.format("%s = %d", n, i - 1) end
+    local constants = U.fill([[
+constexpr int D = ${D}, D32 = ${D32}, DV = ${DV}, D_PAD = DV;
+constexpr int RSQ = D32 + 16;           // Q8/K8 tile row, bytes: 16-byte pad keeps ldmatrix conflict-free
+constexpr int RS = D_PAD + 8;           // fp16 V tile row, halves
+constexpr int RSV = ${BN} + 16;         // FP8 V^T tile row, bytes
+constexpr int BM = ${BM}, BN = ${BN}, WARPS = ${WARPS}, THREADS = WARPS * 32, STAGES = ${STAGES};
+constexpr int MT = BM / (16 * WARPS);   // 16-row MMA tiles per warp
+constexpr int KQ = D32 / 32;            // k-steps of S = Q K^T
+constexpr int NT = BN / 8;              // 8-key score tiles
+constexpr int DT = DV / 8;              // 8-column output tiles
+constexpr int V_TILE_BYTES = ${VTB};
+constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH_K}, FP8_V = ${FP8_V};
+enum { ${WS} };                         // workspace sections
+]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps,
+      STAGES = t.stages, VTB = pv.v_tile_bytes(t), CAUSAL = t.causal == 1, LSE = t.lse == 1,
+      SMOOTH_K = t.smooth_k == 1, FP8_V = pv_kind == "fp8", WS = table.concat(ws, ", ") })
+    local parts = {
+      "// mxattn generated kernels. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
+      require("blocks.prelude")(t),
+      constants,
+      require("blocks.mma_sync")({ dtype = "f16" }),   -- ldmatrix, and the fp16 MMA of int8-f16's P.V
+      require("blocks.quant_int8")(t),
+    }
+    if pv_kind == "fp8" then
+      parts[#parts + 1] = require("blocks.quant_fp8v")(t)
+      parts[#parts + 1] = require("blocks.pv_fp8")(t)
+    else
+      parts[#parts + 1] = "MX_INLINE void quantize_v_transposed(const u16 *, i64, int, int, const float *, u8 *, int) {}\n"
+      parts[#parts + 1] = require("blocks.load")(t):gsub("MX_INLINE void cp_async_commit%b()%s*%b{}\n", "")
+                                                   :gsub("template <int N> MX_INLINE void cp_async_wait%b()%s*%b{}\n", "")
+      parts[#parts + 1] = require("blocks.pv_f16")(t)
+    end
+    parts[#parts + 1] = require("blocks.quant_kernels")({ name = name })
+    parts[#parts + 1] = COPY_BYTES
+    parts[#parts + 1] = require("blocks.qk_int8")(t)
+    parts[#parts + 1] = require("blocks.softmax")(t)
+    parts[#parts + 1] = require("blocks.epilogue")(t)
+    parts[#parts + 1] = U.fill(KERNEL, { NAME = name, V_T = pv.v_t, V_SRC = pv.v_src, V_LOAD = pv.v_load,
+                                         VSCALE = pv.vscale })
+    return table.concat(parts, "\n")
+  end
+
+  -- Workspace sections for a problem, in bytes, each 256-byte aligned.
+  function F.workspace(t, pr)
+    local nqp, nkp = U.round_up(pr.seq_q, t.block_m), U.round_up(pr.seq_k, t.block_n)
+    local b, hq, hkv = pr.batch, pr.heads_q, pr.heads_kv
+    local fp8 = pv_kind == "fp8" and 1 or 0
+    local sizes = {
+      b * hq * nqp * d32(t), b * hkv * nkp * d32(t), b * hq * (nqp // 16) * 4, b * hkv * (nkp // 16) * 4,
+      b * hkv * d32(t) * 4, fp8 * b * hkv * d32(t) * 4, fp8 * b * hkv * dv(t) * nkp, b * hq * nqp * 4,
+    }
+    local off, at = {}, 0
+    for i, n in ipairs(sizes) do off[i] = at; at = at + U.round_up(n, 256) end
+    return at, off
+  end
+
+  function F.launches(t, pr, canonical)
+    local name = F.kernel_name(t, canonical)
+    local bytes, off = F.workspace(t, pr)
+    local nqp, nkp = U.round_up(pr.seq_q, t.block_m), U.round_up(pr.seq_k, t.block_n)
+    return {
+      workspace = bytes,
+      ws_off = off,
+      kernels = {
+        { name = name .. "_stats", grid = { d32(t) // 32, pr.heads_kv, pr.batch }, block = 256, smem = 0 },
+        { name = name .. "_quant", grid = { math.max(U.ceil_div(math.max(nqp, nkp), 64), 1), pr.heads_q + pr.heads_kv, pr.batch },
+          block = 128, smem = 0 },
+        { name = name, grid = { math.max(nqp // t.block_m, 1), pr.heads_q, pr.batch }, block = 32 * t.warps,
+          smem = F.smem_bytes(t) },
+      },
+    }
+  end
+
+  return F
+end

@@ -1,0 +1,38 @@
+-- FP8 V for the int8-fp8 family: per-channel E4M3 (scale = amax / 448, the
+-- amax from the stats kernel), written transposed, V^T [channel][key], so the
+-- P.V MMA's B operand (32 keys of one channel, "col") is contiguous, and with
+-- the keys of each 16-key half permuted to match the S accumulator layout
+-- (the design notes' K-column permutation):
+--   stored position 4t+i of a half  <-  key 2t + (i&1) + 8*(i>>1)
+-- The m16n8k32 A fragment wants k = 4t..4t+3 in one thread; the S tile's
+-- accumulators give that thread keys 2t, 2t+1 of two adjacent n8 tiles, i.e.
+-- keys 2t, 2t+1, 8+2t, 9+2t.  Reading P in that order and V^T stored in the
+-- same order makes P.V the same sum, with no shuffles.
+return function()
+  return [[
+// E4M3 code in the low byte: RNE, saturating to +-448, NaN -> NaN (0x7F).
+MX_INLINE u32 to_e4m3(float x) {
+  u16 r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.f), "f"(x));
+  return r & 0xffu;
+}
+MX_INLINE int permuted_key(int pos) { return 2 * (pos / 4) + (pos & 1) + 8 * ((pos >> 1) & 1); }
+
+// One warp: keys [key0, key0 + 16) of every channel (a lane per channel).
+// vt points at channel 0, key key0 of this head's V^T (row stride nkp bytes).
+MX_INLINE void quantize_v_transposed(const u16 *v, i64 ss, int key0, int keys, const float *vscale, u8 *vt, int nkp) {
+  const int lane = threadIdx.x % 32;
+  for (int c = lane; c < DV; c += 32) {
+    const float scale = c < D ? vscale[c] : 0.f;
+    u32 w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+    for (int pos = 0; pos < 16; pos++) {
+      const int key = key0 + permuted_key(pos);
+      if (scale > 0.f && key < keys) w[pos / 4] |= to_e4m3(div_rn(ld_in(v + (i64)key * ss + c), scale)) << (8 * (pos % 4));
+    }
+#pragma unroll
+    for (int j = 0; j < 4; j++) *(u32 *)(vt + (i64)c * nkp + 4 * j) = w[j];
+  }
+}
+]]
+end

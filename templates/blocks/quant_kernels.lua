@@ -1,0 +1,73 @@
+-- The two kernels that run before an INT8 family's attention kernel.  They
+-- use the helpers of blocks/quant_int8.lua (and quant_fp8v.lua for FP8 V) and
+-- the workspace sections of blocks/attn_int8.lua.
+local U = require("util")
+
+local KERNELS = [[
+MX_INLINE u8 *ws_at(const mx_kernel_args &a, int section) { return (u8 *)a.ws + a.ws_off[section]; }
+
+// Kernel 1, stats.  Grid (D32 / 32, heads_kv, batch), 256 threads: a lane per
+// channel (coalesced rows), eight warps striding over the keys.  The mean is
+// summed in fp64 as numerics' mx_channel_mean does; sums of bf16/fp16 values
+// are exact in fp64 unless their magnitudes span ~40 binades, so the order of
+// the sum does not change the fp32 mean.
+extern "C" __global__ void __launch_bounds__(256) ${NAME}_stats(const mx_kernel_args a) {
+  __shared__ double part_sum[8][32];
+  __shared__ float part_max[8][32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int c = blockIdx.x * 32 + lane, kv_head = blockIdx.y, batch = blockIdx.z;
+  const u16 *k = (const u16 *)a.k + batch * a.k_sb + kv_head * a.k_sh;
+  const u16 *v = (const u16 *)a.v + batch * a.v_sb + kv_head * a.v_sh;
+  double sum = 0.0;
+  float amax = 0.f;
+  if (c < D)
+    for (int j = warp; j < a.seq_k; j += 8) {
+      if (SMOOTH_K) sum += (double)ld_in(k + (i64)j * a.k_ss + c);
+      if (FP8_V) amax = fmaxf(amax, abs_f(ld_in(v + (i64)j * a.v_ss + c)));
+    }
+  part_sum[warp][lane] = sum;
+  part_max[warp][lane] = amax;
+  __syncthreads();
+  if (warp != 0) return;
+  for (int w = 1; w < 8; w++) { sum += part_sum[w][lane]; amax = fmaxf(amax, part_max[w][lane]); }
+  const i64 kh = (i64)batch * a.heads_kv + kv_head;
+  ((float *)ws_at(a, WS_KMEAN))[kh * D32 + c] = SMOOTH_K && a.seq_k > 0 ? (float)(sum / a.seq_k) : 0.f;
+  if (FP8_V) ((float *)ws_at(a, WS_VSCALE))[kh * D32 + c] = div_rn(amax, 448.f);
+}
+
+// Kernel 2, quant.  Grid (ceil(max(nqp, nkp) / 64), heads_q + heads_kv, batch),
+// 128 threads: a warp per 16-row group; y < heads_q quantizes a Q head, the
+// rest a KV head.
+extern "C" __global__ void __launch_bounds__(128) ${NAME}_quant(const mx_kernel_args a) {
+  const int warp = threadIdx.x / 32, batch = blockIdx.z;
+  const int row0 = (blockIdx.x * 4 + warp) * 16;
+  const int nqp = pad_q(a.seq_q), nkp = pad_k(a.seq_k);
+  if ((int)blockIdx.y < a.heads_q) {
+    const int head = blockIdx.y;
+    if (row0 >= nqp) return;
+    const i64 qh = (i64)batch * a.heads_q + head;
+    const u16 *q = (const u16 *)a.q + batch * a.q_sb + head * a.q_sh;
+    quantize_rows(q, a.q_ss, row0, a.seq_q, a.scale_log2, nullptr,
+                  ws_at(a, WS_Q8) + (qh * nqp + row0) * D32, (float *)ws_at(a, WS_QSCALE) + qh * (nqp / 16) + row0 / 16);
+    if (WRITE_LSE && SMOOTH_K) {
+      const float *mean = (const float *)ws_at(a, WS_KMEAN) + ((i64)batch * a.heads_kv + head / a.gqa) * D32;
+      smooth_k_correction(q, a.q_ss, row0, a.seq_q, a.scale_log2, mean, (float *)ws_at(a, WS_CORR) + qh * nqp + row0);
+    }
+  } else {
+    const int kv_head = blockIdx.y - a.heads_q;
+    if (row0 >= nkp) return;
+    const i64 kh = (i64)batch * a.heads_kv + kv_head;
+    const u16 *k = (const u16 *)a.k + batch * a.k_sb + kv_head * a.k_sh;
+    const float *mean = SMOOTH_K ? (const float *)ws_at(a, WS_KMEAN) + kh * D32 : nullptr;
+    quantize_rows(k, a.k_ss, row0, a.seq_k, 1.f, mean,
+                  ws_at(a, WS_K8) + (kh * nkp + row0) * D32, (float *)ws_at(a, WS_KSCALE) + kh * (nkp / 16) + row0 / 16);
+    if (FP8_V) {
+      const u16 *v = (const u16 *)a.v + batch * a.v_sb + kv_head * a.v_sh;
+      quantize_v_transposed(v, a.v_ss, row0, a.seq_k, (const float *)ws_at(a, WS_VSCALE) + kh * D32,
+                            ws_at(a, WS_V8T) + kh * DV * nkp + row0, nkp);
+    }
+  }
+}
+]]
+
+return function(p) return U.fill(KERNELS, { NAME = p.name }) end
