@@ -1,0 +1,186 @@
+/* Templates of the INT8 families (int8-f16, int8-fp8): they render over a grid
+ * of tables, deterministically; illegal tables say why; the launch plan has
+ * three kernels and a workspace; NVRTC compiles them (no GPU) into the INT8
+ * and FP8 tensor-core instructions we meant, without spills at the defaults. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "gen/gen.h"
+#include "runtime/nvrtc.h"
+
+static mx_gen *g;
+static const char *FAMILIES[] = {"int8-f16", "int8-fp8"};
+
+static char *call(const char *fn, const char *a1, const char *a2) {
+    char *out = NULL;
+    if (mx_gen_call(g, fn, a1, a2, &out) != MXATTN_OK) fail_msg("%s(%s): %s", fn, a1 ? a1 : "", mxattn_last_error());
+    return out;
+}
+
+static void test_grid_renders_deterministically(void **state) {
+    static const int dims[] = {64, 80, 96, 128, 256};
+    static const char *extra[] = {"", "causal=1 lse=1", "dtype=f16 out_dtype=f16", "smooth_k=0 lse=1",
+                                  "block_m=64 warps=4 block_n=32 stages=1", "block_m=64 warps=2 block_n=64 stages=3"};
+    int rendered = 0;
+    for (int f = 0; f < 2; f++)
+        for (size_t i = 0; i < sizeof dims / sizeof *dims; i++)
+            for (size_t j = 0; j < sizeof extra / sizeof *extra; j++) {
+                char params[256], *a = NULL, *b = NULL, *canon = NULL;
+                snprintf(params, sizeof params, "family=%s head_dim=%d %s", FAMILIES[f], dims[i], extra[j]);
+                if (mx_gen_call(g, "validate", params, NULL, &canon) != MXATTN_OK) {
+                    assert_non_null(strstr(mxattn_last_error(), "invalid configuration"));
+                    continue;
+                }
+                a = call("render", params, NULL);
+                b = call("render", canon, NULL);
+                assert_string_equal(a, b);
+                assert_non_null(strstr(a, "params: family=int8-"));
+                assert_null(strstr(a, "#include"));
+                assert_non_null(strstr(a, "_stats(const mx_kernel_args a)"));
+                assert_non_null(strstr(a, "_quant(const mx_kernel_args a)"));
+                rendered++;
+                free(a); free(b); free(canon);
+            }
+    assert_true(rendered >= 50);
+}
+
+static void expect_invalid(const char *params, const char *needle) {
+    char *out = NULL;
+    assert_int_equal(mx_gen_call(g, "render", params, NULL, &out), MXATTN_ERROR_INVALID_VALUE);
+    if (!strstr(mxattn_last_error(), needle)) fail_msg("'%s': message '%s' lacks '%s'", params, mxattn_last_error(), needle);
+    assert_null(out);
+}
+
+static void test_illegal_tables_say_why(void **state) {
+    expect_invalid("family=int8-fp8 head_dim=64 block_m=64 warps=4 block_n=16", "block_n a multiple of 32");
+    expect_invalid("family=int8-fp8 head_dim=64 arch=sm_80", "sm_89");
+    expect_invalid("family=int8-fp8 head_dim=64 arch=sm_86", "sm_89");
+    char *src = call("render", "family=int8-f16 head_dim=64 arch=sm_80 block_m=64 warps=4 block_n=16", NULL);
+    free(src);
+    /* Every candidate the tuner would time is legal, and none of int8-fp8's has block_n=16. */
+    char *cands = call("candidates", "family=int8-fp8 head_dim=128", NULL);
+    int n = 0;
+    for (char *line = strtok(cands, "\n"); line; line = strtok(NULL, "\n"), n++)
+        assert_null(strstr(line, "block_n=16 "));
+    assert_true(n > 5);
+    free(cands);
+}
+
+static unsigned long long plan_value(const char *plan, const char *fmt) {
+    unsigned long long v = 0;
+    const char *at = strstr(plan, fmt);
+    if (at) sscanf(at + strlen(fmt), "%llu", &v);
+    return v;
+}
+
+static void test_launch_plan(void **state) {
+    char *lp = call("launch", "family=int8-fp8 head_dim=80 block_m=64 warps=4 block_n=32 stages=2",
+                    "batch=2 heads_q=6 heads_kv=2 seq_q=100 seq_k=17");
+    char n1[128], n2[128], n3[128];
+    unsigned g[3][3], threads[3], smem[3];
+    const char *k = strstr(lp, "kernel ");
+    assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", n1, &g[0][0], &g[0][1], &g[0][2], &threads[0], &smem[0]), 6);
+    k = strstr(k + 1, "kernel ");
+    assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", n2, &g[1][0], &g[1][1], &g[1][2], &threads[1], &smem[1]), 6);
+    k = strstr(k + 1, "kernel ");
+    assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", n3, &g[2][0], &g[2][1], &g[2][2], &threads[2], &smem[2]), 6);
+    assert_non_null(strstr(n1, "_stats"));
+    assert_non_null(strstr(n2, "_quant"));
+    assert_int_equal(g[0][0], 3);                     /* D32 = 96: three 32-channel blocks */
+    assert_int_equal(g[0][1], 2);
+    assert_int_equal(g[1][1], 6 + 2);                 /* Q heads then KV heads */
+    assert_int_equal(g[1][0], 2);                     /* nqp = 128: 8 groups of 16, 4 per block */
+    assert_int_equal(g[2][0], 2);                     /* 128 / 64 */
+    assert_int_equal(g[2][1], 6);
+    assert_int_equal(threads[2], 128);
+    /* Workspace: q8 2*6*128*96, k8 2*2*32*96, qscale, kscale, kmean, vscale, v8t 2*2*80*32, corr. */
+    unsigned long long q8 = 2ull * 6 * 128 * 96, k8 = 2ull * 2 * 32 * 96;
+    assert_int_equal(plan_value(lp, "wsoff 1 "), q8);
+    assert_int_equal(plan_value(lp, "wsoff 2 "), q8 + k8);
+    unsigned long long v8t_at = plan_value(lp, "wsoff 6 "), corr_at = plan_value(lp, "wsoff 7 ");
+    assert_int_equal(corr_at - v8t_at, 2ull * 2 * 80 * 32);
+    assert_true(plan_value(lp, "workspace ") >= corr_at + 2ull * 6 * 128 * 4);
+    free(lp);
+}
+
+/* Compiles a table; returns its PTX (NULL: no NVRTC) and the attention kernel's usage. */
+static char *compile(const char *params, const char *arch, mx_ptxas_usage *usage) {
+    char *src = call("render", params, NULL);
+    char *lp = call("launch", params, "batch=1 heads_q=1 heads_kv=1 seq_q=128 seq_k=128 head_dim=64");
+    char name[128] = "";
+    const char *k = strstr(lp, "kernel ");
+    for (const char *next; k && (next = strstr(k + 1, "kernel ")); k = next) {}
+    sscanf(k, "kernel %127s", name);
+    free(lp);
+    mx_compile_options opt = {.arch = arch, .want_ptx = 1};
+    mx_compile_result r;
+    mxattn_status st = mx_nvrtc_compile(src, name, &opt, &r);
+    free(src);
+    if (st == MXATTN_ERROR_NO_COMPILER) return NULL;
+    if (st != MXATTN_OK) fail_msg("%s for %s: %s", params, arch, mxattn_last_error());
+    if (usage) *usage = r.usage;
+    char *ptx = strdup(r.ptx);
+    mx_compile_result_free(&r);
+    return ptx;
+}
+
+static void test_nvrtc_ptx_has_int8_and_fp8_mma(void **state) {
+    static const struct { const char *params, *arch; } cases[] = {
+        {"family=int8-f16 head_dim=128", "sm_90a"},
+        {"family=int8-f16 head_dim=80 dtype=f16 out_dtype=f16 causal=1 lse=1", "sm_90a"},
+        {"family=int8-f16 head_dim=64 arch=sm_80", "sm_80"},
+        {"family=int8-f16 head_dim=256 lse=1 smooth_k=0 arch=sm_80", "sm_80"},
+        {"family=int8-fp8 head_dim=128", "sm_90a"},
+        {"family=int8-fp8 head_dim=96 causal=1 lse=1 dtype=f16 out_dtype=f16", "sm_90a"},
+        {"family=int8-fp8 head_dim=256 lse=1", "sm_90a"},
+        {"family=int8-fp8 head_dim=64 arch=sm_89", "sm_89"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *ptx = compile(cases[i].params, cases[i].arch, NULL);
+        if (!ptx) skip();
+        if (!strstr(ptx, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"))
+            fail_msg("%s: PTX lacks the INT8 MMA", cases[i].params);
+        int fp8 = strstr(cases[i].params, "int8-fp8") != NULL;
+        if (fp8 != (strstr(ptx, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32") != NULL))
+            fail_msg("%s: FP8 MMA %s", cases[i].params, fp8 ? "missing" : "unexpected");
+        if (!fp8) assert_non_null(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
+        if (fp8) assert_non_null(strstr(ptx, "cvt.rn.satfinite.e4m3x2.f32"));
+        assert_null(strstr(ptx, ".local"));           /* no local arrays */
+        free(ptx);
+    }
+}
+
+/* The defaults at D=64 and D=128 fit in registers. */
+static void test_defaults_do_not_spill(void **state) {
+    static const char *tables[] = {"family=int8-f16 head_dim=64", "family=int8-f16 head_dim=128",
+                                   "family=int8-fp8 head_dim=64", "family=int8-fp8 head_dim=128"};
+    for (size_t i = 0; i < 4; i++) {
+        mx_ptxas_usage u;
+        char *ptx = compile(tables[i], "sm_90a", &u);
+        if (!ptx) skip();
+        printf("%s sm_90a: %d registers, spills %d/%d bytes, stack %d\n", tables[i], u.registers,
+               u.spill_store_bytes, u.spill_load_bytes, u.stack_bytes);
+        assert_true(u.found);
+        assert_int_equal(u.spill_store_bytes, 0);
+        assert_int_equal(u.spill_load_bytes, 0);
+        free(ptx);
+    }
+}
+
+static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
+static int teardown(void **state) { mx_gen_close(g); return 0; }
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_grid_renders_deterministically),
+        cmocka_unit_test(test_illegal_tables_say_why),
+        cmocka_unit_test(test_launch_plan),
+        cmocka_unit_test(test_nvrtc_ptx_has_int8_and_fp8_mma),
+        cmocka_unit_test(test_defaults_do_not_spill),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
