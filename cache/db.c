@@ -150,12 +150,32 @@ static mxattn_status quick_check(sqlite3 *db) {
     return st;
 }
 
+/* Switching to WAL needs an exclusive lock, and SQLite answers SQLITE_BUSY
+ * at once (without the busy handler) when several processes race to switch a
+ * new file.  WAL is persistent, so only the first opens ever switch; they
+ * retry here for up to about ten seconds. */
+static mxattn_status use_wal(sqlite3 *db) {
+    int rc = SQLITE_BUSY;
+    for (int attempt = 0; attempt < 200; attempt++) {
+        sqlite3_stmt *stmt;
+        rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &stmt, NULL);
+        if (rc == SQLITE_OK) {
+            rc = sqlite3_step(stmt);
+            sqlite3_finalize(stmt);
+            if (rc == SQLITE_ROW) return MXATTN_OK;
+        }
+        if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) break;
+        usleep(1000u * (unsigned)(5 + attempt % 50));
+    }
+    return mx_db_fail(db, rc, "cache: switching to WAL");
+}
+
 /* Reads the header and schema: CACHE_CORRUPT if the file is not ours. */
 static mxattn_status probe(sqlite3 *db, int *version) {
     /* WAL lets readers proceed while one process writes; NORMAL sync is safe
      * in WAL (a power cut may lose the last commit, never corrupt) and a
      * cache can afford to lose a row. */
-    mxattn_status st = mx_db_exec(db, "PRAGMA journal_mode=WAL");
+    mxattn_status st = use_wal(db);
     if (!st) st = mx_db_exec(db, "PRAGMA synchronous=NORMAL");
     if (!st) st = quick_check(db);
     if (st) return st;

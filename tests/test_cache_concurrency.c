@@ -1,0 +1,171 @@
+/* Several real processes share one real SQLite file: writers store tuning
+ * results and measurements while readers query, all starting at once on a
+ * file that does not exist yet.  No row may be lost and no call may fail with
+ * 'database is locked'. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cache/cache.h"
+#include "util/err.h"
+
+#define WRITERS 6
+#define ROWS_PER_WRITER 200
+#define READERS 2
+
+static char g_dir[64];
+static char g_db[128];
+
+static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
+    (void)sb; (void)type; (void)ftw;
+    return remove(path);
+}
+
+static int make_dir(void **state) {
+    (void)state;
+    strcpy(g_dir, "/tmp/mxattn-concurrent-XXXXXX");
+    if (!mkdtemp(g_dir)) return -1;
+    snprintf(g_db, sizeof g_db, "%s/shared/mxattn.db", g_dir);
+    return 0;
+}
+
+static int remove_dir(void **state) {
+    (void)state;
+    return nftw(g_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static mx_tune_key key_for(int writer, int row) {
+    mx_tune_key k;
+    memset(&k, 0, sizeof k);
+    snprintf(k.gpu_name, sizeof k.gpu_name, "NVIDIA H200");
+    k.sm_count = 132;
+    k.compute_capability = 90;
+    k.driver_version = 12040;
+    strcpy(k.mxattn_version, "0.1.0");
+    strcpy(k.family, "f16");
+    strcpy(k.dtype, "f16");
+    strcpy(k.out_dtype, "f16");
+    strcpy(k.layout, "bhnd");
+    k.head_dim = 64 + writer;
+    k.seq_bucket = row;
+    return k;
+}
+
+/* Children report on stderr and by exit status; cmocka lives in the parent. */
+static int child_fail(const char *who, int i, mxattn_status s) {
+    fprintf(stderr, "%s at %d: %s: %s\n", who, i, mxattn_status_string(s), mx_error_message());
+    return 1;
+}
+
+static int wait_for_start(int gate) {
+    char byte;
+    return read(gate, &byte, 1) == 0 ? 0 : -1; /* EOF: the parent closed the gate */
+}
+
+static int run_writer(int writer) {
+    mx_cache *c;
+    mxattn_status s = mx_cache_open(g_db, &c);
+    if (s) return child_fail("writer open", writer, s);
+    if (mx_cache_recovered(c)) { fprintf(stderr, "writer %d: %s\n", writer, mx_cache_recovered(c)); return 1; }
+    for (int i = 0; i < ROWS_PER_WRITER; i++) {
+        mx_tune_key key = key_for(writer, i);
+        mx_tune_result r = {.median_ms = 1.0 + i, .tops = 100, .default_ms = 2.0 + i};
+        snprintf(r.config, sizeof r.config, "block_m=64 writer=%d row=%d", writer, i);
+        mx_measurement m = {.status = MX_MEASURE_OK, .median_ms = 1.0 + i, .spread = 0.01, .registers = 96};
+        snprintf(m.config, sizeof m.config, "block_m=64 row=%d", i);
+        if ((s = mx_cache_put_tune(c, &key, &r))) return child_fail("put_tune", i, s);
+        if ((s = mx_cache_add_measurement(c, &key, &m))) return child_fail("add_measurement", i, s);
+    }
+    mx_cache_close(c);
+    return 0;
+}
+
+/* Readers query while writers write; counts only ever grow. */
+static int run_reader(int reader) {
+    mx_cache *c;
+    mxattn_status s = mx_cache_open(g_db, &c);
+    if (s) return child_fail("reader open", reader, s);
+    if (mx_cache_recovered(c)) { fprintf(stderr, "reader %d: %s\n", reader, mx_cache_recovered(c)); return 1; }
+    long last = 0;
+    for (int i = 0; i < 60; i++) {
+        mx_cache_counts n;
+        mx_tune_filter f;
+        mx_tune_row *rows;
+        int count;
+        mx_tune_filter_init(&f);
+        f.head_dim = 64 + (i % WRITERS);
+        if ((s = mx_cache_count(c, &n))) return child_fail("count", i, s);
+        if (n.tune_results < last) { fprintf(stderr, "reader saw rows vanish\n"); return 1; }
+        last = n.tune_results;
+        if ((s = mx_cache_query(c, &f, &rows, &count))) return child_fail("query", i, s);
+        free(rows);
+        usleep(2000);
+    }
+    mx_cache_close(c);
+    return 0;
+}
+
+static pid_t spawn(const int gate[2], int (*body)(int), int arg) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(gate[1]); /* else the gate would never see EOF */
+        if (wait_for_start(gate[0]) != 0) _exit(3);
+        _exit(body(arg));
+    }
+    return pid;
+}
+
+static void test_writers_and_readers_lose_nothing(void **state) {
+    (void)state;
+    int gate[2];
+    assert_int_equal(pipe(gate), 0);
+    pid_t pids[WRITERS + READERS];
+    for (int w = 0; w < WRITERS; w++) pids[w] = spawn(gate, run_writer, w);
+    for (int r = 0; r < READERS; r++) pids[WRITERS + r] = spawn(gate, run_reader, r);
+    close(gate[1]); /* everyone starts together, on a file that does not exist yet */
+    close(gate[0]);
+    for (int i = 0; i < WRITERS + READERS; i++) {
+        assert_true(pids[i] > 0);
+        int status;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+
+    mx_cache *c;
+    assert_int_equal(mx_cache_open(g_db, &c), MXATTN_OK);
+    mx_cache_counts n;
+    assert_int_equal(mx_cache_count(c, &n), MXATTN_OK);
+    assert_int_equal(n.tune_results, WRITERS * ROWS_PER_WRITER);
+    assert_int_equal(n.measurements, WRITERS * ROWS_PER_WRITER);
+    for (int w = 0; w < WRITERS; w++) {
+        for (int i = 0; i < ROWS_PER_WRITER; i++) {
+            mx_tune_key key = key_for(w, i);
+            mx_tune_result got;
+            char expect[64];
+            assert_int_equal(mx_cache_get_tune(c, &key, &got), MXATTN_OK);
+            snprintf(expect, sizeof expect, "block_m=64 writer=%d row=%d", w, i);
+            assert_string_equal(got.config, expect);
+        }
+    }
+    mx_cache_check_report report;
+    assert_int_equal(mx_cache_check(c, &report), MXATTN_OK);
+    assert_true(report.integrity_ok);
+    mx_cache_close(c);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_writers_and_readers_lose_nothing, make_dir, remove_dir),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
