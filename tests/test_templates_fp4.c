@@ -1,0 +1,188 @@
+/* FP4 templates (nvfp4, mxfp4, nvfp4-int8qk): render deterministically over a
+ * grid, reject illegal knobs by name, plan a workspace, and compile with NVRTC
+ * (no GPU) for sm_90a (emulation: bf16 mma.sync, no block_scale) and sm_120a
+ * (the native block-scaled FP4 mma.sync in the PTX). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "gen/gen.h"
+#include "runtime/nvrtc.h"
+
+static mx_gen *g;
+static const char *FAMILIES[] = {"nvfp4", "mxfp4", "nvfp4-int8qk"};
+static const int DIMS[] = {64, 80, 96, 128, 256};
+
+static char *call(const char *fn, const char *a1, const char *a2) {
+    char *out = NULL;
+    mxattn_status st = mx_gen_call(g, fn, a1, a2, &out);
+    if (st != MXATTN_OK) fail_msg("%s(%s): %s", fn, a1 ? a1 : "", mxattn_last_error());
+    return out;
+}
+
+static void test_grid_renders_deterministically(void **state) {
+    static const char *extra[] = {"", "causal=1 lse=1", "p_scale=direct", "lse=1 smooth_k=0 dtype=f16 out_dtype=f16",
+                                  "arch=sm_120a causal=1 lse=1", "arch=sm_120a p_scale=direct"};
+    int rendered = 0;
+    for (size_t f = 0; f < 3; f++)
+        for (size_t i = 0; i < sizeof DIMS / sizeof *DIMS; i++)
+            for (size_t j = 0; j < sizeof extra / sizeof *extra; j++) {
+                char params[256], *a, *b, *canon;
+                snprintf(params, sizeof params, "family=%s head_dim=%d %s", FAMILIES[f], DIMS[i], extra[j]);
+                canon = call("validate", params, NULL);
+                a = call("render", params, NULL);
+                b = call("render", canon, NULL);
+                assert_string_equal(a, b);
+                char want[64];
+                snprintf(want, sizeof want, "params: family=%s", FAMILIES[f]);
+                assert_non_null(strstr(a, want));
+                assert_null(strstr(a, "#include"));
+                assert_non_null(strstr(a, "_quant_q("));
+                assert_non_null(strstr(a, "_quant_kv("));
+                rendered++;
+                free(a); free(b); free(canon);
+            }
+    assert_int_equal(rendered, 90);
+}
+
+static void expect_invalid(const char *params, const char *needle) {
+    char *out = NULL;
+    assert_int_equal(mx_gen_call(g, "render", params, NULL, &out), MXATTN_ERROR_INVALID_VALUE);
+    if (!strstr(mxattn_last_error(), needle)) fail_msg("'%s': message '%s' lacks '%s'", params, mxattn_last_error(), needle);
+    assert_null(out);
+}
+
+static void test_illegal_knobs_are_named(void **state) {
+    expect_invalid("family=nvfp4 head_dim=64 block_n=16", "block_n=16");
+    expect_invalid("family=mxfp4 head_dim=64 block_n=16", "multiple of 32");
+    expect_invalid("family=nvfp4 head_dim=64 arch=sm_120a block_n=32", "multiple of 64");
+    expect_invalid("family=nvfp4-int8qk head_dim=64 arch=sm_120a block_n=32", "block_n=32");
+    /* Every candidate the enumerator offers renders. */
+    char *cands = call("candidates", "family=mxfp4 head_dim=96 arch=sm_120a", NULL);
+    int n = 0;
+    for (char *line = strtok(cands, "\n"); line; line = strtok(NULL, "\n"), n++) {
+        char params[512], *canon = NULL;
+        snprintf(params, sizeof params, "family=mxfp4 head_dim=96 arch=sm_120a %s", line);
+        assert_int_equal(mx_gen_call(g, "validate", params, NULL, &canon), MXATTN_OK);
+        assert_non_null(strstr(canon, "block_n=64") ? canon : strstr(canon, "block_n=128"));
+        free(canon);
+    }
+    assert_true(n > 3);
+    free(cands);
+}
+
+/* Launch plan: kmean (smooth-K), quant_kv, quant_q, attention; eight 256-aligned sections. */
+static void test_launch_plan(void **state) {
+    char *lp = call("launch", "family=nvfp4 head_dim=80 lse=1 block_m=64 warps=4 block_n=32 stages=2",
+                    "batch=2 heads_q=8 heads_kv=2 seq_q=100 seq_k=70");
+    int kernels = 0, sections = 0;
+    unsigned long long ws = 0, off, last = 0;
+    for (char *line = strtok(lp, "\n"); line; line = strtok(NULL, "\n")) {
+        unsigned idx;
+        if (sscanf(line, "workspace %llu", &ws) == 1) continue;
+        if (sscanf(line, "wsoff %u %llu", &idx, &off) == 2) {
+            assert_int_equal(off % 256, 0);
+            assert_true(off >= last);
+            last = off;
+            sections++;
+        }
+        if (!strncmp(line, "kernel ", 7)) kernels++;
+        if (strstr(line, "kernel ") && !strstr(line, "_quant") && !strstr(line, "_kmean")) {
+            unsigned gx, gy, gz, th, smem;
+            char name[128];
+            assert_int_equal(sscanf(line, "kernel %127s %u %u %u %u %u", name, &gx, &gy, &gz, &th, &smem), 6);
+            assert_int_equal(gx, 2);   /* ceil(100 / 64) */
+            assert_int_equal(gy, 8);
+            assert_int_equal(gz, 2);
+            assert_int_equal(th, 128);
+        }
+    }
+    assert_int_equal(kernels, 4);
+    assert_int_equal(sections, 8);
+    /* Q codes alone: 2*8 heads x 128 rows x 64 bytes (head dim padded to 128). */
+    assert_true(ws >= 2ull * 8 * 128 * 64);
+    free(lp);
+    lp = call("launch", "family=mxfp4 head_dim=64 smooth_k=0", "batch=1 heads_q=1 heads_kv=1 seq_q=1 seq_k=1");
+    kernels = 0;
+    for (char *p = lp; (p = strstr(p, "kernel ")); p++) kernels++;
+    assert_int_equal(kernels, 3);   /* no kmean without smooth-K */
+    free(lp);
+}
+
+/* Compiles and returns the PTX (NULL: NVRTC absent); prints registers/spills. */
+static char *compile_ptx(const char *params, const char *arch, int *spills) {
+    char full[512];
+    snprintf(full, sizeof full, "%s arch=%s", params, arch);
+    char *src = call("render", full, NULL);
+    char *canon = call("validate", full, NULL);
+    char *lp = call("launch", canon, "batch=1 heads_q=1 heads_kv=1 seq_q=1 seq_k=1");
+    char name[128] = "";
+    for (char *line = strtok(lp, "\n"); line; line = strtok(NULL, "\n"))
+        sscanf(line, "kernel %127s", name);        /* the last kernel: attention */
+    mx_compile_options opt = {.arch = arch, .want_ptx = 1};
+    mx_compile_result r;
+    mxattn_status st = mx_nvrtc_compile(src, name, &opt, &r);
+    free(src); free(canon); free(lp);
+    if (st == MXATTN_ERROR_NO_COMPILER) return NULL;
+    if (st != MXATTN_OK) fail_msg("%s for %s: %s", params, arch, mxattn_last_error());
+    printf("  %-60s %-8s registers %3d spills %d/%d smem(static) %d\n", params, arch, r.usage.registers,
+           r.usage.spill_store_bytes, r.usage.spill_load_bytes, r.usage.shared_bytes);
+    if (spills) *spills = r.usage.spill_store_bytes + r.usage.spill_load_bytes;
+    char *ptx = strdup(r.ptx);
+    mx_compile_result_free(&r);
+    return ptx;
+}
+
+static void test_nvrtc_sm90a_emulates_with_bf16_mma(void **state) {
+    for (size_t f = 0; f < 3; f++)
+        for (size_t i = 0; i < sizeof DIMS / sizeof *DIMS; i++) {
+            char params[128];
+            snprintf(params, sizeof params, "family=%s head_dim=%d%s", FAMILIES[f], DIMS[i], i % 2 ? " causal=1 lse=1" : "");
+            int spills = 0;
+            char *ptx = compile_ptx(params, "sm_90a", &spills);
+            if (!ptx) skip();
+            if (strcmp(FAMILIES[f], "nvfp4-int8qk") == 0)
+                assert_non_null(strstr(ptx, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"));
+            assert_non_null(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
+            assert_null(strstr(ptx, "block_scale"));
+            if (DIMS[i] <= 128) assert_int_equal(spills, 0);   /* D = 256 spills some: see the report */
+            free(ptx);
+        }
+}
+
+static void test_nvrtc_sm120a_uses_block_scaled_fp4_mma(void **state) {
+    for (size_t f = 0; f < 3; f++)
+        for (size_t i = 0; i < sizeof DIMS / sizeof *DIMS; i++) {
+            char params[128];
+            snprintf(params, sizeof params, "family=%s head_dim=%d%s", FAMILIES[f], DIMS[i], i % 2 ? " causal=1 lse=1" : "");
+            char *ptx = compile_ptx(params, "sm_120a", NULL);
+            if (!ptx) skip();
+            assert_non_null(strstr(ptx, ".target sm_120a"));
+            if (!strcmp(FAMILIES[f], "mxfp4")) {
+                assert_non_null(strstr(ptx, "mma.sync.aligned.kind::mxf4.block_scale.scale_vec::2X.m16n8k64.row.col.f32.e2m1.e2m1.f32.ue8m0"));
+                assert_null(strstr(ptx, "kind::mxf4nvf4"));
+            } else {
+                assert_non_null(strstr(ptx, "mma.sync.aligned.kind::mxf4nvf4.block_scale.scale_vec::4X.m16n8k64.row.col.f32.e2m1.e2m1.f32.ue4m3"));
+            }
+            /* The P.V product no longer goes through bf16 on Blackwell. */
+            assert_null(strstr(ptx, "m16n8k16.row.col.f32.bf16"));
+            free(ptx);
+        }
+}
+
+static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
+static int teardown(void **state) { mx_gen_close(g); return 0; }
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_grid_renders_deterministically),
+        cmocka_unit_test(test_illegal_knobs_are_named),
+        cmocka_unit_test(test_launch_plan),
+        cmocka_unit_test(test_nvrtc_sm90a_emulates_with_bf16_mma),
+        cmocka_unit_test(test_nvrtc_sm120a_uses_block_scaled_fp4_mma),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
