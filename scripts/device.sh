@@ -15,7 +15,7 @@ note() { summary+=("$*"); echo "## $*"; }
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader; $B/mxattn info; } | tee "$OUT/env.txt"
 
 if [[ " $* " == *" --tests "* ]]; then
-  ctest --test-dir $B -L gpu --output-on-failure --timeout 900 > "$OUT/ctest_gpu.log" 2>&1
+  ctest --test-dir $B -L gpu --output-on-failure --timeout ${CTEST_TIMEOUT:-300} > "$OUT/ctest_gpu.log" 2>&1
   note "ctest -L gpu: rc=$? $(grep -E 'tests passed|tests failed' "$OUT/ctest_gpu.log")"
   grep -E '^(ok|FAIL) ' "$OUT/ctest_gpu.log" | grep -c '^ok' | xargs -I{} echo "cases ok: {}"
   grep -E '^FAIL' "$OUT/ctest_gpu.log" | head -20
@@ -32,6 +32,11 @@ if [[ " $* " == *" --smoke "* ]]; then
     cat /tmp/run.txt >> "$OUT/runs.txt"
     note "run f16 d$d causal=$c: $(grep -E '^time|^error' /tmp/run.txt | tr -s ' ' | tr '\n' ' ')"
   done; done
+fi
+
+if [[ " $* " == *" --pytest "* ]]; then
+  MXATTN_LIB=$B/libmxattn.so PYTHONUNBUFFERED=1 timeout 300 python3 -m unittest discover -s python/tests -p 'test_gpu.py' > "$OUT/pytest_gpu.log" 2>&1
+  note "python GPU tests rc=$? $(tail -3 "$OUT/pytest_gpu.log" | tr '\n' ' ')"
 fi
 
 if [[ " $* " == *" --bench "* ]]; then

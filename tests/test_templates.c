@@ -65,7 +65,8 @@ static void test_invalid_tables_name_the_parameter(void **state) {
     expect_invalid("family=f16 head_dim=64 arch=sm_999", "arch");
     expect_invalid("family=f16 head_dim=66 align=8", "align");
     expect_invalid("family=f16 head_dim=64 bogus=1", "bogus");
-    expect_invalid("family=f16 head_dim=256 block_m=128 warps=4 block_n=128", "registers");
+    expect_invalid("family=f16 head_dim=256 block_m=128 warps=4 block_n=64 stages=1", "registers");
+    expect_invalid("family=f16 head_dim=256 block_m=128 warps=8 block_n=128 stages=3", "shared memory");
 }
 
 static void test_candidates_start_with_the_default(void **state) {
@@ -144,23 +145,50 @@ static void test_nvrtc_sm120a_compiles(void **state) {
     free(ptx);
 }
 
-/* The kernel's view of mx_kernel_args must match the C struct byte for byte. */
+/* Field names of a struct body, in order: identifiers followed by , ; or [. */
+static void field_names(const char *body, size_t len, char *out, size_t cap) {
+    size_t used = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (body[i] == '/' && i + 1 < len && body[i + 1] == '/') { while (i < len && body[i] != '\n') i++; continue; }
+        if (body[i] == '/' && i + 1 < len && body[i + 1] == '*') { i += 2; while (i + 1 < len && !(body[i] == '*' && body[i + 1] == '/')) i++; i++; continue; }
+        if (body[i] != ',' && body[i] != ';' && body[i] != '[') continue;
+        size_t e = i;
+        while (e > 0 && body[e - 1] == ' ') e--;
+        size_t b = e;
+        while (b > 0 && (body[b - 1] == '_' || (body[b - 1] >= 'a' && body[b - 1] <= 'z') || (body[b - 1] >= '0' && body[b - 1] <= '9'))) b--;
+        if (e > b && used + (e - b) + 2 < cap) { memcpy(out + used, body + b, e - b); used += e - b; out[used++] = ' '; out[used] = 0; }
+        if (body[i] == '[') while (i < len && body[i] != ';') i++;
+    }
+}
+
+/* The kernel's view of mx_kernel_args must match the C struct: same size
+ * (checked by NVRTC) and the same fields in the same order (checked here). */
 static void test_kernel_args_layout_matches(void **state) {
-    char check[1024];
-    snprintf(check, sizeof check,
-             "\nstatic_assert(sizeof(mx_kernel_args) == %zu, \"size\");"
-             "\nstatic_assert(__builtin_offsetof(mx_kernel_args, q_sb) == %zu, \"q_sb\");"
-             "\nstatic_assert(__builtin_offsetof(mx_kernel_args, batch) == %zu, \"batch\");"
-             "\nstatic_assert(__builtin_offsetof(mx_kernel_args, causal_offset) == %zu, \"causal_offset\");"
-             "\nstatic_assert(__builtin_offsetof(mx_kernel_args, scale_log2) == %zu, \"scale_log2\");"
-             "\nstatic_assert(__builtin_offsetof(mx_kernel_args, gqa) == %zu, \"gqa\");"
-             "\nstatic_assert(__builtin_offsetof(mx_kernel_args, ws_off) == %zu, \"ws_off\");\n",
-             sizeof(mx_kernel_args), offsetof(mx_kernel_args, q_sb), offsetof(mx_kernel_args, batch),
-             offsetof(mx_kernel_args, causal_offset), offsetof(mx_kernel_args, scale_log2),
-             offsetof(mx_kernel_args, gqa), offsetof(mx_kernel_args, ws_off));
+    char check[256];
+    snprintf(check, sizeof check, "\nstatic_assert(sizeof(mx_kernel_args) == %zu, \"size\");\n", sizeof(mx_kernel_args));
     char *ptx = compile_ptx("family=f16 head_dim=64", "sm_90a", check);
     if (!ptx) skip();
     free(ptx);
+    char *src = call("render", "family=f16 head_dim=64", NULL);
+    const char *kb = strstr(src, "struct mx_kernel_args {");
+    assert_non_null(kb);
+    const char *ke = strstr(kb, "};");
+    FILE *f = fopen(MXATTN_SOURCE_DIR "/runtime/kernel_args.h", "r");
+    assert_non_null(f);
+    static char header[8192];
+    size_t n = fread(header, 1, sizeof header - 1, f);
+    fclose(f);
+    header[n] = 0;
+    const char *hb = strstr(header, "typedef struct {");
+    const char *he = hb ? strstr(hb, "} mx_kernel_args;") : NULL;
+    assert_non_null(he);
+    char kernel_fields[1024], c_fields[1024];
+    field_names(kb + 23, (size_t)(ke - kb - 23), kernel_fields, sizeof kernel_fields);
+    field_names(hb + 16, (size_t)(he - hb - 16), c_fields, sizeof c_fields);
+    assert_string_equal(kernel_fields, c_fields);
+    assert_non_null(strstr(c_fields, "q k v o lse ws q_sb"));
+    free(src);
 }
 
 static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
