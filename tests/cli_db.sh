@@ -1,0 +1,133 @@
+#!/bin/bash
+# End-to-end test of `mxattn query` and `mxattn db`: bash tests/cli_db.sh /path/to/mxattn
+# Rows are planted with the sqlite3 program (or Python's sqlite3 module), since
+# tuning needs a GPU.  Exit 0 pass, 1 fail, 77 skip.
+set -u
+MX=${1:?usage: cli_db.sh /path/to/mxattn}
+T=$(mktemp -d /tmp/mxattn-cli-db-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+export MXATTN_CACHE="$T/cache/mxattn.db"
+failures=0
+
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# Runs SQL against a database file with whatever SQLite client there is.
+sql() {
+    if command -v sqlite3 >/dev/null; then
+        sqlite3 -bail "$1" "$2"
+    else
+        python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()' "$1" "$2"
+    fi
+}
+if ! command -v sqlite3 >/dev/null && ! python3 -c 'import sqlite3' 2>/dev/null; then
+    echo "skip: neither sqlite3 nor python3's sqlite3 module to plant rows"; exit 77
+fi
+
+# expect_ok NAME PATTERN CMD...: exit 0 and stdout matches PATTERN (grep -E).
+expect_ok() {
+    local name=$1 pattern=$2; shift 2
+    local out rc
+    out=$("$@" 2>"$T/stderr"); rc=$?
+    if [ $rc -ne 0 ]; then fail "$name: exit $rc: $(cat "$T/stderr")"; return; fi
+    if ! grep -qE -- "$pattern" <<<"$out"; then fail "$name: output lacks /$pattern/: $out"; fi
+}
+
+# expect_error NAME CODES CMD...: exits with one of CODES ("1", "2" or "1 2"),
+# never a signal, and says why on stderr in a line naming the command.
+expect_error() {
+    local name=$1 codes=$2; shift 2
+    "$@" >"$T/stdout" 2>"$T/stderr"; local rc=$?
+    if [ $rc -ge 128 ]; then fail "$name: killed by a signal (exit $rc)"; return; fi
+    case " $codes " in *" $rc "*) ;; *) fail "$name: exit $rc, wanted $codes: $(cat "$T/stderr")"; return;; esac
+    if ! grep -q "^mxattn [a-z]*: error: " "$T/stderr"; then fail "$name: no error line: $(cat "$T/stderr")"; fi
+    if [ "$(grep -c 'error:' "$T/stderr")" -ne 1 ]; then fail "$name: more than one error line"; fi
+}
+
+KEY_COLS="gpu_name, sm_count, compute_capability, driver_version, nvrtc_version, mxattn_version, template_hash, family, head_dim, dtype, out_dtype, causal, gqa, layout, seq_bucket"
+row() { # gpu family head_dim dtype causal bucket config ms
+    echo "INSERT INTO tune_results($KEY_COLS, config, median_ms, tops, default_ms, tuned_at)
+          VALUES('$1', 132, 90, 12040, 12040, '0.1.0', 'abc', '$2', $3, '$4', '$4', $5, 1, 'bhnd', $6, '$7', $8, 400, $8 * 1.5, 1700000000);"
+}
+
+# ---- an empty database is created on first use ---------------------------
+expect_ok "query on empty db" "no tuned configurations" "$MX" query
+[ -f "$MXATTN_CACHE" ] || fail "query did not create $MXATTN_CACHE"
+expect_ok "query --json on empty db" '^\[\]$' "$MX" query --json
+
+# ---- plant rows, then filter ----------------------------------------------
+sql "$MXATTN_CACHE" "$(row 'NVIDIA H200' f16 128 f16 0 4096 'block_m=64 block_n=64' 1.0)
+$(row 'NVIDIA H200' int8-f16 128 bf16 1 4096 'block_m=128 block_n=64' 0.6)
+$(row 'NVIDIA H100 80GB HBM3' f16 64 f16 1 1024 'block_m=64 block_n=32' 0.4)" || { echo "cannot plant rows"; exit 1; }
+
+expect_ok "table lists rows" "block_m=128 block_n=64" "$MX" query
+expect_ok "table has a header" "^gpu +family" "$MX" query
+n=$("$MX" query --json | grep -c '"gpu":')
+[ "$n" = 3 ] || fail "--json gave $n objects, wanted 3"
+n=$("$MX" query --json --gpu h200 | grep -c '"gpu":')
+[ "$n" = 2 ] || fail "--gpu h200 gave $n, wanted 2"
+n=$("$MX" query --json --family f16 --head-dim 64 | grep -c '"gpu":')
+[ "$n" = 1 ] || fail "--family f16 --head-dim 64 gave $n, wanted 1"
+n=$("$MX" query --json --dtype bf16 --causal 1 | grep -c '"gpu":')
+[ "$n" = 1 ] || fail "--dtype bf16 --causal 1 gave $n, wanted 1"
+expect_ok "json has speedup" '"speedup": 1.5' "$MX" query --json --gpu H100
+if command -v python3 >/dev/null; then
+    "$MX" query --json | python3 -c 'import json,sys; rows=json.load(sys.stdin); assert len(rows)==3' \
+        || fail "--json is not valid JSON"
+fi
+
+# ---- export, import, merge, vacuum, check ----------------------------------
+expect_ok "export" "exported" "$MX" db export "$T/share.mxdb"
+[ -f "$T/share.mxdb" ] || fail "export wrote no file"
+expect_ok "import into another db" "3 taken" "$MX" db import "$T/share.mxdb" --db "$T/other.db"
+n=$("$MX" query --json --db "$T/other.db" | grep -c '"gpu":')
+[ "$n" = 3 ] || fail "imported db has $n rows, wanted 3"
+sql "$T/other.db" "UPDATE tune_results SET median_ms = 0.1, config = 'faster elsewhere' WHERE family = 'f16' AND head_dim = 128;
+                   UPDATE tune_results SET median_ms = 9.0, config = 'slower elsewhere' WHERE head_dim = 64;"
+expect_ok "merge keeps the faster" "1 taken, 2 kept" "$MX" db merge "$T/other.db"
+expect_ok "merged row" "faster elsewhere" "$MX" query --family f16 --head-dim 128
+expect_ok "kept row" "block_m=64 block_n=32" "$MX" query --head-dim 64
+expect_ok "vacuum" "vacuumed" "$MX" db vacuum
+expect_ok "check" "^ok$" "$MX" db check
+expect_ok "export with kernels" "kernels" "$MX" db export "$T/full.mxdb" --with-kernels
+expect_ok "import with kernels" "0 kernels read" "$MX" db import "$T/full.mxdb" --with-kernels --db "$T/third.db"
+
+# ---- problems are reported, never crashed on --------------------------------
+sql "$MXATTN_CACHE" "INSERT INTO kernels VALUES('$(printf 'a%.0s' {1..64})', 'sm_90a', 12040, 'k', x'00', '$(printf 'b%.0s' {1..64})', 1, 1, 1, 0, 1);"
+expect_error "check finds a bad kernel" "1" "$MX" db check
+grep -q "1 with a bad hash" "$T/stdout" || fail "check report lacks the bad kernel: $(cat "$T/stdout")"
+
+head -c 4096 /dev/urandom > "$T/noise.mxdb"
+expect_error "import of noise" "1" "$MX" db import "$T/noise.mxdb"
+expect_error "import of a missing file" "1" "$MX" db import "$T/missing.mxdb"
+expect_error "merge of a missing file" "1" "$MX" db merge "$T/missing.mxdb"
+expect_error "export to a missing directory" "1" "$MX" db export "$T/no/such/dir/x.mxdb"
+touch "$T/plain.txt"
+expect_error "db under a regular file" "1" "$MX" query --db "$T/plain.txt/sub/x.db"
+expect_error "db action missing" "2" "$MX" db
+expect_error "db action unknown" "2" "$MX" db frobnicate
+expect_error "db import without FILE" "2" "$MX" db import
+expect_error "db vacuum with a FILE" "2" "$MX" db vacuum extra
+expect_error "db merge --with-kernels" "2" "$MX" db merge "$T/other.db" --with-kernels
+expect_error "db unknown flag" "2" "$MX" db check --frob
+expect_error "db --db without value" "2" "$MX" db check --db
+expect_error "query unknown flag" "2" "$MX" query --colour red
+expect_error "query non-numeric head dim" "2" "$MX" query --head-dim abc
+expect_error "query head dim out of range" "2" "$MX" query --head-dim -5
+expect_error "query bad dtype" "2" "$MX" query --dtype f32
+expect_error "query bad causal" "2" "$MX" query --causal yes
+expect_error "query missing value" "2" "$MX" query --gpu
+expect_error "query stray argument" "2" "$MX" query h200
+n=$("$MX" query --json | grep -c '"gpu":')
+[ "$n" = 3 ] || fail "after the bad inputs the db has $n rows, wanted 3"
+
+# ---- a corrupt database is moved aside with a warning ----------------------
+head -c 8192 /dev/urandom > "$T/corrupt.db"
+expect_ok "corrupt db is rebuilt" "no tuned configurations" "$MX" query --db "$T/corrupt.db"
+grep -q "warning: .*corrupt-" "$T/stderr" || fail "no warning about the corrupt db: $(cat "$T/stderr")"
+ls "$T"/corrupt.db.corrupt-* >/dev/null 2>&1 || fail "corrupt db was not moved aside"
+
+"$MX" db --help | grep -q "with-kernels" || fail "db --help"
+"$MX" query --help | grep -q -- "--head-dim" || fail "query --help"
+
+if [ $failures -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
+echo "cli_db: all passed"
