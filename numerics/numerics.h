@@ -259,6 +259,11 @@ typedef struct {
     int p_tile;                 /* 0: offline; > 0: emulate online tiles of this many keys */
     mx_v_mode v;
     double temperature;         /* scores are multiplied by this (1 = none) */
+    /* 0, or the fp32 factor a kernel folds into Q before quantizing it (the
+     * INT8 kernels quantize Q * sm_scale * log2(e), so their scores come out
+     * in base 2).  Scaling before rounding moves the odd code across a
+     * rounding boundary; the reference does the same to stay exact. */
+    float q_prescale;
 } mx_ref_config;
 
 /* Optional intermediates, each NULL or batch*heads_q*seq_q*seq_k doubles

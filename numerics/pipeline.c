@@ -226,6 +226,8 @@ static mxattn_status prepare_q(workspace *w, const mx_ref_config *c, const float
         mx_smooth_k_correction(w->rounded, nq, d, d, w->kmean, w->corr);
     else
         for (int i = 0; i < nq; i++) w->corr[i] = 0;
+    if (c->q_prescale != 0)
+        for (size_t i = 0; i < (size_t)nq * d; i++) w->rounded[i] = w->rounded[i] * c->q_prescale;
     return quantize_qk_operand(c->qk, w->rounded, nq, d, c->int8_block_q, w->qhat);
 }
 
@@ -371,13 +373,14 @@ static mxattn_status run_kv_group(workspace *w, const mx_ref_shape *s, const mx_
     if (st == MXATTN_OK) st = prepare_k(w, c, k + kv_slice);
     int group = s->heads_q / s->heads_kv;
     double scale = mx_ref_sm_scale(s) * c->temperature;
+    double unscale_q = c->q_prescale != 0 ? 1.0 / c->q_prescale : 1.0;
     for (int g = 0; g < group && st == MXATTN_OK; g++) {
         size_t head = (size_t)b * s->heads_q + (size_t)kvh * group + (size_t)g;
         st = prepare_q(w, c, q + head * nq * d);
         for (size_t i = 0; i < nq && st == MXATTN_OK; i++) {
             const double *qi = w->qhat + i * d;
             for (size_t j = 0; j < nk; j++)
-                w->scores[j] = scale * (dot(qi, w->khat + j * d, (int)d) + w->corr[i]);
+                w->scores[j] = scale * (dot(qi, w->khat + j * d, (int)d) * unscale_q + w->corr[i]);
             double row_lse = -INFINITY;
             st = c->p_tile > 0 ? attend_tiled(w, s, c, (int)i, &row_lse)
                                : attend_offline(w, s, c, (int)i, &row_lse);

@@ -234,6 +234,8 @@ static mxattn_status pipeline_reference(const gpu_case *c, const float *q, const
     if (st != MXATTN_OK) return st;
     cfg.int8_block_q = cfg.int8_block_k = 16;
     cfg.p_tile = g_block_n;
+    /* The kernel quantizes Q * scale_log2, computed as api/plan.c does. */
+    cfg.q_prescale = (float)((double)(1.0f / sqrtf((float)c->head_dim)) * 1.4426950408889634);
     return mx_ref_pipeline_attention(&s, &cfg, q, k, v, o, lse, NULL);
 }
 
