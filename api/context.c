@@ -1,5 +1,6 @@
 #include "api/context.h"
 #include "util/err.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

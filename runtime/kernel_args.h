@@ -23,7 +23,11 @@ typedef struct {
     int32_t gqa;
     int32_t pad0;
     uint64_t ws_off[8];
+    int32_t pad1[2];
+    /* TMA tensor maps (CUtensorMap, 128 bytes each, 64-byte aligned), filled
+     * at each run for kernels whose launch plan asks for them ("tmap" lines). */
+    _Alignas(64) uint64_t tmap[4][16];
 } mx_kernel_args;
 
-_Static_assert(sizeof(mx_kernel_args) == 248, "mx_kernel_args layout changed: update prelude.lua too");
+_Static_assert(sizeof(mx_kernel_args) == 768, "mx_kernel_args layout changed: update prelude.lua too");
 #endif

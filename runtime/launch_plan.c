@@ -10,6 +10,13 @@ static mxattn_status parse_line(const char *line, mx_launch_plan *lp) {
     memset(&s, 0, sizeof s);
     if (sscanf(line, "workspace %llu", &a) == 1) { lp->workspace_bytes = (size_t)a; return MXATTN_OK; }
     if (sscanf(line, "wsoff %u %llu", &idx, &a) == 2 && idx < 8) { lp->ws_off[idx] = a; return MXATTN_OK; }
+    mx_tmap_request t;
+    if (sscanf(line, "tmap %d %c %u %u %d", &t.slot, &t.tensor, &t.box_cols, &t.box_rows, &t.swizzle_bytes) == 5) {
+        if (lp->n_tmaps == MX_MAX_TMAPS || t.slot < 0 || t.slot >= MX_MAX_TMAPS || !strchr("qkvo", t.tensor))
+            return mx_fail(MXATTN_ERROR_TEMPLATE, "bad tensor-map line '%.80s'", line);
+        lp->tmaps[lp->n_tmaps++] = t;
+        return MXATTN_OK;
+    }
     if (sscanf(line, "kernel %127s %u %u %u %u %d", s.name, &s.grid.x, &s.grid.y, &s.grid.z,
                &s.threads, &s.smem_bytes) == 6) {
         if (lp->n_steps == MX_MAX_LAUNCH_STEPS)

@@ -18,15 +18,27 @@ typedef struct {
     struct CUfunc_st *fn;   /* set by mx_launch_plan_bind */
 } mx_launch_step;
 
+/* A TMA tensor map the kernels need: which tensor, and the box it reads. */
+typedef struct {
+    int slot;                /* index into mx_kernel_args.tmap */
+    char tensor;             /* 'q', 'k', 'v' or 'o' */
+    unsigned box_cols, box_rows;
+    int swizzle_bytes;
+} mx_tmap_request;
+
+#define MX_MAX_TMAPS 4
+
 typedef struct {
     size_t workspace_bytes;
+    int n_tmaps;
+    mx_tmap_request tmaps[MX_MAX_TMAPS];
     uint64_t ws_off[8];
     int n_steps;
     mx_launch_step steps[MX_MAX_LAUNCH_STEPS];
 } mx_launch_plan;
 
 /* Parses the templates' text: "workspace N", "kernel NAME GX GY GZ THREADS SMEM"
- * lines, "wsoff I N" lines. */
+ * lines, "wsoff I N" lines, "tmap SLOT TENSOR BOX_COLS BOX_ROWS SWIZZLE" lines. */
 mxattn_status mx_launch_plan_parse(const char *text, mx_launch_plan *out);
 /* Space-separated kernel names, for the cache record. */
 void mx_launch_plan_names(const mx_launch_plan *lp, char *out, size_t cap);

@@ -27,6 +27,8 @@ struct mx_kernel_args {
   int gqa;                        // heads_q / heads_kv
   int pad0;
   u64 ws_off[8];                  // byte offsets of workspace sections
+  int pad1[2];
+  alignas(64) u64 tmap[4][16];    // TMA tensor maps (CUtensorMap), per the launch plan's "tmap" lines
 };
 
 #define MX_INLINE __device__ __forceinline__
