@@ -37,13 +37,17 @@ S.params = {
     help = "query heads per KV head (grouped-query attention)" },
   { name = "layout", role = "problem", values = { "bhnd", "bnhd" }, default = "bhnd",
     help = "memory layout, [batch, heads, seq, dim] or [batch, seq, heads, dim]" },
-  { name = "variant", role = "knob", values = { "mma" }, default = "mma",
-    help = "MMA building block: mma (mma.sync, sm_80+)" },
+  { name = "variant", role = "knob", values = { "mma", "wgmma" }, default = "mma",
+    families = { f16 = true },
+    help = "MMA building block: mma (mma.sync, sm_80+) or wgmma (Hopper warpgroup MMA + TMA, sm_90a)" },
+  { name = "q_regs", role = "knob", values = { 1, 0 }, default = 1,
+    families = { f16 = true },
+    help = "mma: keep Q's fragments in registers across key tiles (1) or reload them from shared memory (0)" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 256 },
     help = "query rows per thread block" },
   { name = "block_n", role = "knob", values = { 16, 32, 64, 128 },
     help = "keys per inner-loop tile" },
-  { name = "warps", role = "knob", values = { 1, 2, 4, 8 },
+  { name = "warps", role = "knob", values = { 1, 2, 4, 8, 12 },
     help = "warps per thread block; each owns block_m/warps query rows" },
   { name = "stages", role = "knob", values = { 1, 2, 3 },
     help = "K/V tiles in flight (cp.async pipeline depth)" },
@@ -93,11 +97,21 @@ end
 -- Constraints between parameters.  Each returns nil when satisfied, or a
 -- sentence that names the parameters involved.
 S.constraints = {
+  -- A knob that only some families read must keep its default elsewhere, so
+  -- the tuner never times the same kernel twice under two names.
   function(t)
-    if t.block_m % (16 * t.warps) ~= 0 or t.block_m // (16 * t.warps) > 2 then
-      return string.format("block_m=%d with warps=%d: each warp owns 16 or 32 query rows (block_m = 16*warps or 32*warps)",
-                           t.block_m, t.warps)
+    for _, p in ipairs(S.params) do
+      if p.families and not p.families[t.family] and tostring(t[p.name]) ~= tostring(p.default) then
+        return string.format("%s=%s: family %s has no such choice (only %s)", p.name, tostring(t[p.name]),
+                             t.family, tostring(p.default))
+      end
     end
+  end,
+  -- How warps split the query rows is the family's (and its variant's) business.
+  function(t)
+    local fam = require("families." .. S.family_module(t.family))
+    if fam.check then return fam.check(t) end
+    return S.check_rows_per_warp(t)
   end,
   function(t)
     if t.head_dim % t.align ~= 0 then
@@ -122,6 +136,14 @@ S.constraints = {
     end
   end,
 }
+
+-- The mma.sync rule: each warp owns 16 or 32 query rows.
+function S.check_rows_per_warp(t)
+  if t.warps > 8 or t.block_m % (16 * t.warps) ~= 0 or t.block_m // (16 * t.warps) > 2 then
+    return string.format("block_m=%d with warps=%d: each warp owns 16 or 32 query rows (block_m = 16*warps or 32*warps)",
+                         t.block_m, t.warps)
+  end
+end
 
 -- Module of a family's template (names with '-' map to '_').
 function S.family_module(family) return (family:gsub("-", "_")) end
@@ -196,7 +218,9 @@ function S.help()
   end
   lines[#lines + 1] = ""
   lines[#lines + 1] = "Constraints:"
-  lines[#lines + 1] = "  block_m = 16*warps or 32*warps (each warp owns 16 or 32 query rows)"
+  lines[#lines + 1] = "  mma: block_m = 16*warps or 32*warps (each warp owns 16 or 32 query rows)"
+  lines[#lines + 1] = "  wgmma (f16, sm_90a): see templates/families/f16_wgmma.lua"
+  lines[#lines + 1] = "  knobs marked for some families keep their default in the others"
   lines[#lines + 1] = "  align divides head_dim"
   lines[#lines + 1] = "  shared memory of the tile set <= the arch's per-block limit"
   lines[#lines + 1] = "  estimated registers per thread <= 255"

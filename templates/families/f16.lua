@@ -4,33 +4,51 @@
 -- `stages` buffers.  The MMA, the loads, the softmax and the epilogue are
 -- blocks/ files, so a Hopper variant can swap the MMA and the pipeline.
 local U = require("util")
+local S = require("space")
 local F = {}
+
+-- The Hopper variant lives in its own file; loaded here so the template hash
+-- covers it, and optional so this family works while it is being written.
+local has_wgmma, WG = pcall(require, "families.f16_wgmma")
+if not has_wgmma then WG = nil end
 
 local function d_pad(t) return U.round_up(t.head_dim, 16) end
 local function row_stride(t) return d_pad(t) + 8 end  -- 16-byte pad: ldmatrix rows hit distinct banks
 
+function F.check(t)
+  if t.variant == "wgmma" then
+    if not WG then return "variant=wgmma: not built yet" end
+    return WG.check(t)
+  end
+  return S.check_rows_per_warp(t)
+end
+
 function F.smem_bytes(t)
+  if t.variant == "wgmma" and WG then return WG.smem_bytes(t) end
   return (t.block_m + 2 * t.stages * t.block_n) * row_stride(t) * 2
 end
 
 function F.register_estimate(t)
+  if t.variant == "wgmma" and WG then return WG.register_estimate(t) end
   local mt = t.block_m // (16 * t.warps)
   local dp = d_pad(t)
-  -- Q fragments + O accumulators + S/P tile, plus addressing and softmax state.
-  return mt * (dp // 4 + dp // 2 + t.block_n // 2) + 32
+  -- Q fragments (when kept) + O accumulators + S/P tile, plus addressing and softmax state.
+  local q = t.q_regs == 1 and dp // 4 or 4
+  return mt * (q + dp // 2 + t.block_n // 2) + 32
 end
 
 -- The heuristic default: a good first guess before any tuning.
 function F.default(t)
   local dp = d_pad(t)
-  if dp <= 64 then return { variant = "mma", block_m = 128, block_n = 64, warps = 8, stages = 2 } end
-  if dp <= 128 then return { variant = "mma", block_m = 128, block_n = 64, warps = 8, stages = 2 } end
-  return { variant = "mma", block_m = 64, block_n = 32, warps = 4, stages = 2 }
+  if dp <= 64 then return { variant = "mma", q_regs = 1, block_m = 128, block_n = 64, warps = 8, stages = 2 } end
+  if dp <= 128 then return { variant = "mma", q_regs = 1, block_m = 128, block_n = 64, warps = 8, stages = 2 } end
+  return { variant = "mma", q_regs = 1, block_m = 64, block_n = 32, warps = 4, stages = 2 }
 end
 
 -- Cheap analytic prior for ranking candidates before timing: blocks that fit
 -- on an SM times the reuse a tile buys.  Only the order matters.
 function F.prior(t)
+  if t.variant == "wgmma" and WG then return WG.prior(t) end
   local threads = 32 * t.warps
   local by_smem = (228 * 1024) // math.max(F.smem_bytes(t), 1)
   local by_regs = 65536 // (math.max(F.register_estimate(t), 64) * threads)
@@ -63,12 +81,17 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
+  // Q's A fragments: kept in registers (Q_REGS), or reloaded from shared
+  // memory at each k-step, which frees MT*KD*4 registers for a taller warp tile.
+  auto q_fragment = [&](u32 (&f)[4], int mt, int kd) {
+    ldsm_x4(f, smem_addr(sQ + (warp * MT * 16 + mt * 16 + lane % 16) * RS + kd * 16 + (lane / 16) * 8));
+  };
   u32 qf[MT][KD][4];
+  if (Q_REGS)
 #pragma unroll
-  for (int mt = 0; mt < MT; mt++)
+    for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-    for (int kd = 0; kd < KD; kd++)
-      ldsm_x4(qf[mt][kd], smem_addr(sQ + (warp * MT * 16 + mt * 16 + lane % 16) * RS + kd * 16 + (lane / 16) * 8));
+      for (int kd = 0; kd < KD; kd++) q_fragment(qf[mt][kd], mt, kd);
 
   float o[MT][DT][4], row_max[MT][2], row_sum[MT][2];
 #pragma unroll
@@ -104,17 +127,24 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
 #pragma unroll
       for (int nt = 0; nt < NT; nt++) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.f;
 #pragma unroll
-    for (int kd = 0; kd < KD; kd++)
+    for (int kd = 0; kd < KD; kd++) {
+      u32 qk[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+        if (Q_REGS) { qk[mt][0] = qf[mt][kd][0]; qk[mt][1] = qf[mt][kd][1]; qk[mt][2] = qf[mt][kd][2]; qk[mt][3] = qf[mt][kd][3]; }
+        else q_fragment(qk[mt], mt, kd);
+      }
 #pragma unroll
       for (int nn = 0; nn < BN / 16; nn++) {
         u32 b[4];
         ldsm_x4(b, smem_addr(kt + (nn * 16 + lane % 8 + (lane / 16) * 8) * RS + kd * 16 + ((lane / 8) % 2) * 8));
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
-          mma_16816(s[mt][2 * nn], qf[mt][kd], b[0], b[1]);
-          mma_16816(s[mt][2 * nn + 1], qf[mt][kd], b[2], b[3]);
+          mma_16816(s[mt][2 * nn], qk[mt], b[0], b[1]);
+          mma_16816(s[mt][2 * nn + 1], qk[mt], b[2], b[3]);
         }
       }
+    }
 
     // Mask the tile's tail and, under causal, keys past the diagonal.
     if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset))
@@ -158,6 +188,7 @@ function F.kernel_name(t, canonical)
 end
 
 function F.render(t, canonical)
+  if t.variant == "wgmma" then return WG.render(t, canonical) end
   local constants = U.fill([[
 constexpr int D = ${D}, D_PAD = ${D_PAD}, RS = ${RS};
 constexpr int BM = ${BM}, BN = ${BN}, WARPS = ${WARPS}, THREADS = WARPS * 32, STAGES = ${STAGES};
@@ -165,8 +196,8 @@ constexpr int MT = BM / (16 * WARPS);   // 16-row MMA tiles per warp
 constexpr int KD = D_PAD / 16;          // k-steps of S = Q K^T
 constexpr int NT = BN / 8;              // 8-key score tiles
 constexpr int DT = D_PAD / 8;           // 8-column output tiles
-constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE};
-]], { D = t.head_dim, D_PAD = d_pad(t), RS = row_stride(t), BM = t.block_m, BN = t.block_n,
+constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, Q_REGS = ${Q_REGS};
+]], { Q_REGS = t.q_regs == 1, D = t.head_dim, D_PAD = d_pad(t), RS = row_stride(t), BM = t.block_m, BN = t.block_n,
       WARPS = t.warps, STAGES = t.stages, CAUSAL = t.causal == 1, LSE = t.lse == 1 })
   return table.concat({
     "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
@@ -182,6 +213,7 @@ end
 
 -- Launch geometry for a problem (numbers in `pr`).
 function F.launches(t, pr, canonical)
+  if t.variant == "wgmma" then return WG.launches(t, pr, canonical) end
   return {
     workspace = 0,
     kernels = { { name = F.kernel_name(t, canonical), grid = { U.ceil_div(pr.seq_q, t.block_m), pr.heads_q, pr.batch },
