@@ -76,8 +76,18 @@ static const char *const base_options[] = {
 };
 #define N_BASE_OPTIONS (int)(sizeof base_options / sizeof base_options[0])
 
+/* MXATTN_LINEINFO=1 adds -lineinfo, so compute-sanitizer and the profilers
+ * can name source lines of generated kernels (MXATTN_DUMP_SOURCE keeps the
+ * source).  It changes the binary, so it is part of the options string that
+ * cache keys hash. */
+static int want_lineinfo(void) {
+    const char *v = getenv("MXATTN_LINEINFO");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
 const char *mx_nvrtc_base_options(void) {
-    return "-std=c++17 -default-device --ptxas-options=-v --minimal";
+    return want_lineinfo() ? "-std=c++17 -default-device --ptxas-options=-v --minimal -lineinfo"
+                           : "-std=c++17 -default-device --ptxas-options=-v --minimal";
 }
 
 static void *open_library(char *tried, size_t tried_len) {
@@ -342,11 +352,12 @@ mxattn_status mx_nvrtc_compile(const char *source, const char *kernel,
     MX_TRY(dump("MXATTN_DUMP_SOURCE", out->source_sha256, ".cu", source, source_path, sizeof source_path));
 
     int n_options = 0;
-    options = malloc(sizeof *options * (size_t)(1 + N_BASE_OPTIONS + (opt->n_extra > 0 ? opt->n_extra : 0)));
+    options = malloc(sizeof *options * (size_t)(2 + N_BASE_OPTIONS + (opt->n_extra > 0 ? opt->n_extra : 0)));
     if (!options) { st = mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "no memory for NVRTC options"); goto fail; }
     snprintf(arch_option, sizeof arch_option, "-arch=%s", opt->arch);
     options[n_options++] = arch_option;
     for (int i = 0; i < N_BASE_OPTIONS; i++) options[n_options++] = base_options[i];
+    if (want_lineinfo()) options[n_options++] = "-lineinfo";
     for (int i = 0; i < opt->n_extra; i++) options[n_options++] = opt->extra[i];
 
     snprintf(program_name, sizeof program_name, "%s.cu", kernel);

@@ -6,7 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/mxattn-out}
 mkdir -p "$OUT"
-B=build
+B=${MXATTN_BUILD:-build}
 export MXATTN_CACHE=/tmp/mxattn-device.db
 summary=()
 note() { summary+=("$*"); echo "## $*"; }
@@ -32,6 +32,13 @@ if [[ " $* " == *" --smoke "* ]]; then
     cat /tmp/run.txt >> "$OUT/runs.txt"
     note "run f16 d$d causal=$c: $(grep -E '^time|^error' /tmp/run.txt | tr -s ' ' | tr '\n' ' ')"
   done; done
+fi
+
+if [[ " $* " == *" --tune "* ]]; then
+  $B/mxattn tune ${TUNE_ARGS:---family f16 --head-dims 64,128 --causal none --seqs 4096 --batch 4 --heads 32} > "$OUT/tune.txt" 2>&1
+  note "tune rc=$?"
+  grep -vE '^\s*\[|candidate' "$OUT/tune.txt" | tail -25
+  $B/mxattn query >> "$OUT/tune.txt" 2>&1
 fi
 
 if [[ " $* " == *" --pytest "* ]]; then
