@@ -209,7 +209,7 @@ static void test_two_level_beats_direct(void **state) {
 
 /* ---- quantization kernels, bit for bit ------------------------------------ */
 
-typedef struct { void *q, *k, *v, *o, *ws; } dev_bufs;
+typedef struct { void *q, *k, *v, *o, *ws; float *lse; } dev_bufs;
 
 /* Runs the whole launch plan of `params` on BHND contiguous inputs and reads
  * the workspace back into *ws (caller frees) with its section offsets. */
@@ -239,6 +239,8 @@ static mxattn_status run_plan_raw(const char *params, int B, int Hq, int Hkv, in
     MX_TRY(mx_mem_alloc(&g_dev, nk * 2, &d.v));
     MX_TRY(mx_mem_alloc(&g_dev, nq * 2, &d.o));
     MX_TRY(mx_mem_alloc(&g_dev, lp->workspace_bytes, &d.ws));
+    /* The tables ask for lse=1: the attention step writes it. */
+    MX_TRY(mx_mem_alloc(&g_dev, (size_t)B * Hq * Nq * sizeof(float), (void **)&d.lse));
     MX_TRY(mx_memset_d8(&g_dev, d.ws, 0xA5, lp->workspace_bytes, NULL));   /* poison: every byte must be written */
     const float *src3[3] = {q, k, v};
     void *dst3[3] = {d.q, d.k, d.v};
@@ -249,7 +251,7 @@ static mxattn_status run_plan_raw(const char *params, int B, int Hq, int Hkv, in
     }
     mx_kernel_args a;
     memset(&a, 0, sizeof a);
-    a.q = d.q; a.k = d.k; a.v = d.v; a.o = d.o; a.ws = d.ws;
+    a.q = d.q; a.k = d.k; a.v = d.v; a.o = d.o; a.ws = d.ws; a.lse = d.lse;
     a.q_ss = D; a.q_sh = (int64_t)Nq * D; a.q_sb = a.q_sh * Hq;
     a.k_ss = D; a.k_sh = (int64_t)Nk * D; a.k_sb = a.k_sh * Hkv;
     a.v_ss = a.k_ss; a.v_sh = a.k_sh; a.v_sb = a.k_sb;
@@ -264,7 +266,7 @@ static mxattn_status run_plan_raw(const char *params, int B, int Hq, int Hkv, in
     MX_TRY(mx_memcpy_dtoh(&g_dev, *ws, d.ws, lp->workspace_bytes));
 fail:
     mx_mem_free(&g_dev, d.q); mx_mem_free(&g_dev, d.k); mx_mem_free(&g_dev, d.v);
-    mx_mem_free(&g_dev, d.o); mx_mem_free(&g_dev, d.ws);
+    mx_mem_free(&g_dev, d.o); mx_mem_free(&g_dev, d.ws); mx_mem_free(&g_dev, d.lse);
     mx_module_unload(&g_dev, mod);
     mx_compile_result_free(&cr);
     free(canon); free(src); free(launch); free(h);
