@@ -194,11 +194,13 @@ return function(family, pv_kind)
   end
 
   function F.default(t)
-    -- FP8 P.V holds more live fragments: block_n 64 at D=128 spills a few bytes (ptxas), 32 does not.
-    if d32(t) <= 64 or (d32(t) <= 128 and pv_kind == "f16") then
-      return { variant = "mma", block_m = 128, block_n = 64, warps = 8, stages = 2 }
+    -- The winners of `mxattn tune` on an H200 at N=4096 (bench/NOTES.md);
+    -- FP8 P.V holds more live fragments, so it keeps block_n 32 at D=128.
+    if d32(t) <= 64 then
+      return { variant = "mma", block_m = 128, block_n = 64, warps = 4, stages = pv_kind == "f16" and 1 or 2 }
     end
-    if d32(t) <= 128 then return { variant = "mma", block_m = 128, block_n = 32, warps = 8, stages = 2 } end
+    if d32(t) <= 128 and pv_kind == "f16" then return { variant = "mma", block_m = 256, block_n = 32, warps = 8, stages = 2 } end
+    if d32(t) <= 128 then return { variant = "mma", block_m = 128, block_n = 32, warps = 4, stages = 2 } end
     return { variant = "mma", block_m = 64, block_n = 32, warps = 4, stages = 2 }
   end
 

@@ -1,0 +1,250 @@
+-- Family f16, variant wgmma (sm_90a): FlashAttention-3 style.  Each consumer
+-- warpgroup owns 64 query rows; S = Q K^T is a warpgroup MMA with Q and K in
+-- shared memory, the online softmax runs on S's accumulator fragments, and
+-- O += P V takes P from registers and V from shared memory.  Q (once) and the
+-- K and V tiles (a `stages`-deep ring) arrive by TMA, completing on mbarriers.
+--
+-- Step 1 (this file): every warp is a consumer; thread 0 also issues the
+-- copies, refilling a ring slot after the block barrier that ends the
+-- iteration which read it.  block_m = 64 * warpgroups, warps = 4 * warpgroups.
+--
+-- Called by families/f16.lua for variant=wgmma: check, smem_bytes,
+-- register_estimate, prior, default, render, launches.
+local U = require("util")
+local WG = {}
+
+local function d_pad(t) return U.round_up(t.head_dim, 16) end
+
+-- Panel width W in elements: the widest swizzle atom (64, 32 or 16 elements,
+-- i.e. 128, 64 or 32 bytes per row) that divides D_PAD, so a tile is whole
+-- panels with no wasted columns (FlashAttention-3 picks its atom the same way).
+local function panel_cols(t)
+  local dp = d_pad(t)
+  if dp % 64 == 0 then return 64 elseif dp % 32 == 0 then return 32 else return 16 end
+end
+local SWIZZLE_MODE = { [64] = 1, [32] = 2, [16] = 3 }   -- descriptor bits 62-63
+
+local function consumers(t) return t.block_m // 64 end
+
+function WG.check(t)
+  if t.arch ~= "sm_90a" then
+    return string.format("variant=wgmma needs arch=sm_90a (warpgroup MMA and TMA), not arch=%s", t.arch)
+  end
+  if t.align ~= 8 then
+    return string.format("variant=wgmma needs align=8 (TMA and wgmma move 16-byte rows), not align=%d", t.align)
+  end
+  if t.q_regs ~= 0 then
+    return "variant=wgmma needs q_regs=0 (the MMA reads Q from shared memory)"
+  end
+  if t.block_m % 64 ~= 0 or t.block_m > 128 then
+    return string.format("variant=wgmma: block_m=%d must be 64 or 128 (64 query rows per consumer warpgroup)", t.block_m)
+  end
+  if t.warps ~= 4 * consumers(t) then
+    return string.format("variant=wgmma: block_m=%d needs warps=%d (one warpgroup of 4 warps per 64 rows), not warps=%d",
+                         t.block_m, 4 * consumers(t), t.warps)
+  end
+  if t.stages < 2 then
+    return string.format("variant=wgmma needs stages>=2 (a TMA ring), not stages=%d", t.stages)
+  end
+end
+
+-- Layout of the dynamic shared memory, in bytes from a 1024-aligned base.
+local function layout(t)
+  local dp = d_pad(t)
+  local l = { q = 0, q_bytes = t.block_m * dp * 2, kv_bytes = t.block_n * dp * 2 }
+  l.k = l.q_bytes
+  l.v = l.k + t.stages * l.kv_bytes
+  l.bar = l.v + t.stages * l.kv_bytes
+  l.total = l.bar + 8 * (1 + 2 * t.stages)
+  return l
+end
+
+-- + 1024: the runtime base is only 16-byte aligned; the kernel rounds it up.
+function WG.smem_bytes(t) return layout(t).total + 1024 end
+
+function WG.register_estimate(t)
+  -- O and S accumulators, P's packed halves, softmax state, descriptors and addressing.
+  return d_pad(t) // 2 + t.block_n // 2 + t.block_n // 4 + 40
+end
+
+function WG.default(t)
+  local dp = d_pad(t)
+  return { variant = "wgmma", q_regs = 0, block_m = 128, warps = 8, stages = 2, block_n = dp <= 128 and 128 or 64 }
+end
+
+-- Larger key tiles amortise the softmax's fixed costs; wgmma's rate is about
+-- twice mma.sync's, so any legal wgmma table ranks above the mma ones.
+function WG.prior(t)
+  local by_smem = math.min((228 * 1024) // math.max(WG.smem_bytes(t), 1), 2)
+  local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
+  return 64 * by_smem * reuse
+end
+
+local KERNEL = [[
+// Grid: (query blocks, heads_q, batch); causal grids run the heaviest blocks
+// first.  Thread 0 issues every TMA copy; all threads consume.
+extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
+  extern __shared__ __align__(1024) u8 smem[];
+  // Swizzled tiles need 1024-byte alignment (the 128B pattern spans 8 rows).
+  const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
+  const u32 sQ = base + SM_Q, sK = base + SM_K, sV = base + SM_V;
+  const u32 bar_q = base + SM_BAR;
+  auto bar_k = [&](int s) { return bar_q + 8 * (1 + s); };
+  auto bar_v = [&](int s) { return bar_q + 8 * (1 + STAGES + s); };
+  const int warp = threadIdx.x / 32, wg = warp / 4;
+  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
+  const int m0 = m_block * BM, warp_row0 = m0 + wg * 64 + (warp % 4) * 16;
+  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
+
+  // Keys this block can see: all, or (causal) up to its last row's diagonal.
+  int n_end = a.seq_k;
+  if (CAUSAL && m0 + BM + a.causal_offset < n_end) n_end = m0 + BM + a.causal_offset;
+  const int n_tiles = n_end > 0 ? (n_end + BN - 1) / BN : 0;
+
+  // Load K and V tile `tile` into ring slot tile % STAGES: one box per panel.
+  auto load_kv = [&](int tile) {
+    const int s = tile % STAGES;
+    mbar_expect_tx(bar_k(s), KV_BYTES);
+#pragma unroll
+    for (int p = 0; p < PANELS; p++)
+      tma_load_4d(sK + s * KV_BYTES + p * BN * ROW_BYTES, map_k, p * W, tile * BN, kv_head, batch, bar_k(s));
+    mbar_expect_tx(bar_v(s), KV_BYTES);
+#pragma unroll
+    for (int p = 0; p < PANELS; p++)
+      tma_load_4d(sV + s * KV_BYTES + p * BN * ROW_BYTES, map_v, p * W, tile * BN, kv_head, batch, bar_v(s));
+  };
+
+  // Barriers, then Q and the first STAGES-1 K/V tiles in flight.
+  if (threadIdx.x == 0) {
+    tma_prefetch_map(map_q); tma_prefetch_map(map_k); tma_prefetch_map(map_v);
+    mbar_init(bar_q, 1);
+    for (int s = 0; s < STAGES; s++) { mbar_init(bar_k(s), 1); mbar_init(bar_v(s), 1); }
+    mbar_init_fence();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    mbar_expect_tx(bar_q, Q_BYTES);
+#pragma unroll
+    for (int p = 0; p < PANELS; p++) tma_load_4d(sQ + p * BM * ROW_BYTES, map_q, p * W, m0, head, batch, bar_q);
+    for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) load_kv(s);
+  }
+
+  float o[1][DT][4], row_max[1][2], row_sum[1][2];
+#pragma unroll
+  for (int dt = 0; dt < DT; dt++) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.f;
+  row_max[0][0] = row_max[0][1] = MX_NEG_INF;
+  row_sum[0][0] = row_sum[0][1] = 0.f;
+
+  // Descriptors of this warpgroup's 64 Q rows and of ring slot 0's K and V;
+  // a k-step or a slot only adds to the start address (the low 14 bits).
+  const u64 desc_q = smem_desc(sQ + wg * 64 * ROW_BYTES, 16, 8 * ROW_BYTES);
+  const u64 desc_k = smem_desc(sK, 16, 8 * ROW_BYTES);
+  const u64 desc_v = smem_desc(sV, BN * ROW_BYTES, 8 * ROW_BYTES);
+  mbar_wait(bar_q, 0);
+
+  for (int t = 0; t < n_tiles; t++) {
+    // Refill the slot the previous iteration released (the barrier at its end).
+    if (threadIdx.x == 0 && t + STAGES - 1 < n_tiles) load_kv(t + STAGES - 1);
+    const int slot = t % STAGES;
+    const u32 parity = (t / STAGES) & 1;
+
+    // S = Q K^T: D_PAD/16 k-steps; step kd is 32 bytes into panel kd/(W/16).
+    float s[1][NT][4];
+    mbar_wait(bar_k(slot), parity);
+    wgmma_fence();
+#pragma unroll
+    for (int kd = 0; kd < KD; kd++) {
+      const int panel = kd / (W / 16), step = (kd % (W / 16)) * 32;
+      wgmma_qk(s, desc_q + (panel * BM * ROW_BYTES + step) / 16,
+               desc_k + (slot * KV_BYTES + panel * BN * ROW_BYTES + step) / 16, kd > 0);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    reg_fence(s);
+
+    // Mask the tile's tail and, under causal, keys past the diagonal.
+    if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset))
+      mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
+
+    online_softmax(s, row_max, row_sum, o, a.scale_log2);
+
+    // P to the A operand in registers: k16 step kk covers S chunks 2kk, 2kk+1.
+    u32 pa[BN / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; kk++) {
+      pa[kk][0] = pack_in(s[0][2 * kk][0], s[0][2 * kk][1]);
+      pa[kk][1] = pack_in(s[0][2 * kk][2], s[0][2 * kk][3]);
+      pa[kk][2] = pack_in(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
+      pa[kk][3] = pack_in(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
+#pragma unroll
+      for (int i = 0; i < 4; i++) reg_fence(pa[kk][i]);
+    }
+
+    // O += P V: BN/16 k-steps, each 16 key rows further into the slot.
+    mbar_wait(bar_v(slot), parity);
+    reg_fence(o);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; kk++)
+      wgmma_pv(o, pa[kk], desc_v + (slot * KV_BYTES + kk * 16 * ROW_BYTES) / 16);
+    wgmma_commit();
+    wgmma_wait<0>();
+    reg_fence(o);
+    __syncthreads();                   // every warpgroup is done with this slot
+  }
+
+  u16 *o_head = (u16 *)a.o + batch * a.o_sb + head * a.o_sh;
+  float *lse_head = a.lse + ((i64)batch * a.heads_q + head) * a.seq_q;
+  write_output(o, row_max, row_sum, o_head, a.o_ss, lse_head, warp_row0, a.seq_q);
+}
+]]
+
+function WG.kernel_name(t, canonical)
+  return string.format("mxattn_f16_d%d_%s", t.head_dim, U.short_hash(canonical))
+end
+
+function WG.render(t, canonical)
+  local l, w = layout(t), panel_cols(t)
+  local constants = U.fill([[
+constexpr int D = ${D}, D_PAD = ${D_PAD};
+constexpr int BM = ${BM}, BN = ${BN}, WARPS = ${WARPS}, THREADS = WARPS * 32, STAGES = ${STAGES};
+constexpr int W = ${W}, ROW_BYTES = 2 * W, PANELS = D_PAD / W;   // swizzle panels of W columns
+constexpr int Q_BYTES = ${Q_BYTES}, KV_BYTES = ${KV_BYTES};
+constexpr int SM_Q = ${SM_Q}, SM_K = ${SM_K}, SM_V = ${SM_V}, SM_BAR = ${SM_BAR};
+constexpr int MT = 1;                   // one 64-row warpgroup tile: 16 rows per warp
+constexpr int KD = D_PAD / 16;          // k-steps of S = Q K^T
+constexpr int NT = BN / 8;              // 8-key chunks of S
+constexpr int DT = D_PAD / 8;           // 8-column chunks of O
+constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE};
+]], { D = t.head_dim, D_PAD = d_pad(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps, STAGES = t.stages,
+      W = w, Q_BYTES = l.q_bytes, KV_BYTES = l.kv_bytes, SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar,
+      CAUSAL = t.causal == 1, LSE = t.lse == 1 })
+  return table.concat({
+    "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
+    require("blocks.prelude")(t),
+    constants,
+    require("blocks.tma_mbarrier")(t),
+    require("blocks.wgmma_f16")({ dtype = t.dtype, bn = t.block_n, d_pad = d_pad(t), swizzle_mode = SWIZZLE_MODE[w] }),
+    "MX_INLINE u32 pack_in(float lo, float hi) { return pack_" .. t.dtype .. "(lo, hi); }\n",
+    require("blocks.softmax")(t),
+    require("blocks.epilogue")(t),
+    U.fill(KERNEL, { NAME = WG.kernel_name(t, canonical) }),
+  }, "\n")
+end
+
+function WG.launches(t, pr, canonical)
+  local w = panel_cols(t)
+  return {
+    workspace = 0,
+    kernels = { { name = WG.kernel_name(t, canonical), grid = { U.ceil_div(pr.seq_q, t.block_m), pr.heads_q, pr.batch },
+                  block = 32 * t.warps, smem = WG.smem_bytes(t) } },
+    tmaps = {
+      { slot = 0, tensor = "q", box_cols = w, box_rows = t.block_m, swizzle = 2 * w },
+      { slot = 1, tensor = "k", box_cols = w, box_rows = t.block_n, swizzle = 2 * w },
+      { slot = 2, tensor = "v", box_cols = w, box_rows = t.block_n, swizzle = 2 * w },
+    },
+  }
+end
+
+return WG
