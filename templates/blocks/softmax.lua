@@ -45,8 +45,11 @@ MX_INLINE void online_softmax(float (&s)[MT][NT][4], float (&row_max)[MT][2], fl
           sum += s[mt][nt][e];
         }
       row_sum[mt][h] = row_sum[mt][h] * alpha + sum;
+      // Once a row's maximum settles (most tiles after the first few), alpha
+      // is exactly 1: skip the DT*2 multiplies when no lane of the warp needs them.
+      if (__any_sync(0xffffffffu, alpha != 1.f))
 #pragma unroll
-      for (int dt = 0; dt < DT; dt++) { o[mt][dt][2 * h] *= alpha; o[mt][dt][2 * h + 1] *= alpha; }
+        for (int dt = 0; dt < DT; dt++) { o[mt][dt][2 * h] *= alpha; o[mt][dt][2 * h + 1] *= alpha; }
     }
 }
 ]]
