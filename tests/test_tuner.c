@@ -89,7 +89,9 @@ static void test_prune_by_resources(void **state) {
     assert_int_equal(mx_tune_blocks_per_sm(&fine, &lim), 2);
 
     mx_kernel_resources spills = fine;
-    spills.spill_bytes = 8;
+    spills.spill_bytes = MX_TUNE_SPILL_ALLOWANCE;      /* a little: still measured */
+    assert_null(mx_tune_prune(&spills, &lim, why, sizeof why));
+    spills.spill_bytes = MX_TUNE_SPILL_ALLOWANCE + 1;  /* more: pruned */
     assert_string_equal(mx_tune_prune(&spills, &lim, why, sizeof why), MX_MEASURE_OUT_OF_RESOURCES);
     assert_non_null(strstr(why, "spills"));
 

@@ -3,6 +3,9 @@
  * on recorded numbers.  Nothing here allocates except where it says so. */
 #ifndef MX_TUNER_TUNE_LOGIC_H
 #define MX_TUNER_TUNE_LOGIC_H
+/* Spill bytes (stores + loads) a candidate may have and still be measured. */
+#define MX_TUNE_SPILL_ALLOWANCE 128
+
 #include <stddef.h>
 #include <stdint.h>
 #include "cache/cache.h"
