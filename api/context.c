@@ -42,6 +42,7 @@ mxattn_status mxattn_create(mxattn_ctx **out, const mxattn_options *opts) {
 
 void mxattn_destroy(mxattn_ctx *ctx) {
     if (!ctx) return;
+    if (ctx->tuner_started) pthread_join(ctx->tuner_thread, NULL);
     mx_cache_close(ctx->cache);
     if (ctx->dev_open) mx_device_close(&ctx->dev);
     mx_gen_close(ctx->gen);
@@ -85,7 +86,7 @@ void mx_ctx_jit_env(mxattn_ctx *ctx, const mx_device *dev, mx_jit_env *env) {
 void mx_ctx_tune_key(mxattn_ctx *ctx, const mx_device *dev, const mx_problem *pr, mx_tune_key *key) {
     const mxattn_problem *p = &pr->p;
     memset(key, 0, sizeof *key);
-    snprintf(key->gpu_name, sizeof key->gpu_name, "%s", dev->name);
+    snprintf(key->gpu_name, sizeof key->gpu_name, "%.127s", dev->name);
     key->sm_count = dev->sm_count;
     key->compute_capability = dev->cc_major * 10 + dev->cc_minor;
     key->driver_version = dev->driver_version;
@@ -108,4 +109,52 @@ void mx_ctx_tune_sizes(const mx_problem *pr, mx_tune_sizes *s) {
     s->batch = p->batch; s->heads_q = p->heads_q; s->heads_kv = p->heads_kv;
     s->seq_q = p->seq_q; s->seq_k = p->seq_k; s->head_dim = p->head_dim;
     s->causal = (int)p->causal; s->dtype_bytes = 2; s->sm_scale = p->sm_scale;
+}
+
+typedef struct {
+    mxattn_ctx *ctx;
+    const mx_device *dev;
+    char shape[1024];
+    mx_tune_sizes sizes;
+    mx_tune_key key;
+} background_job;
+
+static void *background_tune(void *arg) {
+    background_job *job = arg;
+    mx_jit_env env;
+    mx_tune_options opt;
+    mx_tune_outcome outcome;
+    mx_ctx_jit_env(job->ctx, job->dev, &env);
+    mx_tune_options_init(&opt);
+    opt.resume = 1;
+    opt.max_candidates = MX_JIT_TUNE_CANDIDATES;
+    /* Failures only mean the default stays in use; nobody is waiting to hear. */
+    (void)mx_tune_run(&env, job->shape, &job->sizes, &job->key, &opt, &outcome);
+    pthread_mutex_lock(&job->ctx->lock);
+    job->ctx->tuner_busy = 0;
+    pthread_mutex_unlock(&job->ctx->lock);
+    free(job);
+    return NULL;
+}
+
+void mx_ctx_tune_in_background(mxattn_ctx *ctx, const mx_device *dev, const char *shape,
+                               const mx_tune_sizes *sizes, const mx_tune_key *key) {
+    background_job *job = calloc(1, sizeof *job);
+    if (!job) return;
+    job->ctx = ctx;
+    job->dev = dev;
+    snprintf(job->shape, sizeof job->shape, "%s", shape);
+    job->sizes = *sizes;
+    job->key = *key;
+    pthread_mutex_lock(&ctx->lock);
+    if (ctx->tuner_busy) {
+        pthread_mutex_unlock(&ctx->lock);
+        free(job);
+        return;
+    }
+    if (ctx->tuner_started) pthread_join(ctx->tuner_thread, NULL);  /* finished: reap it */
+    ctx->tuner_started = pthread_create(&ctx->tuner_thread, NULL, background_tune, job) == 0;
+    ctx->tuner_busy = ctx->tuner_started;
+    pthread_mutex_unlock(&ctx->lock);
+    if (!ctx->tuner_started) free(job);
 }

@@ -23,7 +23,20 @@ struct mxattn_ctx {
     int dev_open;
     mx_cache *cache;
     int cache_tried;
+    pthread_t tuner_thread;      /* MXATTN_TUNE=background: one tuning run at a time */
+    int tuner_started, tuner_busy;
 };
+
+/* Candidates a tuning run inside plan creation measures at most: enough to
+ * find the tile shape, few enough to keep a first plan within seconds. */
+#define MX_JIT_TUNE_CANDIDATES 24
+
+/* Starts tuning `key` on a background thread unless one is running already
+ * (then this request is dropped: a later plan of the same problem asks again).
+ * Plans made meanwhile use the default; those made after it finishes get the
+ * winner from the database.  mxattn_destroy waits for the thread. */
+void mx_ctx_tune_in_background(mxattn_ctx *ctx, const mx_device *dev, const char *shape,
+                               const mx_tune_sizes *sizes, const mx_tune_key *key);
 
 /* Opens the GPU on first use; NO_DRIVER / NO_DEVICE where there is none. */
 mxattn_status mx_ctx_device(mxattn_ctx *ctx, const mx_device **out);

@@ -58,13 +58,18 @@ static mxattn_status choose_config(mxattn_plan *plan, const char *explicit_confi
     }
     mx_clear_error();
     if (ctx->tune_policy == MX_TUNE_OFF) return MXATTN_OK;
-    /* first-use (and, for now, background): tune here, once per key. */
     mx_tune_sizes sizes;
     mx_tune_options opt;
     mx_tune_outcome outcome;
     mx_ctx_tune_sizes(&plan->pr, &sizes);
+    if (ctx->tune_policy == MX_TUNE_BACKGROUND) {
+        mx_ctx_tune_in_background(ctx, plan->dev, shape, &sizes, &key);
+        return MXATTN_OK;
+    }
+    /* first-use: tune here, once per key, then build the winner. */
     mx_tune_options_init(&opt);
     opt.resume = 1;
+    opt.max_candidates = MX_JIT_TUNE_CANDIDATES;
     if (mx_tune_run(&env, shape, &sizes, &key, &opt, &outcome) == MXATTN_OK && outcome.best[0]) {
         snprintf(config, cap, "%s", outcome.best);
         plan->info.config_source = "tuned";
