@@ -160,13 +160,14 @@ static int check_case(const gpu_case *c, const char *config, uint64_t seed) {
     return !ok;
 }
 
-/* A configuration that fits the head dim: 128-key tiles up to D=128. */
+/* A configuration that fits the head dim (128-key tiles up to D=128), with
+ * and without the producer warpgroup (warps = 4 * consumers + 4). */
 static const char *config_for(int d, int i) {
-    static const char *small[] = {WG "block_m=128 warps=8 block_n=128 stages=2", WG "block_m=128 warps=8 block_n=64 stages=2",
-                                  WG "block_m=64 warps=4 block_n=64 stages=3"};
-    static const char *large[] = {WG "block_m=128 warps=8 block_n=64 stages=2", WG "block_m=64 warps=4 block_n=64 stages=2",
-                                  WG "block_m=128 warps=8 block_n=32 stages=2"};
-    return d <= 128 ? small[i % 3] : large[i % 3];
+    static const char *small[] = {WG "block_m=128 warps=8 block_n=128 stages=2", WG "block_m=128 warps=12 block_n=128 stages=2",
+                                  WG "block_m=64 warps=4 block_n=64 stages=3", WG "block_m=64 warps=8 block_n=64 stages=2"};
+    static const char *large[] = {WG "block_m=128 warps=8 block_n=64 stages=2", WG "block_m=128 warps=12 block_n=64 stages=2",
+                                  WG "block_m=64 warps=4 block_n=64 stages=2", WG "block_m=128 warps=8 block_n=32 stages=2"};
+    return d <= 128 ? small[i % 4] : large[i % 4];
 }
 
 /* ---- tests ---- */
@@ -235,9 +236,11 @@ static void test_configs(void **state) {
     static const char *configs[] = {
         WG "block_m=128 warps=8 block_n=16 stages=2", WG "block_m=128 warps=8 block_n=32 stages=3",
         WG "block_m=128 warps=8 block_n=64 stages=3", WG "block_m=128 warps=8 block_n=128 stages=2",
-        WG "block_m=64 warps=4 block_n=16 stages=3",  WG "block_m=64 warps=4 block_n=128 stages=3"};
+        WG "block_m=64 warps=4 block_n=16 stages=3",  WG "block_m=64 warps=4 block_n=128 stages=3",
+        WG "block_m=128 warps=12 block_n=16 stages=3", WG "block_m=128 warps=12 block_n=128 stages=2",
+        WG "block_m=64 warps=8 block_n=32 stages=3"};
     int failures = 0;
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 9; i++) {
         gpu_case c = {.family = "f16", .batch = 2, .heads_q = 4, .heads_kv = 2, .seq_q = 333, .seq_k = 1000,
                       .head_dim = 128, .causal = (mxattn_causal)(1 + i % 2), .dtype = i % 2 ? MXATTN_F16 : MXATTN_BF16,
                       .layout = MXATTN_LAYOUT_BNHD, .pad = 8, .lse = 1};
@@ -252,6 +255,7 @@ static void test_long(void **state) {
                   .head_dim = 128, .causal = MXATTN_CAUSAL_TOP_LEFT, .dtype = MXATTN_BF16,
                   .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
     assert_int_equal(check_case(&c, config_for(128, 0), (uint64_t)time(NULL) + 400), 0);
+    assert_int_equal(check_case(&c, config_for(128, 1), (uint64_t)time(NULL) + 401), 0);
 }
 
 /* Milliseconds per run of `config` (NULL: the default plan), median-free mean of 10 after 3 warm-ups. */
@@ -301,8 +305,10 @@ static void test_speed(void **state) {
         double flops = 4.0 * B * H * (double)N * N * D * (causal ? 0.5 : 1.0);
         static const char *configs[] = {NULL, WG "block_m=128 warps=8 block_n=128 stages=2",
                                         WG "block_m=128 warps=8 block_n=64 stages=3",
-                                        WG "block_m=128 warps=8 block_n=128 stages=3"};
-        for (int i = 0; i < 4; i++) {
+                                        WG "block_m=128 warps=12 block_n=128 stages=2",
+                                        WG "block_m=128 warps=12 block_n=64 stages=3",
+                                        WG "block_m=128 warps=12 block_n=128 stages=3"};
+        for (int i = 0; i < 6; i++) {
             char used[320] = "";
             double ms = time_plan(&p, configs[i], buf[0], buf[1], buf[2], buf[3], used, sizeof used);
             printf("speed B=%d H=%d N=%d D=%d causal=%d %-9s [%s]: %.3f ms, %.1f TOPS\n", B, H, N, D, causal,

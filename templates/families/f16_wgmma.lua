@@ -4,9 +4,12 @@
 -- O += P V takes P from registers and V from shared memory.  Q (once) and the
 -- K and V tiles (a `stages`-deep ring) arrive by TMA, completing on mbarriers.
 --
--- Step 1 (this file): every warp is a consumer; thread 0 also issues the
--- copies, refilling a ring slot after the block barrier that ends the
--- iteration which read it.  block_m = 64 * warpgroups, warps = 4 * warpgroups.
+-- Two kernels, chosen by `warps` (no extra knob): warps = 4 * consumers runs
+-- step 1 (every warpgroup consumes, thread 0 also issues the copies, a block
+-- barrier per key tile frees the ring slot); warps = 4 * consumers + 4 adds a
+-- producer warpgroup (step 2, FlashAttention-3's warp specialization: full
+-- and empty mbarriers per slot, setmaxnreg moves registers to the consumers,
+-- no block barrier in the loop).  block_m = 64 * consumers.
 --
 -- Called by families/f16.lua for variant=wgmma: check, smem_bytes,
 -- register_estimate, prior, default, render, launches.
@@ -39,9 +42,10 @@ function WG.check(t)
   if t.block_m % 64 ~= 0 or t.block_m > 128 then
     return string.format("variant=wgmma: block_m=%d must be 64 or 128 (64 query rows per consumer warpgroup)", t.block_m)
   end
-  if t.warps ~= 4 * consumers(t) then
-    return string.format("variant=wgmma: block_m=%d needs warps=%d (one warpgroup of 4 warps per 64 rows), not warps=%d",
-                         t.block_m, 4 * consumers(t), t.warps)
+  local c = consumers(t)
+  if t.warps ~= 4 * c and t.warps ~= 4 * c + 4 then
+    return string.format("variant=wgmma: block_m=%d needs warps=%d (a warpgroup of 4 warps per 64 rows) or %d (plus a TMA producer warpgroup), not warps=%d",
+                         t.block_m, 4 * c, 4 * c + 4, t.warps)
   end
   if t.stages < 2 then
     return string.format("variant=wgmma needs stages>=2 (a TMA ring), not stages=%d", t.stages)
@@ -55,7 +59,7 @@ local function layout(t)
   l.k = l.q_bytes
   l.v = l.k + t.stages * l.kv_bytes
   l.bar = l.v + t.stages * l.kv_bytes
-  l.total = l.bar + 8 * (1 + 2 * t.stages)
+  l.total = l.bar + 8 * (1 + 3 * t.stages)   -- q, full_k, full_v, empty
   return l
 end
 
@@ -72,29 +76,79 @@ function WG.default(t)
   return { variant = "wgmma", q_regs = 0, block_m = 128, warps = 8, stages = 2, block_n = dp <= 128 and 128 or 64 }
 end
 
--- Larger key tiles amortise the softmax's fixed costs; wgmma's rate is about
--- twice mma.sync's, so any legal wgmma table ranks above the mma ones.
+-- Larger key tiles amortise the softmax's fixed costs, and a producer
+-- warpgroup frees the consumers from the loads.  Kept below the mma tables'
+-- priors until the variant has been checked on a GPU (raise it then).
 function WG.prior(t)
   local by_smem = math.min((228 * 1024) // math.max(WG.smem_bytes(t), 1), 2)
   local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
-  return 64 * by_smem * reuse
+  return by_smem * reuse * (t.warps == 4 * consumers(t) + 4 and 1.5 or 1)
 end
 
-local KERNEL = [[
-// Grid: (query blocks, heads_q, batch); causal grids run the heaviest blocks
-// first.  Thread 0 issues every TMA copy; all threads consume.
-extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
+-- One key tile for one warpgroup, shared by both kernels.
+local ATTEND = [[
+// S = Q K^T, mask, online softmax, O += P V for key tile t, whose K and V sit
+// in the ring slot the descriptors point at (their barriers: bar_k, bar_v).
+MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (&row_sum)[1][2], u64 desc_q,
+                           u64 desc_k, u64 desc_v, u32 bar_k, u32 bar_v, u32 parity, int t, int warp_row0,
+                           const mx_kernel_args &a) {
+  // S = Q K^T: D_PAD/16 k-steps; step kd is 32 bytes into panel kd/(W/16).
+  float s[1][NT][4];
+  mbar_wait(bar_k, parity);
+  wgmma_fence();
+#pragma unroll
+  for (int kd = 0; kd < KD; kd++) {
+    const int panel = kd / (W / 16), step = (kd % (W / 16)) * 32;
+    wgmma_qk(s, desc_q + (panel * BM * ROW_BYTES + step) / 16, desc_k + (panel * BN * ROW_BYTES + step) / 16, kd > 0);
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+  reg_fence(s);
+
+  // Mask the tile's tail and, under causal, keys past the diagonal.
+  if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset))
+    mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
+
+  online_softmax(s, row_max, row_sum, o, a.scale_log2);
+
+  // P to the A operand in registers: k16 step kk covers S chunks 2kk, 2kk+1.
+  u32 pa[BN / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; kk++) {
+    pa[kk][0] = pack_in(s[0][2 * kk][0], s[0][2 * kk][1]);
+    pa[kk][1] = pack_in(s[0][2 * kk][2], s[0][2 * kk][3]);
+    pa[kk][2] = pack_in(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
+    pa[kk][3] = pack_in(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
+#pragma unroll
+    for (int i = 0; i < 4; i++) reg_fence(pa[kk][i]);
+  }
+
+  // O += P V: BN/16 k-steps, each 16 key rows further into the slot.
+  mbar_wait(bar_v, parity);
+  reg_fence(o);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; kk++) wgmma_pv(o, pa[kk], desc_v + kk * 16 * ROW_BYTES / 16);
+  wgmma_commit();
+  wgmma_wait<0>();
+  reg_fence(o);
+}
+]]
+
+-- What both kernels do first: where things are, which keys this block sees.
+local SETUP = [[
   extern __shared__ __align__(1024) u8 smem[];
   // Swizzled tiles need 1024-byte alignment (the 128B pattern spans 8 rows).
   const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
   const u32 sQ = base + SM_Q, sK = base + SM_K, sV = base + SM_V;
-  const u32 bar_q = base + SM_BAR;
+  const u32 bar_q = base + SM_BAR;     // then full_k[STAGES], full_v[STAGES], empty[STAGES]
   auto bar_k = [&](int s) { return bar_q + 8 * (1 + s); };
   auto bar_v = [&](int s) { return bar_q + 8 * (1 + STAGES + s); };
-  const int warp = threadIdx.x / 32, wg = warp / 4;
+  auto bar_empty = [&](int s) { return bar_q + 8 * (1 + 2 * STAGES + s); };
+  const int warp = threadIdx.x / 32;
   const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
-  const int m0 = m_block * BM, warp_row0 = m0 + wg * 64 + (warp % 4) * 16;
+  const int m0 = m_block * BM;
   const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
 
   // Keys this block can see: all, or (causal) up to its last row's diagonal.
@@ -114,89 +168,97 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_co
     for (int p = 0; p < PANELS; p++)
       tma_load_4d(sV + s * KV_BYTES + p * BN * ROW_BYTES, map_v, p * W, tile * BN, kv_head, batch, bar_v(s));
   };
-
-  // Barriers, then Q and the first STAGES-1 K/V tiles in flight.
-  if (threadIdx.x == 0) {
-    tma_prefetch_map(map_q); tma_prefetch_map(map_k); tma_prefetch_map(map_v);
-    mbar_init(bar_q, 1);
-    for (int s = 0; s < STAGES; s++) { mbar_init(bar_k(s), 1); mbar_init(bar_v(s), 1); }
-    mbar_init_fence();
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
+  auto load_q = [&]() {
     mbar_expect_tx(bar_q, Q_BYTES);
 #pragma unroll
     for (int p = 0; p < PANELS; p++) tma_load_4d(sQ + p * BM * ROW_BYTES, map_q, p * W, m0, head, batch, bar_q);
-    for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) load_kv(s);
-  }
+  };
 
+  if (threadIdx.x == 0) {
+    tma_prefetch_map(map_q); tma_prefetch_map(map_k); tma_prefetch_map(map_v);
+    mbar_init(bar_q, 1);
+    for (int s = 0; s < STAGES; s++) {
+      mbar_init(bar_k(s), 1);
+      mbar_init(bar_v(s), 1);
+      mbar_init(bar_empty(s), CONSUMERS * 128);   // every consumer thread releases the slot
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+]]
+
+-- The consumer side: one warpgroup's 64 rows over every key tile.
+local CONSUME = [[
+  const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
+  const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;
   float o[1][DT][4], row_max[1][2], row_sum[1][2];
 #pragma unroll
   for (int dt = 0; dt < DT; dt++) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.f;
   row_max[0][0] = row_max[0][1] = MX_NEG_INF;
   row_sum[0][0] = row_sum[0][1] = 0.f;
-
   // Descriptors of this warpgroup's 64 Q rows and of ring slot 0's K and V;
   // a k-step or a slot only adds to the start address (the low 14 bits).
   const u64 desc_q = smem_desc(sQ + wg * 64 * ROW_BYTES, 16, 8 * ROW_BYTES);
   const u64 desc_k = smem_desc(sK, 16, 8 * ROW_BYTES);
   const u64 desc_v = smem_desc(sV, BN * ROW_BYTES, 8 * ROW_BYTES);
   mbar_wait(bar_q, 0);
+]]
 
-  for (int t = 0; t < n_tiles; t++) {
-    // Refill the slot the previous iteration released (the barrier at its end).
-    if (threadIdx.x == 0 && t + STAGES - 1 < n_tiles) load_kv(t + STAGES - 1);
-    const int slot = t % STAGES;
-    const u32 parity = (t / STAGES) & 1;
-
-    // S = Q K^T: D_PAD/16 k-steps; step kd is 32 bytes into panel kd/(W/16).
-    float s[1][NT][4];
-    mbar_wait(bar_k(slot), parity);
-    wgmma_fence();
-#pragma unroll
-    for (int kd = 0; kd < KD; kd++) {
-      const int panel = kd / (W / 16), step = (kd % (W / 16)) * 32;
-      wgmma_qk(s, desc_q + (panel * BM * ROW_BYTES + step) / 16,
-               desc_k + (slot * KV_BYTES + panel * BN * ROW_BYTES + step) / 16, kd > 0);
-    }
-    wgmma_commit();
-    wgmma_wait<0>();
-    reg_fence(s);
-
-    // Mask the tile's tail and, under causal, keys past the diagonal.
-    if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset))
-      mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
-
-    online_softmax(s, row_max, row_sum, o, a.scale_log2);
-
-    // P to the A operand in registers: k16 step kk covers S chunks 2kk, 2kk+1.
-    u32 pa[BN / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; kk++) {
-      pa[kk][0] = pack_in(s[0][2 * kk][0], s[0][2 * kk][1]);
-      pa[kk][1] = pack_in(s[0][2 * kk][2], s[0][2 * kk][3]);
-      pa[kk][2] = pack_in(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
-      pa[kk][3] = pack_in(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
-#pragma unroll
-      for (int i = 0; i < 4; i++) reg_fence(pa[kk][i]);
-    }
-
-    // O += P V: BN/16 k-steps, each 16 key rows further into the slot.
-    mbar_wait(bar_v(slot), parity);
-    reg_fence(o);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; kk++)
-      wgmma_pv(o, pa[kk], desc_v + (slot * KV_BYTES + kk * 16 * ROW_BYTES) / 16);
-    wgmma_commit();
-    wgmma_wait<0>();
-    reg_fence(o);
-    __syncthreads();                   // every warpgroup is done with this slot
-  }
-
+local EPILOGUE = [[
   u16 *o_head = (u16 *)a.o + batch * a.o_sb + head * a.o_sh;
   float *lse_head = a.lse + ((i64)batch * a.heads_q + head) * a.seq_q;
   write_output(o, row_max, row_sum, o_head, a.o_ss, lse_head, warp_row0, a.seq_q);
+]]
+
+-- Step 1: every warp consumes; thread 0 also issues the copies, refilling a
+-- slot after the block barrier that ends the iteration which read it.
+local KERNEL = [[
+extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
+${SETUP}
+  if (threadIdx.x == 0) {
+    load_q();
+    for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) load_kv(s);
+  }
+${CONSUME}
+  for (int t = 0; t < n_tiles; t++) {
+    if (threadIdx.x == 0 && t + STAGES - 1 < n_tiles) load_kv(t + STAGES - 1);
+    const int slot = t % STAGES;
+    attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * KV_BYTES / 16, desc_v + slot * KV_BYTES / 16,
+                bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, a);
+    __syncthreads();                   // every warpgroup is done with this slot
+  }
+${EPILOGUE}
+}
+]]
+
+-- Step 2: warp specialization.  Warpgroup 0 only issues copies (one thread),
+-- waiting on each slot's `empty` barrier before refilling it, and gives its
+-- registers to the consumers (setmaxnreg); the consumer warpgroups never
+-- meet at a block barrier, so one's softmax overlaps the other's MMAs.
+local KERNEL_WS = [[
+extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
+${SETUP}
+  if (warp < 4) {                      // producer warpgroup
+    if (REGS_PRODUCER) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS_PRODUCER));
+    if (threadIdx.x == 0) {
+      load_q();
+      for (int t = 0; t < n_tiles; t++) {
+        const int slot = t % STAGES;
+        if (t >= STAGES) mbar_wait(bar_empty(slot), (t / STAGES - 1) & 1);   // tile t - STAGES released
+        load_kv(t);
+      }
+    }
+  } else {                             // consumer warpgroups
+    if (REGS_CONSUMER) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS_CONSUMER));
+${CONSUME}
+    for (int t = 0; t < n_tiles; t++) {
+      const int slot = t % STAGES;
+      attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * KV_BYTES / 16, desc_v + slot * KV_BYTES / 16,
+                  bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, a);
+      mbar_arrive(bar_empty(slot));    // this thread's MMAs on the slot are complete
+    }
+${EPILOGUE}
+  }
 }
 ]]
 
@@ -204,11 +266,21 @@ function WG.kernel_name(t, canonical)
   return string.format("mxattn_f16_d%d_%s", t.head_dim, U.short_hash(canonical))
 end
 
+local function has_producer(t) return t.warps == 4 * consumers(t) + 4 end
+
 function WG.render(t, canonical)
   local l, w = layout(t), panel_cols(t)
+  local ws = has_producer(t)
+  -- setmaxnreg with 3 warpgroups (384 threads, 168 registers each at entry):
+  -- 24 + 2 x 240 keeps the block's 64512.  Two warpgroups already get 255.
+  local regs_p, regs_c = 0, 0
+  if ws and consumers(t) == 2 then regs_p, regs_c = 24, 240 end
   local constants = U.fill([[
 constexpr int D = ${D}, D_PAD = ${D_PAD};
 constexpr int BM = ${BM}, BN = ${BN}, WARPS = ${WARPS}, THREADS = WARPS * 32, STAGES = ${STAGES};
+constexpr int CONSUMERS = BM / 64;      // warpgroups that compute, 64 query rows each
+constexpr bool PRODUCER = ${PRODUCER};  // warpgroup 0 only issues TMA copies
+constexpr int REGS_PRODUCER = ${REGS_P}, REGS_CONSUMER = ${REGS_C};   // setmaxnreg targets (0: none)
 constexpr int W = ${W}, ROW_BYTES = 2 * W, PANELS = D_PAD / W;   // swizzle panels of W columns
 constexpr int Q_BYTES = ${Q_BYTES}, KV_BYTES = ${KV_BYTES};
 constexpr int SM_Q = ${SM_Q}, SM_K = ${SM_K}, SM_V = ${SM_V}, SM_BAR = ${SM_BAR};
@@ -218,8 +290,11 @@ constexpr int NT = BN / 8;              // 8-key chunks of S
 constexpr int DT = D_PAD / 8;           // 8-column chunks of O
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE};
 ]], { D = t.head_dim, D_PAD = d_pad(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps, STAGES = t.stages,
+      PRODUCER = ws, REGS_P = regs_p, REGS_C = regs_c,
       W = w, Q_BYTES = l.q_bytes, KV_BYTES = l.kv_bytes, SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar,
       CAUSAL = t.causal == 1, LSE = t.lse == 1 })
+  local kernel = U.fill(ws and KERNEL_WS or KERNEL,
+                        { NAME = WG.kernel_name(t, canonical), SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE })
   return table.concat({
     "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
     require("blocks.prelude")(t),
@@ -229,7 +304,8 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE};
     "MX_INLINE u32 pack_in(float lo, float hi) { return pack_" .. t.dtype .. "(lo, hi); }\n",
     require("blocks.softmax")(t),
     require("blocks.epilogue")(t),
-    U.fill(KERNEL, { NAME = WG.kernel_name(t, canonical) }),
+    ATTEND,
+    kernel,
   }, "\n")
 end
 
