@@ -15,10 +15,11 @@ note() { summary+=("$*"); echo "## $*"; }
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader; $B/mxattn info; } | tee "$OUT/env.txt"
 
 if [[ " $* " == *" --tests "* ]]; then
-  ctest --test-dir $B -L gpu --output-on-failure --timeout ${CTEST_TIMEOUT:-300} > "$OUT/ctest_gpu.log" 2>&1
+  ctest --test-dir $B -L gpu -V --timeout ${CTEST_TIMEOUT:-300} > "$OUT/ctest_gpu.log" 2>&1
   note "ctest -L gpu: rc=$? $(grep -E 'tests passed|tests failed' "$OUT/ctest_gpu.log")"
-  grep -E '^(ok|FAIL) ' "$OUT/ctest_gpu.log" | grep -c '^ok' | xargs -I{} echo "cases ok: {}"
-  grep -E '^FAIL' "$OUT/ctest_gpu.log" | head -20
+  grep -E 'Test +#' "$OUT/ctest_gpu.log"
+  grep -cE '^[0-9]+: ok ' "$OUT/ctest_gpu.log" | xargs -I{} echo "cases ok: {}"
+  grep -E '^[0-9]+: FAIL' "$OUT/ctest_gpu.log" | head -20
 fi
 
 if [[ " $* " == *" --sass "* ]]; then
