@@ -6,8 +6,11 @@
  * sm_scale 1/sqrt(head_dim), P quantized in the offline form (final row max),
  * every error measured against the fp64 reference at the same temperature.
  * k_mean = 3 puts mean|S| and max|S| where the notes' figures put them (the
- * mean adds a per-row offset q.mu/sqrt(d) of stddev k_mean to the scores). */
+ * mean adds a per-row offset q.mu/sqrt(d) of stddev k_mean to the scores).
+ * With --gpu the command prints the GPU table instead (cli/accuracy_gpu.c),
+ * from the same draw (accuracy_make_inputs). */
 #include "cli.h"
+#include "accuracy_gpu.h"
 #include "numerics/numerics.h"
 #include <math.h>
 #include <stdlib.h>
@@ -27,6 +30,7 @@ typedef struct {
     double k_mean;
     int json, csv, gpu;
     const char *plot_path;
+    const char *families;     /* --families, GPU table only */
 } options;
 
 /* One reported figure: where it belongs, our value and the notes'. */
@@ -56,6 +60,24 @@ typedef struct {
     double *o_ref, *o_test, *scores_ref, *p_ref, *scores_test, *p_test, *p_hat;
 } harness;
 
+int accuracy_make_inputs(long seed, int size, int head_dim, double k_mean,
+                         float *q, float *k, float *v, float *mu_out) {
+    size_t n = (size_t)size, d = (size_t)head_dim;
+    float *mu = malloc(d * sizeof(float));
+    if (!mu) return 0;
+    mx_rng rng;
+    mx_rng_seed(&rng, (uint64_t)seed);
+    mx_rng_fill_gaussian(&rng, q, n * d, 0, 1);
+    mx_rng_fill_gaussian(&rng, k, n * d, 0, 1);
+    mx_rng_fill_gaussian(&rng, v, n * d, 0, 1);
+    mx_rng_fill_gaussian(&rng, mu, d, 0, k_mean);
+    for (size_t j = 0; j < n; j++)
+        for (size_t c = 0; c < d; c++) k[j * d + c] += mu[c];
+    if (mu_out) memcpy(mu_out, mu, d * sizeof(float));
+    free(mu);
+    return 1;
+}
+
 static void harness_free(harness *h) {
     free(h->q); free(h->k); free(h->v); free(h->o_ref); free(h->o_test);
     free(h->scores_ref); free(h->p_ref); free(h->scores_test); free(h->p_test); free(h->p_hat);
@@ -80,18 +102,7 @@ static int harness_init(harness *h, const options *opt) {
     if (!h->q || !h->k || !h->v || !h->o_ref || !h->o_test || !h->scores_ref || !h->p_ref ||
         !h->scores_test || !h->p_test || !h->p_hat)
         return 0;
-    mx_rng rng;
-    mx_rng_seed(&rng, (uint64_t)opt->seed);
-    mx_rng_fill_gaussian(&rng, h->q, n * d, 0, 1);
-    mx_rng_fill_gaussian(&rng, h->k, n * d, 0, 1);
-    mx_rng_fill_gaussian(&rng, h->v, n * d, 0, 1);
-    float *mu = malloc(d * sizeof(float));
-    if (!mu) return 0;
-    mx_rng_fill_gaussian(&rng, mu, d, 0, opt->k_mean);
-    for (size_t j = 0; j < n; j++)
-        for (size_t c = 0; c < d; c++) h->k[j * d + c] += mu[c];
-    free(mu);
-    return 1;
+    return accuracy_make_inputs(opt->seed, opt->size, opt->head_dim, opt->k_mean, h->q, h->k, h->v, NULL);
 }
 
 /* Runs a configuration at a temperature into o_test (and the test traces). */
@@ -403,16 +414,24 @@ static void write_plot(FILE *f, const report *r) {
 static void usage(FILE *f) {
     fprintf(f,
         "usage: mxattn accuracy [--seed N] [--size N] [--head-dim D] [--k-mean X]\n"
-        "                       [--json | --csv] [--plot FILE.svg] [--gpu]\n\n"
+        "                       [--json | --csv] [--plot FILE.svg]\n"
+        "       mxattn accuracy --gpu [--families LIST] [--seed N] [--size N] [--head-dim D]\n"
+        "                       [--k-mean X] [--json | --csv]\n\n"
         "Reproduces the design notes' accuracy tables on the CPU reference, beside the\n"
-        "notes' own figures.  Deterministic for a given seed.\n\n"
+        "notes' own figures.  Deterministic for a given seed.  With --gpu, runs every\n"
+        "kernel family on the GPU on the notes' inputs, a temperature sweep, heavy-tailed\n"
+        "inputs and a large logit scale, and prints each output's error against fp64\n"
+        "beside the CPU oracle's for the same (bf16) inputs.\n\n"
         "  --seed N       RNG seed (default 0)\n"
         "  --size N       sequence length of Q, K, V (default 1024; 32 .. 4096)\n"
         "  --head-dim D   head dimension (default 128; 8 .. 256)\n"
         "  --k-mean X     stddev of K's per-channel mean (default 3.0)\n"
         "  --json, --csv  machine-readable output instead of the table\n"
         "  --plot FILE    write the temperature sweep as an SVG chart\n"
-        "  --gpu          run the GPU families too (not built yet)\n");
+        "  --gpu          the GPU table instead of the CPU tables (needs a GPU)\n"
+        "  --families L   with --gpu: comma-separated families (default all:\n"
+        "                 f16,int8-f16,int8-fp8,nvfp4,mxfp4,nvfp4-int8qk; nvfp4 also\n"
+        "                 gets a row with the direct P scale)\n");
 }
 
 /* Returns -1 to go on, else the exit status. */
@@ -427,10 +446,11 @@ static int parse_args(int argc, char **argv, options *opt) {
         else if (!strcmp(a, "--csv")) opt->csv = 1;
         else if (!strcmp(a, "--gpu")) opt->gpu = 1;
         else if (!strcmp(a, "--seed") || !strcmp(a, "--size") || !strcmp(a, "--head-dim") ||
-                 !strcmp(a, "--k-mean") || !strcmp(a, "--plot")) {
+                 !strcmp(a, "--k-mean") || !strcmp(a, "--plot") || !strcmp(a, "--families")) {
             if (!value) return cli_usage_error(CMD, "%s needs a value", a);
             i++;
             if (!strcmp(a, "--plot")) opt->plot_path = value;
+            else if (!strcmp(a, "--families")) opt->families = value;
             else if (!strcmp(a, "--k-mean")) {
                 if (!cli_parse_double(CMD, a, value, 0, 100, &opt->k_mean)) return 2;
             } else if (!strcmp(a, "--seed")) {
@@ -448,6 +468,9 @@ static int parse_args(int argc, char **argv, options *opt) {
         }
     }
     if (opt->json && opt->csv) return cli_usage_error(CMD, "--json and --csv are exclusive");
+    if (opt->families && !opt->gpu) return cli_usage_error(CMD, "--families needs --gpu");
+    if (opt->gpu && opt->plot_path) return cli_usage_error(CMD, "--plot draws the CPU sweep; it does not go with --gpu");
+    if (opt->families && !accuracy_gpu_check_families(CMD, opt->families)) return 2;
     return -1;
 }
 
@@ -455,7 +478,10 @@ int cmd_accuracy(int argc, char **argv) {
     options opt;
     int rc = parse_args(argc, argv, &opt);
     if (rc >= 0) return rc;
-    if (opt.gpu) return cli_fail(CMD, "--gpu needs the GPU families (issue 5); not built yet");
+    if (opt.gpu) {
+        accuracy_gpu_options g = {opt.seed, opt.size, opt.head_dim, opt.k_mean, opt.json, opt.csv, opt.families};
+        return accuracy_gpu_run(&g);
+    }
     FILE *plot = NULL;
     if (opt.plot_path && !(plot = cli_open_output(CMD, opt.plot_path))) return 1;
 

@@ -1,6 +1,7 @@
 #!/bin/bash
 # mxattn accuracy: the census line, machine-readable output, and bad input
-# handled with an error line and exit 1/2, never a crash.
+# handled with an error line and exit 1/2, never a crash; --gpu fails with one
+# line where there is no GPU and, where there is, gives a correct f16 row.
 # usage: bash tests/cli_accuracy.sh /path/to/mxattn
 set -u
 MXATTN=${1:?usage: cli_accuracy.sh /path/to/mxattn}
@@ -71,8 +72,44 @@ expect_error 2 --seed 1.5
 expect_error 2 --k-mean nan
 expect_error 2 --json --csv
 expect_error 1 --plot "$TMP/no/such/dir/out.svg"
-expect_error 1 --gpu
-grep -q 'issue 5' "$TMP/err" || fail "--gpu message does not name issue 5"
+expect_error 2 --families f16
+expect_error 2 --gpu --families f16,bogus
+expect_error 2 --gpu --families ""
+expect_error 2 --gpu --plot "$TMP/sweep.svg"
+
+# --gpu: without a GPU, one error line and exit 1; with one (as `mxattn info`
+# lists it), the table, whose f16 rows must be right.
+if "$MXATTN" info 2>/dev/null | grep -q '^gpu [0-9]'; then
+    # A private database: the default configurations, and nothing left behind.
+    MXATTN_CACHE="$TMP/cache.db" "$MXATTN" accuracy --gpu --size 256 --head-dim 128 --csv \
+        >"$TMP/gpu.csv" 2>"$TMP/err"
+    rc=$?
+    # 1 means some family's row failed: the table says which (not this test's business).
+    if [ $rc -ge 2 ]; then fail "--gpu exited $rc: $(cat "$TMP/err")"; fi
+    [ $rc -eq 1 ] && echo "note: --gpu reported failing rows: $(cat "$TMP/err")" >&2
+    [ "$(grep -c '^t=1,' "$TMP/gpu.csv")" -eq 7 ] || fail "--gpu: want 7 family rows at t=1"
+    # Columns: experiment,family,direct_p,block_n,status,failed,unwritten,gpu_cos,...
+    awk -F, '$1 == "t=1" && $2 == "f16" { found = 1; if ($5 != "ok" || !($8 > 0.9999)) bad = 1 }
+             END { exit !(found && !bad) }' "$TMP/gpu.csv" ||
+        fail "--gpu: f16 row not ok with cos > 0.9999: $(grep '^t=1,f16,' "$TMP/gpu.csv")"
+    awk -F, '$2 == "f16" && $5 != "ok" { bad = 1 } END { exit bad }' "$TMP/gpu.csv" || fail "--gpu: an f16 row failed"
+    MXATTN_CACHE="$TMP/cache.db" "$MXATTN" accuracy --gpu --size 64 --head-dim 64 --families f16 --json \
+        >"$TMP/gpu.json" 2>"$TMP/err"
+    [ $? -eq 0 ] || fail "--gpu --families f16 --json exited non-zero: $(cat "$TMP/err")"
+    if command -v python3 >/dev/null 2>&1; then
+        python3 - "$TMP/gpu.json" <<'EOF' || fail "--gpu --json output does not parse or is wrong"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = d["rows"]
+assert rows and all(r["family"] == "f16" for r in rows)
+assert all(r["status"] == "ok" and r["unwritten"] == 0 and r["gpu_cos"] > 0.9999 for r in rows)
+EOF
+    fi
+else
+    expect_error 1 --gpu
+    grep -q 'no GPU found' "$TMP/err" || fail "--gpu without a GPU does not say so: $(cat "$TMP/err")"
+    expect_error 1 --gpu --json --families f16
+fi
 
 if [ $failures -ne 0 ]; then echo "$failures failure(s)" >&2; exit 1; fi
 echo "cli_accuracy: all checks passed"
