@@ -1,6 +1,5 @@
 /* Plans: descriptor -> chosen configuration -> loaded kernel; and runs. */
 #include "api/context.h"
-#include "runtime/tensor_map.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include <math.h>
@@ -151,24 +150,6 @@ void mxattn_plan_destroy(mxattn_plan *plan) {
     free(plan);
 }
 
-/* The TMA maps a plan's kernels read, for this run's pointers. */
-static mxattn_status encode_tensor_maps(const mxattn_plan *plan, mx_kernel_args *args) {
-    const mxattn_problem *p = &plan->pr.p;
-    for (int i = 0; i < plan->kernel.launch.n_tmaps; i++) {
-        const mx_tmap_request *t = &plan->kernel.launch.tmaps[i];
-        int is_q = t->tensor == 'q' || t->tensor == 'o';
-        const mxattn_strides *s = t->tensor == 'q' ? &p->q_strides : t->tensor == 'k' ? &p->k_strides
-                                : t->tensor == 'v' ? &p->v_strides : &p->o_strides;
-        const void *base = t->tensor == 'q' ? args->q : t->tensor == 'k' ? args->k : t->tensor == 'v' ? args->v : args->o;
-        mx_tensor_map_desc d = {base, (uint64_t)p->head_dim, (uint64_t)(is_q ? p->seq_q : p->seq_k),
-                                (uint64_t)(is_q ? p->heads_q : p->heads_kv), (uint64_t)p->batch,
-                                s->seq, s->head, s->batch, t->box_cols, t->box_rows, t->swizzle_bytes};
-        mxattn_status st = mx_tensor_map_encode(&d, args->tmap[t->slot]);
-        if (st != MXATTN_OK) return mx_fail_context(st, "tensor map for %c", t->tensor);
-    }
-    return MXATTN_OK;
-}
-
 mxattn_status mxattn_run(mxattn_plan *plan, const void *q, const void *k, const void *v, void *o,
                          float *lse, void *stream) {
     if (!plan) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mxattn_run: plan is NULL");
@@ -182,7 +163,6 @@ mxattn_status mxattn_run(mxattn_plan *plan, const void *q, const void *k, const 
     args.q = q; args.k = k; args.v = v; args.o = o;
     args.lse = plan->pr.p.return_lse ? lse : NULL;
     args.ws = plan->workspace;
-    if ((st = encode_tensor_maps(plan, &args)) != MXATTN_OK) return st;
     return mx_launch_plan_run(plan->dev, &plan->kernel.launch, &args, (struct CUstream_st *)stream);
 }
 

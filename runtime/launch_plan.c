@@ -1,4 +1,5 @@
 #include "runtime/launch_plan.h"
+#include "runtime/tensor_map.h"
 #include "util/err.h"
 #include <stdio.h>
 #include <string.h>
@@ -11,7 +12,8 @@ static mxattn_status parse_line(const char *line, mx_launch_plan *lp) {
     if (sscanf(line, "workspace %llu", &a) == 1) { lp->workspace_bytes = (size_t)a; return MXATTN_OK; }
     if (sscanf(line, "wsoff %u %llu", &idx, &a) == 2 && idx < 8) { lp->ws_off[idx] = a; return MXATTN_OK; }
     mx_tmap_request t;
-    if (sscanf(line, "tmap %d %c %u %u %d", &t.slot, &t.tensor, &t.box_cols, &t.box_rows, &t.swizzle_bytes) == 5) {
+    if (sscanf(line, "tmap %d %c %u %u %d %u", &t.slot, &t.tensor, &t.box_cols, &t.box_rows, &t.swizzle_bytes,
+               &t.head_dim) == 6) {
         if (lp->n_tmaps == MX_MAX_TMAPS || t.slot < 0 || t.slot >= MX_MAX_TMAPS || !strchr("qkvo", t.tensor))
             return mx_fail(MXATTN_ERROR_TEMPLATE, "bad tensor-map line '%.80s'", line);
         lp->tmaps[lp->n_tmaps++] = t;
@@ -62,9 +64,29 @@ mxattn_status mx_launch_plan_bind(const mx_device *dev, struct CUmod_st *module,
     return MXATTN_OK;
 }
 
+/* A TMA map over one of Q, K, V, O as the args describe it. */
+static mxattn_status encode_tensor_map(const mx_device *dev, const mx_tmap_request *t, mx_kernel_args *a) {
+    int is_q = t->tensor == 'q' || t->tensor == 'o';
+    mx_tensor_map_desc d = {.dim = t->head_dim, .seq = (uint64_t)(is_q ? a->seq_q : a->seq_k),
+                            .heads = (uint64_t)(is_q ? a->heads_q : a->heads_kv), .batch = (uint64_t)a->batch,
+                            .box_cols = t->box_cols, .box_rows = t->box_rows, .swizzle_bytes = t->swizzle_bytes};
+    switch (t->tensor) {
+    case 'q': d.base = a->q; d.seq_stride = a->q_ss; d.head_stride = a->q_sh; d.batch_stride = a->q_sb; break;
+    case 'k': d.base = a->k; d.seq_stride = a->k_ss; d.head_stride = a->k_sh; d.batch_stride = a->k_sb; break;
+    case 'v': d.base = a->v; d.seq_stride = a->v_ss; d.head_stride = a->v_sh; d.batch_stride = a->v_sb; break;
+    default:  d.base = a->o; d.seq_stride = a->o_ss; d.head_stride = a->o_sh; d.batch_stride = a->o_sb; break;
+    }
+    mxattn_status st = mx_tensor_map_encode(dev, &d, a->tmap[t->slot]);
+    return st == MXATTN_OK ? st : mx_fail_context(st, "tensor map for %c", t->tensor);
+}
+
 mxattn_status mx_launch_plan_run(const mx_device *dev, const mx_launch_plan *lp,
                                  mx_kernel_args *args, struct CUstream_st *stream) {
     memcpy(args->ws_off, lp->ws_off, sizeof args->ws_off);
+    for (int i = 0; i < lp->n_tmaps; i++) {
+        mxattn_status st = encode_tensor_map(dev, &lp->tmaps[i], args);
+        if (st != MXATTN_OK) return st;
+    }
     for (int i = 0; i < lp->n_steps; i++) {
         const mx_launch_step *s = &lp->steps[i];
         mx_dim3 block = {s->threads, 1, 1};

@@ -22,6 +22,7 @@ typedef struct {
 typedef struct {
     int slot;                /* index into mx_kernel_args.tmap */
     char tensor;             /* 'q', 'k', 'v' or 'o' */
+    unsigned head_dim;
     unsigned box_cols, box_rows;
     int swizzle_bytes;
 } mx_tmap_request;
@@ -38,13 +39,14 @@ typedef struct {
 } mx_launch_plan;
 
 /* Parses the templates' text: "workspace N", "kernel NAME GX GY GZ THREADS SMEM"
- * lines, "wsoff I N" lines, "tmap SLOT TENSOR BOX_COLS BOX_ROWS SWIZZLE" lines. */
+ * lines, "wsoff I N" lines, "tmap SLOT TENSOR BOX_COLS BOX_ROWS SWIZZLE HEAD_DIM" lines. */
 mxattn_status mx_launch_plan_parse(const char *text, mx_launch_plan *out);
 /* Space-separated kernel names, for the cache record. */
 void mx_launch_plan_names(const mx_launch_plan *lp, char *out, size_t cap);
 /* Finds each step's function in `module` and raises its shared-memory limit. */
 mxattn_status mx_launch_plan_bind(const mx_device *dev, struct CUmod_st *module, mx_launch_plan *lp);
-/* Launches every step on `stream` with `args` (ws and ws_off filled from lp). */
+/* Launches every step on `stream` with `args` (ws_off filled from lp, and the
+ * TMA tensor maps the plan asks for encoded from args' pointers and strides). */
 mxattn_status mx_launch_plan_run(const mx_device *dev, const mx_launch_plan *lp,
                                  mx_kernel_args *args, struct CUstream_st *stream);
 #endif

@@ -13,10 +13,20 @@ static CUtensorMapSwizzle swizzle_mode(int bytes) {
     }
 }
 
-mxattn_status mx_tensor_map_encode(const mx_tensor_map_desc *d, void *out) {
+static mxattn_status encode(const mx_cuda_api *cu, const mx_tensor_map_desc *d, void *out);
+
+mxattn_status mx_tensor_map_encode(const mx_device *dev, const mx_tensor_map_desc *d, void *out) {
     const mx_cuda_api *cu;
+    mx_context_guard guard;
     mxattn_status st = mx_cuda_get(&cu);
     if (st != MXATTN_OK) return st;
+    if ((st = mx_device_enter(dev, &guard)) != MXATTN_OK) return st;
+    st = encode(cu, d, out);
+    mxattn_status left = mx_device_leave(&guard);
+    return st != MXATTN_OK ? st : left;
+}
+
+static mxattn_status encode(const mx_cuda_api *cu, const mx_tensor_map_desc *d, void *out) {
     /* TMA wants every stride a multiple of 16 bytes; a size-1 dimension's
      * stride is never used, so give it a legal value. */
     cuuint64_t dims[4] = {d->dim, d->seq, d->heads, d->batch};

@@ -5,6 +5,7 @@
 #define MX_RUNTIME_TENSOR_MAP_H
 #include <stdint.h>
 #include "mxattn.h"
+#include "runtime/device.h"
 
 #define MX_TENSOR_MAP_BYTES 128
 
@@ -21,5 +22,7 @@ typedef struct {
     int swizzle_bytes;
 } mx_tensor_map_desc;
 
-mxattn_status mx_tensor_map_encode(const mx_tensor_map_desc *d, void *out);
+/* The driver validates against the current context, so the device's
+ * context is made current for the call. */
+mxattn_status mx_tensor_map_encode(const mx_device *dev, const mx_tensor_map_desc *d, void *out);
 #endif

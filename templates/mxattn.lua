@@ -93,7 +93,8 @@ function M.launch(text, problem)
   for i, off in ipairs(plan.ws_off or {}) do lines[#lines + 1] = string.format("wsoff %d %d", i - 1, off) end
   -- TMA tensor maps, encoded by the runtime at each run (the tensor's address is in them).
   for _, m in ipairs(plan.tmaps or {}) do
-    lines[#lines + 1] = string.format("tmap %d %s %d %d %d", m.slot, m.tensor, m.box_cols, m.box_rows, m.swizzle)
+    lines[#lines + 1] = string.format("tmap %d %s %d %d %d %d", m.slot, m.tensor, m.box_cols, m.box_rows, m.swizzle,
+                                      t.head_dim)
   end
   return table.concat(lines, "\n")
 end
