@@ -38,8 +38,12 @@ local function complete(text)
   local fam = family_of(t)
   local probe = {}
   for k, v in pairs(t) do probe[k] = v end
+  -- Shape defaults only: the knobs the caller left out are the family's to
+  -- choose (its default may depend on the arch, e.g. wgmma on sm_90a).
   for _, p in ipairs(S.params) do
-    if probe[p.name] == nil and p.default ~= nil and p.default ~= "same as dtype" then probe[p.name] = p.default end
+    if probe[p.name] == nil and p.role ~= "knob" and p.default ~= nil and p.default ~= "same as dtype" then
+      probe[p.name] = p.default
+    end
   end
   if probe.head_dim == nil then error("invalid parameter head_dim: missing", 0) end
   -- Knobs the caller left out come from the family's heuristic default.

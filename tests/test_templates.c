@@ -122,8 +122,8 @@ static char *compile_ptx(const char *params, const char *arch, const char *appen
 
 static void test_nvrtc_sm90a_ptx_has_tensor_core_mma(void **state) {
     static const char *tables[] = {
-        "family=f16 head_dim=128 dtype=bf16",
-        "family=f16 head_dim=80 dtype=f16 out_dtype=f16 causal=1 lse=1",
+        "family=f16 head_dim=128 dtype=bf16 variant=mma",
+        "family=f16 head_dim=80 dtype=f16 out_dtype=f16 causal=1 lse=1 variant=mma",
         "family=f16 head_dim=17 align=1 block_m=64 warps=4 block_n=32 stages=1",
     };
     for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
@@ -136,6 +136,20 @@ static void test_nvrtc_sm90a_ptx_has_tensor_core_mma(void **state) {
         assert_non_null(strstr(ptx, "ex2.approx.ftz.f32"));
         free(ptx);
     }
+}
+
+/* On sm_90a an open table gets the Hopper path: warpgroup MMA fed by TMA. */
+static void test_sm90a_default_is_wgmma(void **state) {
+    char *ptx = compile_ptx("family=f16 head_dim=128", "sm_90a", NULL);
+    if (!ptx) skip();
+    assert_non_null(strstr(ptx, "wgmma.mma_async.sync.aligned"));
+    assert_non_null(strstr(ptx, "cp.async.bulk.tensor"));
+    free(ptx);
+    /* Without 16-byte rows TMA cannot move the tiles: mma.sync it is. */
+    ptx = compile_ptx("family=f16 head_dim=100 align=4", "sm_90a", NULL);
+    assert_null(strstr(ptx, "wgmma"));
+    assert_non_null(strstr(ptx, "mma.sync.aligned.m16n8k16"));
+    free(ptx);
 }
 
 static void test_nvrtc_sm120a_compiles(void **state) {
@@ -201,6 +215,7 @@ int main(void) {
         cmocka_unit_test(test_candidates_start_with_the_default),
         cmocka_unit_test(test_launch_geometry),
         cmocka_unit_test(test_nvrtc_sm90a_ptx_has_tensor_core_mma),
+        cmocka_unit_test(test_sm90a_default_is_wgmma),
         cmocka_unit_test(test_nvrtc_sm120a_compiles),
         cmocka_unit_test(test_kernel_args_layout_matches),
     };

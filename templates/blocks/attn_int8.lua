@@ -199,7 +199,6 @@ return function(family, pv_kind)
     if d32(t) <= 64 then
       return { variant = "mma", block_m = 128, block_n = 64, warps = 4, stages = pv_kind == "f16" and 1 or 2 }
     end
-    if d32(t) <= 128 and pv_kind == "f16" then return { variant = "mma", block_m = 256, block_n = 32, warps = 8, stages = 2 } end
     if d32(t) <= 128 then return { variant = "mma", block_m = 128, block_n = 32, warps = 4, stages = 2 } end
     return { variant = "mma", block_m = 64, block_n = 32, warps = 4, stages = 2 }
   end

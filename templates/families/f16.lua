@@ -41,7 +41,12 @@ end
 -- of `mxattn tune` on an H200 at N=4096, bench/NOTES.md: 32-row warp tiles,
 -- with Q reloaded from shared memory at D=128 to make room for them).
 function F.default(t)
-  if t.variant == "wgmma" and WG then return WG.default(t) end
+  -- On Hopper the warpgroup MMA is the fast path wherever TMA can move the rows.
+  -- Knobs given without a variant describe an mma.sync tile, so only a table
+  -- that leaves every knob open gets the wgmma default.
+  local open = t.block_m == nil and t.block_n == nil and t.warps == nil and t.stages == nil and t.q_regs == nil
+  local hopper_fast = WG and t.arch == "sm_90a" and t.align == 8 and t.variant == nil and open
+  if (t.variant == "wgmma" or hopper_fast) and WG then return WG.default(t) end
   local dp = d_pad(t)
   if dp <= 64 then return { variant = "mma", q_regs = 1, block_m = 128, block_n = 64, warps = 4, stages = 2 } end
   if dp <= 128 then return { variant = "mma", q_regs = 0, block_m = 256, block_n = 32, warps = 8, stages = 2 } end

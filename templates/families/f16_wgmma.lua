@@ -71,18 +71,23 @@ function WG.register_estimate(t)
   return d_pad(t) // 2 + t.block_n // 2 + t.block_n // 4 + 40
 end
 
+-- The winners of `mxattn tune` on an H200 at N=4096 (bench/NOTES.md): a
+-- producer warpgroup and two consumers for D=128, one consumer for D<=64.
 function WG.default(t)
   local dp = d_pad(t)
-  return { variant = "wgmma", q_regs = 0, block_m = 128, warps = 8, stages = 2, block_n = dp <= 128 and 128 or 64 }
+  if dp <= 64 then return { variant = "wgmma", q_regs = 0, block_m = 64, warps = 4, stages = 2, block_n = 128 } end
+  if dp <= 128 then return { variant = "wgmma", q_regs = 0, block_m = 128, warps = 12, stages = 3, block_n = 128 } end
+  return { variant = "wgmma", q_regs = 0, block_m = 128, warps = 12, stages = 2, block_n = 64 }
 end
 
 -- Larger key tiles amortise the softmax's fixed costs, and a producer
--- warpgroup frees the consumers from the loads.  Kept below the mma tables'
--- priors until the variant has been checked on a GPU (raise it then).
+-- warpgroup frees the consumers from the loads.  Checked on the H200
+-- (gpu_wgmma, 2026-11-29): wgmma runs 2-2.4x the mma.sync kernel, so its
+-- candidates rank above every mma one (the factor 100).
 function WG.prior(t)
   local by_smem = math.min((228 * 1024) // math.max(WG.smem_bytes(t), 1), 2)
   local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
-  return by_smem * reuse * (t.warps == 4 * consumers(t) + 4 and 1.5 or 1)
+  return 100 * by_smem * reuse * (t.warps == 4 * consumers(t) + 4 and 1.5 or 1)
 end
 
 -- One key tile for one warpgroup, shared by both kernels.
