@@ -45,7 +45,9 @@ function F.default(t)
   -- Knobs given without a variant describe an mma.sync tile, so only a table
   -- that leaves every knob open gets the wgmma default.
   local open = t.block_m == nil and t.block_n == nil and t.warps == nil and t.stages == nil and t.q_regs == nil
+  -- (Head dims under 64 compile for wgmma but have not been checked on a GPU.)
   local hopper_fast = WG and t.arch == "sm_90a" and t.align == 8 and t.variant == nil and open
+                      and d_pad(t) >= 64
   if (t.variant == "wgmma" or hopper_fast) and WG then return WG.default(t) end
   local dp = d_pad(t)
   if dp <= 64 then return { variant = "mma", q_regs = 1, block_m = 128, block_n = 64, warps = 4, stages = 2 } end
