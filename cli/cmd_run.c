@@ -25,6 +25,7 @@ static void usage(void) {
 static int parse_args(int argc, char **argv, run_args *a) {
     long x;
     double s;
+    memset(a, 0, sizeof *a);
     mxattn_problem_init(&a->p, NULL, 0);
     a->p.family = NULL;
     a->reps = 20;
