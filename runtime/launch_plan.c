@@ -12,6 +12,16 @@ static mxattn_status parse_line(const char *line, mx_launch_plan *lp) {
     if (sscanf(line, "workspace %llu", &a) == 1) { lp->workspace_bytes = (size_t)a; return MXATTN_OK; }
     if (sscanf(line, "wsoff %u %llu", &idx, &a) == 2 && idx < 8) { lp->ws_off[idx] = a; return MXATTN_OK; }
     mx_tmap_request t;
+    memset(&t, 0, sizeof t);
+    if (sscanf(line, "tmapws %d %d %d %u %u %u %u %u %u %d", &t.slot, &t.ws_section, &t.elem_bytes, &t.head_dim,
+               &t.rows, &t.heads, &t.batch, &t.box_cols, &t.box_rows, &t.swizzle_bytes) == 10) {
+        t.tensor = 'w';
+        if (lp->n_tmaps == MX_MAX_TMAPS || t.slot < 0 || t.slot >= MX_MAX_TMAPS || t.ws_section < 0 ||
+            t.ws_section >= 8 || (t.elem_bytes != 1 && t.elem_bytes != 2))
+            return mx_fail(MXATTN_ERROR_TEMPLATE, "bad workspace tensor-map line '%.80s'", line);
+        lp->tmaps[lp->n_tmaps++] = t;
+        return MXATTN_OK;
+    }
     if (sscanf(line, "tmap %d %c %u %u %d %u", &t.slot, &t.tensor, &t.box_cols, &t.box_rows, &t.swizzle_bytes,
                &t.head_dim) == 6) {
         if (lp->n_tmaps == MX_MAX_TMAPS || t.slot < 0 || t.slot >= MX_MAX_TMAPS || !strchr("qkvo", t.tensor))
@@ -64,8 +74,20 @@ mxattn_status mx_launch_plan_bind(const mx_device *dev, struct CUmod_st *module,
     return MXATTN_OK;
 }
 
+/* A TMA map over a contiguous workspace section. */
+static mxattn_status encode_workspace_map(const mx_device *dev, const mx_tmap_request *t, mx_kernel_args *a) {
+    mx_tensor_map_desc d = {.base = (const char *)a->ws + a->ws_off[t->ws_section], .elem_bytes = t->elem_bytes,
+                            .dim = t->head_dim, .seq = t->rows, .heads = t->heads, .batch = t->batch,
+                            .seq_stride = t->head_dim, .head_stride = (int64_t)t->rows * t->head_dim,
+                            .batch_stride = (int64_t)t->heads * t->rows * t->head_dim,
+                            .box_cols = t->box_cols, .box_rows = t->box_rows, .swizzle_bytes = t->swizzle_bytes};
+    mxattn_status st = mx_tensor_map_encode(dev, &d, a->tmap[t->slot]);
+    return st == MXATTN_OK ? st : mx_fail_context(st, "tensor map for workspace section %d", t->ws_section);
+}
+
 /* A TMA map over one of Q, K, V, O as the args describe it. */
 static mxattn_status encode_tensor_map(const mx_device *dev, const mx_tmap_request *t, mx_kernel_args *a) {
+    if (t->tensor == 'w') return encode_workspace_map(dev, t, a);
     int is_q = t->tensor == 'q' || t->tensor == 'o';
     mx_tensor_map_desc d = {.dim = t->head_dim, .seq = (uint64_t)(is_q ? a->seq_q : a->seq_k),
                             .heads = (uint64_t)(is_q ? a->heads_q : a->heads_kv), .batch = (uint64_t)a->batch,

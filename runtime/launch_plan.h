@@ -21,8 +21,12 @@ typedef struct {
 /* A TMA tensor map the kernels need: which tensor, and the box it reads. */
 typedef struct {
     int slot;                /* index into mx_kernel_args.tmap */
-    char tensor;             /* 'q', 'k', 'v' or 'o' */
-    unsigned head_dim;
+    char tensor;             /* 'q', 'k', 'v', 'o', or 'w' (a workspace section) */
+    unsigned head_dim;       /* q/k/v/o: the columns; w: the columns of the section */
+    /* 'w' only: a contiguous [batch][heads][rows][cols] array of elem_bytes
+     * elements at ws + ws_off[ws_section]. */
+    int ws_section, elem_bytes;
+    unsigned rows, heads, batch;
     unsigned box_cols, box_rows;
     int swizzle_bytes;
 } mx_tmap_request;
@@ -39,7 +43,9 @@ typedef struct {
 } mx_launch_plan;
 
 /* Parses the templates' text: "workspace N", "kernel NAME GX GY GZ THREADS SMEM"
- * lines, "wsoff I N" lines, "tmap SLOT TENSOR BOX_COLS BOX_ROWS SWIZZLE HEAD_DIM" lines. */
+ * lines, "wsoff I N" lines, "tmap SLOT TENSOR BOX_COLS BOX_ROWS SWIZZLE HEAD_DIM" lines (TENSOR q|k|v|o),
+ * and "tmapws SLOT SECTION ELEM_BYTES COLS ROWS HEADS BATCH BOX_COLS BOX_ROWS SWIZZLE" lines (a TMA
+ * map over a workspace section, e.g. quantized operands). */
 mxattn_status mx_launch_plan_parse(const char *text, mx_launch_plan *out);
 /* Space-separated kernel names, for the cache record. */
 void mx_launch_plan_names(const mx_launch_plan *lp, char *out, size_t cap);

@@ -31,9 +31,10 @@ static mxattn_status encode(const mx_cuda_api *cu, const mx_tensor_map_desc *d, 
      * stride is never used, so give it a legal value. */
     cuuint64_t dims[4] = {d->dim, d->seq, d->heads, d->batch};
     int64_t raw[3] = {d->seq_stride, d->head_stride, d->batch_stride};
+    int elem = d->elem_bytes ? d->elem_bytes : 2;
     cuuint64_t strides[3];
     for (int i = 0; i < 3; i++) {
-        int64_t s = raw[i] * 2;
+        int64_t s = raw[i] * elem;
         if (dims[i + 1] == 1 && s % 16 != 0) s = 16;
         if (s <= 0 || s % 16 != 0)
             return mx_fail(MXATTN_ERROR_MISALIGNED, "tensor map: stride %lld bytes is not a positive multiple of 16",
@@ -45,7 +46,9 @@ static mxattn_status encode(const mx_cuda_api *cu, const mx_tensor_map_desc *d, 
     cuuint32_t box[4] = {d->box_cols, d->box_rows, 1, 1};
     cuuint32_t elem_strides[4] = {1, 1, 1, 1};
     CUtensorMap map;
-    CUresult r = cu->TensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, (void *)d->base, dims, strides,
+    /* TMA copies bytes; the type only sets the element size (and OOB fill). */
+    CUtensorMapDataType type = elem == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    CUresult r = cu->TensorMapEncodeTiled(&map, type, 4, (void *)d->base, dims, strides,
                                           box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                           swizzle_mode(d->swizzle_bytes), CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);

@@ -96,9 +96,16 @@ function M.launch(text, problem)
   end
   for i, off in ipairs(plan.ws_off or {}) do lines[#lines + 1] = string.format("wsoff %d %d", i - 1, off) end
   -- TMA tensor maps, encoded by the runtime at each run (the tensor's address is in them).
+  -- A map with `section` reads a workspace array [batch][heads][rows][cols]
+  -- of elem_bytes elements (quantized operands) instead of Q/K/V/O.
   for _, m in ipairs(plan.tmaps or {}) do
-    lines[#lines + 1] = string.format("tmap %d %s %d %d %d %d", m.slot, m.tensor, m.box_cols, m.box_rows, m.swizzle,
-                                      t.head_dim)
+    if m.section then
+      lines[#lines + 1] = string.format("tmapws %d %d %d %d %d %d %d %d %d %d", m.slot, m.section, m.elem_bytes,
+                                        m.cols, m.rows, m.heads, m.batch, m.box_cols, m.box_rows, m.swizzle)
+    else
+      lines[#lines + 1] = string.format("tmap %d %s %d %d %d %d", m.slot, m.tensor, m.box_cols, m.box_rows, m.swizzle,
+                                        t.head_dim)
+    end
   end
   return table.concat(lines, "\n")
 end
