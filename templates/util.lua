@@ -25,4 +25,16 @@ function U.short_hash(text)
   return string.format("%08x", h)
 end
 
+-- Cheap analytic prior for ranking mma.sync candidates before timing them:
+-- the warps that fit on an SM (by shared memory, registers, warps) times the
+-- reuse a tile buys.  Only the order matters.
+function U.occupancy_prior(t, smem_bytes, registers)
+  local threads = 32 * t.warps
+  local by_smem = (228 * 1024) // math.max(smem_bytes, 1)
+  local by_regs = 65536 // (math.max(registers, 64) * threads)
+  local resident_warps = math.min(by_smem, by_regs, 32 // t.warps) * t.warps
+  local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
+  return math.min(resident_warps, 16) * reuse
+end
+
 return U

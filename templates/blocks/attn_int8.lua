@@ -62,13 +62,7 @@ ${V_SRC}
   for (int mt = 0; mt < MT; mt++) qscale[mt] = ((const float *)ws_at(a, WS_QSCALE))[qh * (nqp / 16) + warp_row0 / 16 + mt];
 
   float o[MT][DT][4], row_max[MT][2], row_sum[MT][2];
-#pragma unroll
-  for (int mt = 0; mt < MT; mt++) {
-#pragma unroll
-    for (int dt = 0; dt < DT; dt++) o[mt][dt][0] = o[mt][dt][1] = o[mt][dt][2] = o[mt][dt][3] = 0.f;
-    row_max[mt][0] = row_max[mt][1] = MX_NEG_INF;
-    row_sum[mt][0] = row_sum[mt][1] = 0.f;
-  }
+  init_accumulators(o, row_max, row_sum);
 
   // One stage of the ring: K8 tile, its BN/16 scales, V tile.
   auto load_kv = [&](int tile) {
@@ -125,8 +119,6 @@ ${V_LOAD}
 ]]
 
 local COPY_BYTES = [[
-MX_INLINE void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
-template <int N> MX_INLINE void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N)); }
 // ROWS rows of COLS bytes (a multiple of 16) from global (row stride gs bytes)
 // to shared (row stride SS bytes), 16 bytes per cp.async.  The workspace is
 // padded, so no bounds.
@@ -204,12 +196,7 @@ return function(family, pv_kind)
   end
 
   function F.prior(t)
-    local threads = 32 * t.warps
-    local by_smem = (228 * 1024) // math.max(F.smem_bytes(t), 1)
-    local by_regs = 65536 // (math.max(F.register_estimate(t), 64) * threads)
-    local resident_warps = math.min(by_smem, by_regs, 32 // t.warps) * t.warps
-    local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
-    return math.min(resident_warps, 16) * reuse
+    return U.occupancy_prior(t, F.smem_bytes(t), F.register_estimate(t))
   end
 
   function F.kernel_name(t, canonical)
@@ -249,8 +236,7 @@ enum { ${WS} };                         // workspace sections
       parts[#parts + 1] = require("blocks.pv_fp8")(t)
     else
       parts[#parts + 1] = "MX_INLINE void quantize_v_transposed(const u16 *, i64, int, int, const float *, u8 *, int) {}\n"
-      parts[#parts + 1] = require("blocks.load")(t):gsub("MX_INLINE void cp_async_commit%b()%s*%b{}\n", "")
-                                                   :gsub("template <int N> MX_INLINE void cp_async_wait%b()%s*%b{}\n", "")
+      parts[#parts + 1] = require("blocks.load")(t)
       parts[#parts + 1] = require("blocks.pv_f16")(t)
     end
     parts[#parts + 1] = require("blocks.quant_kernels")({ name = name })

@@ -141,20 +141,13 @@ end
 function F.prior(t)
   local ok, smem = pcall(F.smem_bytes, t)
   if not ok then return -1 end
-  local threads = 32 * t.warps
-  local by_smem = (228 * 1024) // math.max(smem, 1)
-  local by_regs = 65536 // (math.max(F.register_estimate(t), 64) * threads)
-  local resident_warps = math.min(by_smem, by_regs, 32 // t.warps) * t.warps
-  local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
-  return math.min(resident_warps, 16) * reuse
+  return U.occupancy_prior(t, smem, F.register_estimate(t))
 end
 
 -- ---------------------------------------------------------------- kernel
 -- Tile copies: packed rows of the workspace into shared memory, 16-byte
 -- cp.async chunks (every size and offset here is a multiple of 16).
 local COPY = [[
-MX_INLINE void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
-template <int N> MX_INLINE void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N)); }
 // rows x bytes from global (row pitch gp) to shared (row pitch sp).
 MX_INLINE void copy_rows(u8 *dst, int sp, const u8 *src, i64 gp, int rows, int bytes) {
   const int per_row = bytes / 16;
@@ -422,13 +415,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
   load_q_operand(qop, a, sq, sq_bf16, q_bh, m0);
 
   float o[MT][DT][4], row_max[MT][2], row_sum[MT][2];
-#pragma unroll
-  for (int mt = 0; mt < MT; mt++) {
-#pragma unroll
-    for (int dt = 0; dt < DT; dt++) o[mt][dt][0] = o[mt][dt][1] = o[mt][dt][2] = o[mt][dt][3] = 0.f;
-    row_max[mt][0] = row_max[mt][1] = MX_NEG_INF;
-    row_sum[mt][0] = row_sum[mt][1] = 0.f;
-  }
+  init_accumulators(o, row_max, row_sum);
 
 #pragma unroll
   for (int s = 0; s < STAGES - 1; s++) {

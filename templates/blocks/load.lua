@@ -32,8 +32,6 @@ local copy_chunk = {
 
 return function(p)
   return U.fill([[
-MX_INLINE void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
-template <int N> MX_INLINE void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N)); }
 
 // One 16-byte chunk (8 halves) of a row; `base` is any valid address, used
 // as the source of zero-filled copies so no lane reads out of bounds.

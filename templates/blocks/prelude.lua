@@ -40,6 +40,10 @@ MX_INLINE u32 smem_addr(const void *p) {
   return a;
 }
 
+// cp.async groups: commit what was issued; wait until at most N groups are in flight.
+MX_INLINE void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N> MX_INLINE void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N)); }
+
 MX_INLINE float fast_exp2(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
 MX_INLINE float fast_log2(float x) { float y; asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
 MX_INLINE float fast_rcp(float x) { float y; asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }

@@ -4,6 +4,17 @@
 -- per-thread partial sum (the four lanes of a row are summed once, at the end).
 return function(p)
   return [[
+// O = 0, no row has seen a key yet (max -inf, sum 0).
+MX_INLINE void init_accumulators(float (&o)[MT][DT][4], float (&row_max)[MT][2], float (&row_sum)[MT][2]) {
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+    for (int dt = 0; dt < DT; dt++) o[mt][dt][0] = o[mt][dt][1] = o[mt][dt][2] = o[mt][dt][3] = 0.f;
+    row_max[mt][0] = row_max[mt][1] = MX_NEG_INF;
+    row_sum[mt][0] = row_sum[mt][1] = 0.f;
+  }
+}
+
 // Masks scores of keys past seq_k, and (causal) past each row's diagonal.
 MX_INLINE void mask_scores(float (&s)[MT][NT][4], int row0, int key0, int seq_k, int causal_offset) {
   const int lane = threadIdx.x % 32;

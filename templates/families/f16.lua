@@ -59,12 +59,7 @@ end
 -- on an SM times the reuse a tile buys.  Only the order matters.
 function F.prior(t)
   if t.variant == "wgmma" and WG then return WG.prior(t) end
-  local threads = 32 * t.warps
-  local by_smem = (228 * 1024) // math.max(F.smem_bytes(t), 1)
-  local by_regs = 65536 // (math.max(F.register_estimate(t), 64) * threads)
-  local resident_warps = math.min(by_smem, by_regs, 32 // t.warps) * t.warps
-  local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
-  return math.min(resident_warps, 16) * reuse
+  return U.occupancy_prior(t, F.smem_bytes(t), F.register_estimate(t))
 end
 
 local KERNEL = [[
@@ -104,13 +99,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
       for (int kd = 0; kd < KD; kd++) q_fragment(qf[mt][kd], mt, kd);
 
   float o[MT][DT][4], row_max[MT][2], row_sum[MT][2];
-#pragma unroll
-  for (int mt = 0; mt < MT; mt++) {
-#pragma unroll
-    for (int dt = 0; dt < DT; dt++) o[mt][dt][0] = o[mt][dt][1] = o[mt][dt][2] = o[mt][dt][3] = 0.f;
-    row_max[mt][0] = row_max[mt][1] = MX_NEG_INF;
-    row_sum[mt][0] = row_sum[mt][1] = 0.f;
-  }
+  init_accumulators(o, row_max, row_sum);
 
   auto load_kv = [&](int tile) {
     const int buf = tile % STAGES;
