@@ -26,129 +26,13 @@ static mxattn_ctx *g_ctx;
 
 /* ---- a local copy of the harness's runner, taking a configuration string ---- */
 
-typedef struct { float *ref; uint16_t *host; size_t len; void *dev; mxattn_strides s; } tensor;
-
-static mxattn_strides padded_strides(const gpu_case *c, int heads, int seq) {
-    mxattn_strides s;
-    int64_t row = c->head_dim + c->pad;
-    if (c->layout == MXATTN_LAYOUT_BHND) {
-        s.seq = row; s.head = row * seq + c->pad; s.batch = s.head * heads + c->pad;
-    } else {
-        s.head = row; s.seq = row * heads + c->pad; s.batch = s.seq * seq + c->pad;
-    }
-    return s;
-}
-
-static uint16_t to_half(mxattn_dtype t, float x) { return t == MXATTN_F16 ? mx_f32_to_f16(x) : mx_f32_to_bf16(x); }
-static float from_half(mxattn_dtype t, uint16_t h) { return t == MXATTN_F16 ? mx_f16_to_f32(h) : mx_bf16_to_f32(h); }
-
-/* Random (or, random=0, NaN-poisoned) tensor; the gaps between rows, heads and
- * batches hold NaN, so a kernel that reads them poisons its output. */
-static mxattn_status tensor_make(const gpu_case *c, mx_rng *rng, int heads, int seq, int random, tensor *t) {
-    mxattn_status st = MXATTN_OK;
-    t->s = padded_strides(c, heads, seq);
-    t->len = (size_t)((c->batch - 1) * t->s.batch + (heads - 1) * t->s.head + (seq - 1) * t->s.seq + c->head_dim);
-    t->ref = calloc((size_t)c->batch * heads * seq * c->head_dim, sizeof(float));
-    t->host = malloc(t->len * 2);
-    if (!t->ref || !t->host) return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "test tensors");
-    for (size_t i = 0; i < t->len; i++) t->host[i] = 0x7fc1;
-    if (random)
-        for (int b = 0; b < c->batch; b++)
-            for (int h = 0; h < heads; h++)
-                for (int n = 0; n < seq; n++)
-                    for (int d = 0; d < c->head_dim; d++) {
-                        uint16_t x = to_half(c->dtype, (float)mx_rng_gaussian(rng));
-                        t->ref[(((size_t)b * heads + h) * seq + n) * c->head_dim + d] = from_half(c->dtype, x);
-                        t->host[b * t->s.batch + h * t->s.head + n * t->s.seq + d] = x;
-                    }
-    MX_TRY(mx_mem_alloc(&g_dev, t->len * 2, &t->dev));
-    MX_TRY(mx_memcpy_htod(&g_dev, t->dev, t->host, t->len * 2));
-fail:
-    return st;
-}
-
-static void tensor_free(tensor *t) {
-    free(t->ref); free(t->host);
-    mx_mem_free(&g_dev, t->dev);
-    memset(t, 0, sizeof *t);
-}
-
-static void problem_of(const gpu_case *c, mxattn_problem *p) {
-    mxattn_problem_init(p, "f16", c->head_dim);
-    p->batch = c->batch; p->heads_q = c->heads_q; p->heads_kv = c->heads_kv;
-    p->seq_q = c->seq_q; p->seq_k = c->seq_k; p->causal = c->causal;
-    p->dtype = p->out_dtype = c->dtype; p->layout = c->layout; p->return_lse = c->lse;
-}
-
-static mxattn_status run_case(const gpu_case *c, const char *config, uint64_t seed, gpu_result *r) {
-    mxattn_status st = MXATTN_OK;
-    mx_rng rng;
-    tensor q = {0}, k = {0}, v = {0}, o = {0};
-    float *lse_dev = NULL, *lse = NULL, *got = NULL;
-    double *o_ref = NULL, *lse_ref = NULL;
-    mxattn_plan *plan = NULL;
-    mx_timer timer = {0};
-    memset(r, 0, sizeof *r);
-    mx_rng_seed(&rng, seed);
-    MX_TRY(tensor_make(c, &rng, c->heads_q, c->seq_q, 1, &q));
-    MX_TRY(tensor_make(c, &rng, c->heads_kv, c->seq_k, 1, &k));
-    MX_TRY(tensor_make(c, &rng, c->heads_kv, c->seq_k, 1, &v));
-    MX_TRY(tensor_make(c, &rng, c->heads_q, c->seq_q, 0, &o));
-    size_t rows = (size_t)c->batch * c->heads_q * c->seq_q, n = rows * c->head_dim;
-    if (c->lse) {
-        MX_TRY(mx_mem_alloc(&g_dev, rows * 4, (void **)&lse_dev));
-        MX_TRY(mx_memset_d32(&g_dev, lse_dev, 0x7fc00001u, rows, NULL));
-        lse = malloc(rows * 4);
-    }
-    mxattn_problem p;
-    problem_of(c, &p);
-    p.q_strides = q.s; p.k_strides = k.s; p.v_strides = v.s; p.o_strides = o.s;
-    MX_TRY(mxattn_plan_create(g_ctx, &p, config, &plan));
-    mxattn_plan_info info;
-    mxattn_plan_get_info(plan, &info);
-    snprintf(r->config, sizeof r->config, "%s", info.config);
-    MX_TRY(mx_timer_create(&g_dev, &timer));
-    MX_TRY(mx_timer_start(&timer, NULL));
-    MX_TRY(mxattn_run(plan, q.dev, k.dev, v.dev, o.dev, lse_dev, NULL));
-    MX_TRY(mx_timer_stop(&timer, NULL));
-    float ms = 0;
-    MX_TRY(mx_timer_elapsed_ms(&timer, &ms));
-    r->ms = ms;
-    MX_TRY(mx_memcpy_dtoh(&g_dev, o.host, o.dev, o.len * 2));
-    if (c->lse) MX_TRY(mx_memcpy_dtoh(&g_dev, lse, lse_dev, rows * 4));
-    o_ref = malloc(n * sizeof(double));
-    lse_ref = malloc(rows * sizeof(double));
-    got = malloc(n * sizeof(float));
-    mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
-    MX_TRY(mx_ref_attention(&s, q.ref, k.ref, v.ref, o_ref, lse_ref));
-    for (int b = 0; b < c->batch; b++)
-        for (int h = 0; h < c->heads_q; h++)
-            for (int i = 0; i < c->seq_q; i++)
-                for (int d = 0; d < c->head_dim; d++) {
-                    float f = from_half(c->dtype, o.host[b * o.s.batch + h * o.s.head + i * o.s.seq + d]);
-                    if (isnan(f)) r->unwritten++;
-                    got[(((size_t)b * c->heads_q + h) * c->seq_q + i) * c->head_dim + d] = f;
-                }
-    r->o = mx_compare_f32(got, o_ref, n);
-    for (size_t i = 0; lse && i < rows; i++) {
-        if (isinf(lse_ref[i]) && isinf(lse[i]) && lse[i] < 0) continue;
-        double e = fabs(lse[i] - lse_ref[i]);
-        if (!(e <= r->lse_max_abs)) r->lse_max_abs = isnan(e) || isinf(e) ? INFINITY : e;
-    }
-fail:
-    mx_timer_destroy(&timer);
-    mxattn_plan_destroy(plan);
-    tensor_free(&q); tensor_free(&k); tensor_free(&v); tensor_free(&o);
-    mx_mem_free(&g_dev, lse_dev);
-    free(lse); free(got); free(o_ref); free(lse_ref);
-    return st;
-}
-
 static int check_case(const gpu_case *c, const char *config, uint64_t seed) {
     char what[256];
     gpu_result r;
     gpu_case_describe(c, what, sizeof what);
-    mxattn_status st = run_case(c, config, seed, &r);
+    gpu_case with_config = *c;
+    with_config.config = config;
+    mxattn_status st = gpu_run_case(g_ctx, &g_dev, &with_config, seed, NULL, &r);
     if (st != MXATTN_OK) {
         printf("FAIL %s {%s}: %s: %s\n", what, config, mxattn_status_string(st), mxattn_last_error());
         return 1;

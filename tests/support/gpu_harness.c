@@ -138,7 +138,7 @@ mxattn_status gpu_run_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case
     p.seq_q = c->seq_q; p.seq_k = c->seq_k; p.causal = c->causal;
     p.dtype = p.out_dtype = c->dtype; p.layout = c->layout; p.return_lse = c->lse;
     p.q_strides = q.s; p.k_strides = k.s; p.v_strides = v.s; p.o_strides = o.s;
-    MX_TRY(mxattn_plan_create(ctx, &p, NULL, &plan));
+    MX_TRY(mxattn_plan_create(ctx, &p, c->config, &plan));
     mxattn_plan_info info;
     mxattn_plan_get_info(plan, &info);
     snprintf(r->config, sizeof r->config, "%s", info.config);

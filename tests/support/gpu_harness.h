@@ -23,6 +23,7 @@ typedef struct {
     mxattn_layout layout;
     int pad;          /* extra elements per row (and per head/batch) to make strides non-contiguous */
     int lse;
+    const char *config;   /* NULL: the library chooses; else an explicit "block_m=.. ..." */
 } gpu_case;
 
 typedef struct {
