@@ -28,7 +28,7 @@ build() {  # build DIR [cmake args...]
   cmake --build "$dir" -j"$JOBS"
 }
 
-have_gpu() { "$BUILD/mxattn" info 2>/dev/null | grep -q '^gpu '; }
+have_gpu() { "$BUILD/mxattn" info 2>/dev/null | grep -qE '^gpu +[0-9]'; }
 
 main_job() {
   if have_gpu; then
