@@ -2,4 +2,60 @@
 -- smooth-K), P.V on the FP8 tensor cores: P*448 and V (per-channel scale) in
 -- E4M3, f32 accumulation.  SageAttention2's kernel on mma.sync, sm_89+.  The
 -- kernels and the workspace are described in blocks/attn_int8.lua.
-return require("blocks.attn_int8")("int8-fp8", "fp8")
+--
+-- variant=wgmma (sm_90a) is families/int8_fp8_wgmma.lua: the same
+-- quantization kernels and workspace, attention on warpgroup MMAs fed by TMA.
+-- It has not run on a GPU yet, so the default stays mma and its candidates
+-- rank below every mma one.
+local S = require("space")
+local F = require("blocks.attn_int8")("int8-fp8", "fp8")
+
+-- Loaded here so the template hash covers it, and optional so this family
+-- works while it is being written.
+local has_wgmma, WG = pcall(require, "families.int8_fp8_wgmma")
+if not has_wgmma then WG = nil end
+
+local mma = { smem_bytes = F.smem_bytes, register_estimate = F.register_estimate, default = F.default,
+              prior = F.prior, render = F.render, launches = F.launches }
+
+function F.check(t)
+  if t.variant == "wgmma" then
+    if not WG then return "variant=wgmma: not built yet" end
+    return WG.check(t)
+  end
+  return S.check_rows_per_warp(t)
+end
+
+function F.smem_bytes(t)
+  if t.variant == "wgmma" and WG then return WG.smem_bytes(t) end
+  return mma.smem_bytes(t)
+end
+
+function F.register_estimate(t)
+  if t.variant == "wgmma" and WG then return WG.register_estimate(t) end
+  return mma.register_estimate(t)
+end
+
+-- The default is mma everywhere; a table that asks for variant=wgmma gets
+-- the wgmma variant's own default knobs.
+function F.default(t)
+  if t.variant == "wgmma" and WG then return WG.default(t) end
+  return mma.default(t)
+end
+
+function F.prior(t)
+  if t.variant == "wgmma" and WG then return WG.prior(t) end
+  return mma.prior(t)
+end
+
+function F.render(t, canonical)
+  if t.variant == "wgmma" then return WG.render(t, canonical) end
+  return mma.render(t, canonical)
+end
+
+function F.launches(t, pr, canonical)
+  if t.variant == "wgmma" then return WG.launches(t, pr, canonical) end
+  return mma.launches(t, pr, canonical)
+end
+
+return F

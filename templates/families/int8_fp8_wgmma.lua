@@ -1,0 +1,396 @@
+-- Family int8-fp8, variant wgmma (sm_90a): SageAttention2's quantization on
+-- Hopper's warpgroup MMAs, FlashAttention-3 style.  The stats and quant
+-- kernels of blocks/attn_int8.lua run first, unchanged, and fill the same
+-- workspace (Q8 per 16 rows pre-scaled to base 2, K8 - mean per 16 keys, V^T
+-- in E4M3 per channel with permuted keys); then the attention kernel:
+--   TMA brings Q8 (once), K8 and V^T tiles (a `stages`-deep ring, mbarriers)
+--   from the workspace sections q8, k8 and v8t;
+--   S = Q8 K8^T is a wgmma m64n<BN>k32 s8 (both from shared memory), scaled
+--   by the row block's Q scale and each 16-key group's K scale;
+--   the online softmax of blocks/softmax.lua runs on S's fragments;
+--   P*448 -> E4M3 in registers, O += P V^T is a wgmma m64n<DV>k32 e4m3 with
+--   A = P from registers and B = V^T from shared memory;
+--   1/448 and V's channel scale in the epilogue (blocks/pv_fp8.lua).
+-- Layouts and descriptors: blocks/wgmma_int8.lua.
+--
+-- As in families/f16_wgmma.lua, `warps` picks the kernel: 4 * consumers runs
+-- every warpgroup as a consumer (thread 0 also issues the copies, a block
+-- barrier per key tile frees the ring slot); 4 * consumers + 4 adds a TMA
+-- producer warpgroup (full/empty mbarriers per slot, setmaxnreg).
+-- block_m = 64 * consumers.
+--
+-- Called by families/int8_fp8.lua for variant=wgmma: check, smem_bytes,
+-- register_estimate, prior, default, render, launches.
+local U = require("util")
+local WG = {}
+
+-- The mma variant's module: its workspace layout and quantization kernels
+-- are reused as they are (same sections, same padding to block_m/block_n).
+local MMA = require("blocks.attn_int8")("int8-fp8", "fp8")
+
+local WS_NAMES = { "WS_Q8", "WS_K8", "WS_QSCALE", "WS_KSCALE", "WS_KMEAN", "WS_VSCALE", "WS_V8T", "WS_CORR" }
+
+local function d32(t) return U.round_up(t.head_dim, 32) end
+local function dv(t) return U.round_up(t.head_dim, 16) end
+local function consumers(t) return t.block_m // 64 end
+local function has_producer(t) return t.warps == 4 * consumers(t) + 4 end
+
+-- Q8/K8 panel width in bytes (= int8 elements): the widest swizzle atom that
+-- divides D32.  V^T's panel is one key tile, block_n bytes.
+local function panel_qk(t)
+  local d = d32(t)
+  if d % 128 == 0 then return 128 elseif d % 64 == 0 then return 64 else return 32 end
+end
+local SWIZZLE_MODE = { [128] = 1, [64] = 2, [32] = 3 }   -- descriptor bits 62-63
+
+function WG.check(t)
+  if t.arch ~= "sm_90a" then
+    return string.format("variant=wgmma needs arch=sm_90a (warpgroup MMA and TMA), not arch=%s", t.arch)
+  end
+  if t.block_m % 64 ~= 0 or t.block_m > 128 then
+    return string.format("variant=wgmma: block_m=%d must be 64 or 128 (64 query rows per consumer warpgroup)", t.block_m)
+  end
+  local c = consumers(t)
+  if t.warps ~= 4 * c and t.warps ~= 4 * c + 4 then
+    return string.format("variant=wgmma: block_m=%d needs warps=%d (a warpgroup of 4 warps per 64 rows) or %d (plus a TMA producer warpgroup), not warps=%d",
+                         t.block_m, 4 * c, 4 * c + 4, t.warps)
+  end
+  if t.block_n % 32 ~= 0 then
+    return string.format("variant=wgmma needs block_n a multiple of 32 (the k32 FP8 MMA reduces 32 keys; V^T's panel is a tile's keys), not block_n=%d",
+                         t.block_n)
+  end
+  if t.stages < 2 then
+    return string.format("variant=wgmma needs stages>=2 (a TMA ring), not stages=%d", t.stages)
+  end
+  if d32(t) > 128 and t.block_n > 64 then
+    return string.format("variant=wgmma: head_dim=%d needs block_n<=64 (O and S of block_n=%d overflow the consumers' registers)",
+                         t.head_dim, t.block_n)
+  end
+end
+
+-- Layout of the dynamic shared memory, in bytes from a 1024-aligned base.
+-- Every tile is a multiple of 512 bytes and each panel a multiple of its
+-- swizzle atom (8 rows x W bytes), so panels start on atom boundaries.
+local function layout(t)
+  local l = { q_bytes = t.block_m * d32(t), k_bytes = t.block_n * d32(t), v_bytes = dv(t) * t.block_n }
+  l.q = 0
+  l.k = U.round_up(l.q_bytes, 1024)
+  l.v = l.k + t.stages * l.k_bytes
+  l.bar = U.round_up(l.v + t.stages * l.v_bytes, 8)
+  l.total = l.bar + 8 * (1 + 3 * t.stages)   -- q, full_k, full_v, empty
+  return l
+end
+
+-- + 1024: the runtime base is only 16-byte aligned; the kernel rounds it up.
+function WG.smem_bytes(t)
+  local why = WG.check(t)
+  if why then error("invalid configuration: " .. why, 0) end
+  return layout(t).total + 1024
+end
+
+function WG.register_estimate(t)
+  -- O accumulators, S (s32 then fp32), P's E4M3 registers, K scales, softmax state, descriptors and addressing.
+  return dv(t) // 2 + t.block_n // 2 + t.block_n // 8 + t.block_n // 16 + 40
+end
+
+function WG.default(t)
+  if d32(t) <= 128 then return { variant = "wgmma", block_m = 128, warps = 12, block_n = 128, stages = 2 } end
+  return { variant = "wgmma", block_m = 128, warps = 12, block_n = 64, stages = 2 }
+end
+
+-- Not yet run on a GPU: every wgmma candidate ranks below every mma one (the
+-- mma priors are >= 10; these are < 1), in the f16 variant's relative order.
+function WG.prior(t)
+  local by_smem = math.min((228 * 1024) // math.max(WG.smem_bytes(t), 1), 2)
+  local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
+  return 0.001 * by_smem * reuse * (has_producer(t) and 1.5 or 1)
+end
+
+-- One key tile for one warpgroup, shared by both kernels.
+local ATTEND = [[
+// S = Q K^T (dequantized, base 2), mask, online softmax, O += P V for key
+// tile t, whose K8 and V^T sit in the ring slot the descriptors point at
+// (their barriers: bar_k, bar_v).  ks: this head's K scales.
+MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (&row_sum)[1][2], u64 desc_q,
+                           u64 desc_k, u64 desc_v, u32 bar_k, u32 bar_v, u32 parity, int t, int warp_row0,
+                           float qscale, const float *ks, const mx_kernel_args &a) {
+  // The tile's BN/16 key scales (the same for every thread: broadcast loads),
+  // issued before the wait so their latency hides behind it.
+  float kscale[BN / 16];
+#pragma unroll
+  for (int i = 0; i < BN / 16; i++) asm("ld.global.nc.f32 %0, [%1];" : "=f"(kscale[i]) : "l"(ks + t * (BN / 16) + i));
+
+  // S = Q8 K8^T: KQ k32 steps; step kq is 32 bytes into panel kq / (WQK / 32).
+  int acc[1][NT][4];
+  mbar_wait(bar_k, parity);
+  wgmma_fence();
+#pragma unroll
+  for (int kq = 0; kq < KQ; kq++) {
+    const int panel = kq / (WQK / 32), step = (kq % (WQK / 32)) * 32;
+    wgmma_qk(acc, desc_q + (panel * BM * WQK + step) / 16, desc_k + (panel * BN * WQK + step) / 16, kq > 0);
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+  reg_fence(acc);
+
+  // |acc| <= 127 * 127 * 256 < 2^24: the int -> float conversion is exact.
+  float s[1][NT][4];
+#pragma unroll
+  for (int nt = 0; nt < NT; nt++) {
+    const float scale = qscale * kscale[nt / 2];
+#pragma unroll
+    for (int e = 0; e < 4; e++) s[0][nt][e] = (float)acc[0][nt][e] * scale;
+  }
+
+  // Mask the tile's tail (padding keys) and, under causal, keys past the diagonal.
+  if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset))
+    mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
+
+  // Scores are already base 2: scale 1.
+  online_softmax(s, row_max, row_sum, o, 1.f);
+
+  // P*448 -> E4M3, the A fragment of k32 step kk from S chunks 4kk..4kk+3
+  // (key order of V^T's permutation, see blocks/pv_fp8.lua).
+  u32 pa[BN / 32][4];
+#pragma unroll
+  for (int kk = 0; kk < BN / 32; kk++) {
+    const int j = 4 * kk;
+    pa[kk][0] = pack_e4m3x4(s[0][j][0], s[0][j][1], s[0][j + 1][0], s[0][j + 1][1]);
+    pa[kk][1] = pack_e4m3x4(s[0][j][2], s[0][j][3], s[0][j + 1][2], s[0][j + 1][3]);
+    pa[kk][2] = pack_e4m3x4(s[0][j + 2][0], s[0][j + 2][1], s[0][j + 3][0], s[0][j + 3][1]);
+    pa[kk][3] = pack_e4m3x4(s[0][j + 2][2], s[0][j + 2][3], s[0][j + 3][2], s[0][j + 3][3]);
+#pragma unroll
+    for (int i = 0; i < 4; i++) reg_fence(pa[kk][i]);
+  }
+
+  // O += P V: BN/32 k32 steps, each 32 bytes (keys) along V^T's rows.
+  mbar_wait(bar_v, parity);
+  reg_fence(o);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < BN / 32; kk++) wgmma_pv(o, pa[kk], desc_v + kk * 32 / 16);
+  wgmma_commit();
+  wgmma_wait<0>();
+  reg_fence(o);
+}
+]]
+
+-- What both kernels do first: where things are, which keys this block sees.
+local SETUP = [[
+  extern __shared__ __align__(1024) u8 smem[];
+  // Swizzled tiles need atom-aligned panels: round the base up to 1024 bytes.
+  const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
+  const u32 sQ = base + SM_Q, sK = base + SM_K, sV = base + SM_V;
+  const u32 bar_q = base + SM_BAR;     // then full_k[STAGES], full_v[STAGES], empty[STAGES]
+  auto bar_k = [&](int s) { return bar_q + 8 * (1 + s); };
+  auto bar_v = [&](int s) { return bar_q + 8 * (1 + STAGES + s); };
+  auto bar_empty = [&](int s) { return bar_q + 8 * (1 + 2 * STAGES + s); };
+  const int warp = threadIdx.x / 32;
+  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
+  const int m0 = m_block * BM;
+  const int nqp = pad_q(a.seq_q), nkp = pad_k(a.seq_k);
+  const i64 qh = (i64)batch * a.heads_q + head, kh = (i64)batch * a.heads_kv + kv_head;
+  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
+
+  // Keys this block can see: all, or (causal) up to its last row's diagonal.
+  int n_end = a.seq_k;
+  if (CAUSAL && m0 + BM + a.causal_offset < n_end) n_end = m0 + BM + a.causal_offset;
+  const int n_tiles = n_end > 0 ? (n_end + BN - 1) / BN : 0;
+
+  // K8 and V^T of tile `tile` into ring slot tile % STAGES: a box per K panel,
+  // one box (DV channel rows x BN keys) for V^T.  The workspace is padded to
+  // whole tiles, so every box is in bounds and brings all its bytes.
+  auto load_kv = [&](int tile) {
+    const int s = tile % STAGES;
+    mbar_expect_tx(bar_k(s), K_BYTES);
+#pragma unroll
+    for (int p = 0; p < PANELS_QK; p++)
+      tma_load_4d(sK + s * K_BYTES + p * BN * WQK, map_k, p * WQK, tile * BN, kv_head, batch, bar_k(s));
+    mbar_expect_tx(bar_v(s), V_BYTES);
+    tma_load_4d(sV + s * V_BYTES, map_v, tile * BN, 0, kv_head, batch, bar_v(s));
+  };
+  auto load_q = [&]() {
+    mbar_expect_tx(bar_q, Q_BYTES);
+#pragma unroll
+    for (int p = 0; p < PANELS_QK; p++) tma_load_4d(sQ + p * BM * WQK, map_q, p * WQK, m0, head, batch, bar_q);
+  };
+
+  if (threadIdx.x == 0) {
+    tma_prefetch_map(map_q); tma_prefetch_map(map_k); tma_prefetch_map(map_v);
+    mbar_init(bar_q, 1);
+    for (int s = 0; s < STAGES; s++) {
+      mbar_init(bar_k(s), 1);
+      mbar_init(bar_v(s), 1);
+      mbar_init(bar_empty(s), CONSUMERS * 128);   // every consumer thread releases the slot
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+]]
+
+-- The consumer side: one warpgroup's 64 rows over every key tile.
+local CONSUME = [[
+  const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
+  const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;  // a 16-row group: one Q scale
+  const float qscale = ((const float *)ws_at(a, WS_QSCALE))[qh * (nqp / 16) + warp_row0 / 16];
+  const float *ks = (const float *)ws_at(a, WS_KSCALE) + kh * (nkp / 16);
+  float o[1][DT][4], row_max[1][2], row_sum[1][2];
+#pragma unroll
+  for (int dt = 0; dt < DT; dt++) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.f;
+  row_max[0][0] = row_max[0][1] = MX_NEG_INF;
+  row_sum[0][0] = row_sum[0][1] = 0.f;
+  // Descriptors of this warpgroup's 64 Q rows and of ring slot 0's K8 and
+  // V^T; a k-step or a slot only adds to the start address (the low 14 bits).
+  const u64 desc_q = smem_desc(sQ + wg * 64 * WQK, 8 * WQK, SWZ_QK);
+  const u64 desc_k = smem_desc(sK, 8 * WQK, SWZ_QK);
+  const u64 desc_v = smem_desc(sV, 8 * BN, SWZ_V);
+  mbar_wait(bar_q, 0);
+]]
+
+local EPILOGUE = [[
+  pv_finish(o, (const float *)ws_at(a, WS_VSCALE) + kh * D32);
+  // Smooth-K: softmax cancels the per-row term q.mean, so O ignores it; the
+  // LSE does not, so it goes back into the row max (which only the LSE reads).
+  if (WRITE_LSE && SMOOTH_K) {
+    const float *corr = (const float *)ws_at(a, WS_CORR) + qh * nqp;
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int h = 0; h < 2; h++) row_max[0][h] += corr[warp_row0 + lane / 4 + 8 * h];
+  }
+  u16 *o_head = (u16 *)a.o + batch * a.o_sb + head * a.o_sh;
+  float *lse_head = a.lse + ((i64)batch * a.heads_q + head) * a.seq_q;
+  write_output(o, row_max, row_sum, o_head, a.o_ss, lse_head, warp_row0, a.seq_q);
+]]
+
+-- Step 1: every warp consumes; thread 0 also issues the copies, refilling a
+-- slot after the block barrier that ends the iteration which read it.
+local KERNEL = [[
+// Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query blocks first.
+extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
+${SETUP}
+  if (threadIdx.x == 0) {
+    load_q();
+    for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) load_kv(s);
+  }
+${CONSUME}
+  for (int t = 0; t < n_tiles; t++) {
+    if (threadIdx.x == 0 && t + STAGES - 1 < n_tiles) load_kv(t + STAGES - 1);
+    const int slot = t % STAGES;
+    attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * K_BYTES / 16, desc_v + slot * V_BYTES / 16,
+                bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, qscale, ks, a);
+    __syncthreads();                   // every warpgroup is done with this slot
+  }
+${EPILOGUE}
+}
+]]
+
+-- Step 2: warp specialization.  Warpgroup 0 only issues copies (one thread),
+-- waiting on each slot's `empty` barrier before refilling it, and gives its
+-- registers to the consumers (setmaxnreg); the consumer warpgroups never
+-- meet at a block barrier, so one's softmax overlaps the other's MMAs.
+local KERNEL_WS = [[
+// Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query blocks first.
+extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
+${SETUP}
+  if (warp < 4) {                      // producer warpgroup
+    if (REGS_PRODUCER) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS_PRODUCER));
+    if (threadIdx.x == 0) {
+      load_q();
+      for (int t = 0; t < n_tiles; t++) {
+        const int slot = t % STAGES;
+        if (t >= STAGES) mbar_wait(bar_empty(slot), (t / STAGES - 1) & 1);   // tile t - STAGES released
+        load_kv(t);
+      }
+    }
+  } else {                             // consumer warpgroups
+    if (REGS_CONSUMER) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS_CONSUMER));
+${CONSUME}
+    for (int t = 0; t < n_tiles; t++) {
+      const int slot = t % STAGES;
+      attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * K_BYTES / 16, desc_v + slot * V_BYTES / 16,
+                  bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, qscale, ks, a);
+      mbar_arrive(bar_empty(slot));    // this thread's MMAs on the slot are complete
+    }
+${EPILOGUE}
+  }
+}
+]]
+
+function WG.kernel_name(t, canonical) return MMA.kernel_name(t, canonical) end
+
+function WG.render(t, canonical)
+  local why = WG.check(t)
+  if why then error("invalid configuration: " .. why, 0) end
+  local l, w = layout(t), panel_qk(t)
+  local ws_producer = has_producer(t)
+  -- setmaxnreg with 3 warpgroups (384 threads, 168 registers each at entry):
+  -- 24 + 2 x 240 keeps the block's 64512.  Two warpgroups already get 255.
+  local regs_p, regs_c = 0, 0
+  if ws_producer and consumers(t) == 2 then regs_p, regs_c = 24, 240 end
+  local name = WG.kernel_name(t, canonical)
+  local ws = {}
+  for i, n in ipairs(WS_NAMES) do ws[#ws + 1] = string.format("%s = %d", n, i - 1) end
+  local constants = U.fill([[
+constexpr int D = ${D}, D32 = ${D32}, DV = ${DV}, D_PAD = DV;
+constexpr int BM = ${BM}, BN = ${BN}, WARPS = ${WARPS}, THREADS = WARPS * 32, STAGES = ${STAGES};
+constexpr int CONSUMERS = BM / 64;      // warpgroups that compute, 64 query rows each
+constexpr bool PRODUCER = ${PRODUCER};  // warpgroup 0 only issues TMA copies
+constexpr int REGS_PRODUCER = ${REGS_P}, REGS_CONSUMER = ${REGS_C};   // setmaxnreg targets (0: none)
+constexpr int WQK = ${WQK}, PANELS_QK = D32 / WQK;   // Q8/K8 swizzle panels of WQK bytes (int8 channels)
+constexpr u64 SWZ_QK = ${SWZ_QK}, SWZ_V = ${SWZ_V};  // descriptor swizzle fields: Q8/K8, V^T (one BN-byte panel)
+constexpr int Q_BYTES = ${Q_BYTES}, K_BYTES = ${K_BYTES}, V_BYTES = ${V_BYTES};
+constexpr int SM_Q = ${SM_Q}, SM_K = ${SM_K}, SM_V = ${SM_V}, SM_BAR = ${SM_BAR};
+constexpr int MT = 1;                   // one 64-row warpgroup tile: 16 rows per warp
+constexpr int KQ = D32 / 32;            // k32 steps of S = Q K^T
+constexpr int NT = BN / 8;              // 8-key chunks of S
+constexpr int DT = DV / 8;              // 8-column chunks of O
+constexpr int RSV = BN + 16;            // (blocks/pv_fp8.lua's mma.sync tile; unused here)
+constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH_K}, FP8_V = true;
+enum { ${WS} };                         // workspace sections
+]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps, STAGES = t.stages,
+      PRODUCER = ws_producer, REGS_P = regs_p, REGS_C = regs_c, WQK = w, SWZ_QK = SWIZZLE_MODE[w],
+      SWZ_V = SWIZZLE_MODE[t.block_n] or 3, Q_BYTES = l.q_bytes, K_BYTES = l.k_bytes, V_BYTES = l.v_bytes,
+      SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar, CAUSAL = t.causal == 1, LSE = t.lse == 1,
+      SMOOTH_K = t.smooth_k == 1, WS = table.concat(ws, ", ") })
+  local kernel = U.fill(ws_producer and KERNEL_WS or KERNEL,
+                        { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE })
+  return table.concat({
+    "// mxattn generated kernels. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
+    require("blocks.prelude")(t),
+    constants,
+    require("blocks.mma_sync")({ dtype = "f16" }),   -- ldmatrix, for pv_fp8's (unused) mma.sync tile
+    require("blocks.quant_int8")(t),
+    require("blocks.quant_fp8v")(t),
+    require("blocks.pv_fp8")(t),                       -- pack_e4m3x4 and pv_finish
+    require("blocks.quant_kernels")({ name = name }),
+    require("blocks.tma_mbarrier")(t),
+    require("blocks.wgmma_int8")({ bn = t.block_n, dv = dv(t) }),
+    require("blocks.softmax")(t),
+    require("blocks.epilogue")(t),
+    ATTEND,
+    kernel,
+  }, "\n")
+end
+
+-- The mma variant's plan (stats, quant, attention; the same workspace) with
+-- this kernel's block and shared memory, plus the TMA maps over the q8, k8
+-- and v8t sections ([batch][heads][rows][cols] bytes, cols innermost).
+function WG.launches(t, pr, canonical)
+  local plan = MMA.launches(t, pr, canonical)
+  local attn = plan.kernels[3]
+  attn.block, attn.smem = 32 * t.warps, WG.smem_bytes(t)
+  local nqp, nkp = U.round_up(pr.seq_q, t.block_m), U.round_up(pr.seq_k, t.block_n)
+  local w = panel_qk(t)
+  plan.tmaps = {
+    { slot = 0, section = 0, elem_bytes = 1, cols = d32(t), rows = nqp, heads = pr.heads_q, batch = pr.batch,
+      box_cols = w, box_rows = t.block_m, swizzle = w },
+    { slot = 1, section = 1, elem_bytes = 1, cols = d32(t), rows = nkp, heads = pr.heads_kv, batch = pr.batch,
+      box_cols = w, box_rows = t.block_n, swizzle = w },
+    { slot = 2, section = 6, elem_bytes = 1, cols = nkp, rows = dv(t), heads = pr.heads_kv, batch = pr.batch,
+      box_cols = t.block_n, box_rows = dv(t), swizzle = t.block_n },
+  }
+  return plan
+end
+
+return WG

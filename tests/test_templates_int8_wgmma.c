@@ -1,0 +1,287 @@
+/* The int8-fp8 family's wgmma variant (sm_90a): renders deterministically over
+ * head dims and flags, keeps the quantization kernels of the mma variant,
+ * asks the runtime for TMA maps over the workspace sections q8, k8 and v8t,
+ * compiles with NVRTC into s8 and e4m3 warpgroup MMAs fed by TMA with no
+ * spills, rejects tables it cannot run with a message naming the parameter,
+ * and leaves the family's default (and its mma candidates' order) alone.
+ * No GPU needed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "gen/gen.h"
+#include "runtime/nvrtc.h"
+
+static mx_gen *g;
+
+#define KNOBS "variant=wgmma block_m=128 warps=12 block_n=128 stages=2"
+
+static const int DIMS[] = {64, 80, 96, 128, 256};
+#define N_DIMS (int)(sizeof DIMS / sizeof *DIMS)
+
+__attribute__((noinline)) static char *call(const char *fn, const char *a1, const char *a2) {
+    char *out = NULL;
+    mxattn_status st = mx_gen_call(g, fn, a1, a2, &out);
+    if (st != MXATTN_OK) fail_msg("%s(%s): %s", fn, a1 ? a1 : "", mxattn_last_error());
+    return out;
+}
+
+/* The knobs of a head dim's largest legal tile (block_n 64 above D=128). */
+static const char *knobs_for(int d) {
+    return d <= 128 ? KNOBS : "variant=wgmma block_m=128 warps=12 block_n=64 stages=2";
+}
+
+static void test_renders_deterministically(void **state) {
+    static const char *extra[] = {"", "causal=1 lse=1", "dtype=f16 out_dtype=f16", "smooth_k=0 lse=1",
+                                  "block_m=64 warps=4 block_n=32 stages=3", "block_m=128 warps=8 block_n=64 stages=2"};
+    for (int i = 0; i < N_DIMS; i++)
+        for (size_t j = 0; j < sizeof extra / sizeof *extra; j++) {
+            char params[256];
+            snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d %s %s", DIMS[i], knobs_for(DIMS[i]), extra[j]);
+            char *canon = call("validate", params, NULL);
+            char *a = call("render", params, NULL), *b = call("render", canon, NULL), *c = call("render", params, NULL);
+            assert_string_equal(a, b);
+            assert_string_equal(a, c);
+            assert_non_null(strstr(a, "params: family=int8-fp8"));
+            assert_non_null(strstr(a, "variant=wgmma"));
+            assert_non_null(strstr(a, "__grid_constant__"));
+            assert_non_null(strstr(a, "_stats(const mx_kernel_args a)"));
+            assert_non_null(strstr(a, "_quant(const mx_kernel_args a)"));
+            assert_null(strstr(a, "#include"));
+            free(a); free(b); free(c); free(canon);
+        }
+}
+
+/* The mma variant's quantization helpers and kernels, byte for byte: from
+ * the helpers to the end of the quant kernel, the two sources differ only in
+ * the kernel names (their hashes cover the variant). */
+static char *quant_part(const char *src) {
+    const char *a = strstr(src, "// ---- quantization helpers"), *q = strstr(src, "_quant(const mx_kernel_args a)");
+    const char *b = q ? strstr(q, "\n}\n") : NULL;
+    if (b) b += 3;
+    const char *name = strstr(src, "mxattn_int8_fp8_d");
+    if (!a || !b || !name) return NULL;
+    char stem[64];   /* mxattn_int8_fp8_d<D>_<8 hex digits>, without the _stats/_quant suffix */
+    const char *hash = strchr(name + strlen("mxattn_int8_fp8_d"), '_');
+    if (!hash) return NULL;
+    snprintf(stem, sizeof stem, "%.*s", (int)(hash + 9 - name), name);
+    /* Copy with every occurrence of the kernel name replaced by "NAME". */
+    char *out = malloc((size_t)(b - a) + 1), *w = out;
+    for (const char *p = a; p < b;) {
+        if (!strncmp(p, stem, strlen(stem))) { memcpy(w, "NAME", 4); w += 4; p += strlen(stem); }
+        else *w++ = *p++;
+    }
+    *w = 0;
+    return out;
+}
+
+static void test_quant_kernels_unchanged(void **state) {
+    static const char *shapes[] = {"head_dim=128 causal=1 lse=1", "head_dim=80 smooth_k=0 dtype=f16 out_dtype=f16"};
+    for (size_t i = 0; i < 2; i++) {
+        char p_mma[256], p_wg[256];
+        snprintf(p_mma, sizeof p_mma, "family=int8-fp8 %s variant=mma block_m=128 warps=8 block_n=64 stages=2", shapes[i]);
+        snprintf(p_wg, sizeof p_wg, "family=int8-fp8 %s variant=wgmma block_m=128 warps=8 block_n=64 stages=2", shapes[i]);
+        char *a = call("render", p_mma, NULL), *b = call("render", p_wg, NULL);
+        char *qa = quant_part(a), *qb = quant_part(b);
+        assert_non_null(qa);
+        assert_non_null(qb);
+        assert_non_null(strstr(qa, "NAME_quant(const mx_kernel_args a)"));
+        assert_string_equal(qa, qb);
+        free(a); free(b); free(qa); free(qb);
+    }
+}
+
+static unsigned long long plan_value(const char *plan, const char *fmt) {
+    unsigned long long v = 0;
+    const char *at = strstr(plan, fmt);
+    if (at) sscanf(at + strlen(fmt), "%llu", &v);
+    return v;
+}
+
+/* Three kernels (stats, quant, attention) over the mma variant's workspace,
+ * and TMA maps over sections 0 (q8), 1 (k8) and 6 (v8t): one W-byte panel
+ * per box for Q8/K8 (W the widest of 128/64/32 dividing D32), V^T boxes of
+ * DV channel rows x block_n keys swizzled by block_n bytes. */
+static void test_launch_plan_and_tensor_maps(void **state) {
+    static const struct { int d, d32, dv, w; } cases[] = {{64, 64, 64, 64}, {80, 96, 80, 32}, {96, 96, 96, 32},
+                                                            {128, 128, 128, 128}, {256, 256, 256, 128}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char params[256], mma_params[256], want[128];
+        snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d variant=wgmma block_m=128 warps=8 block_n=64 stages=2",
+                 cases[i].d);
+        snprintf(mma_params, sizeof mma_params, "family=int8-fp8 head_dim=%d variant=mma block_m=128 warps=8 block_n=64 stages=2",
+                 cases[i].d);
+        const char *problem = "batch=3 heads_q=8 heads_kv=2 seq_q=1000 seq_k=17";
+        char *lp = call("launch", params, problem), *lp_mma = call("launch", mma_params, problem);
+        /* Same workspace and sections as the mma variant with the same block_m/block_n. */
+        assert_int_equal(plan_value(lp, "workspace "), plan_value(lp_mma, "workspace "));
+        for (int s = 1; s < 8; s++) {
+            char key[16];
+            snprintf(key, sizeof key, "wsoff %d ", s);
+            assert_int_equal(plan_value(lp, key), plan_value(lp_mma, key));
+        }
+        char n[3][128];
+        unsigned gx[3], gy[3], gz[3], threads[3], smem[3];
+        const char *k = lp;
+        for (int s = 0; s < 3; s++) {
+            k = strstr(k, "kernel ");
+            assert_non_null(k);
+            assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", n[s], &gx[s], &gy[s], &gz[s], &threads[s], &smem[s]), 6);
+            k++;
+        }
+        assert_null(strstr(k, "kernel "));
+        assert_non_null(strstr(n[0], "_stats"));
+        assert_non_null(strstr(n[1], "_quant"));
+        assert_int_equal(gx[2], 8);   /* nqp = 1024: 8 blocks of 128 */
+        assert_int_equal(gy[2], 8);
+        assert_int_equal(gz[2], 3);
+        assert_int_equal(threads[2], 256);
+        assert_true(smem[2] <= 227 * 1024);
+        /* tmapws slot section elem_bytes cols rows heads batch box_cols box_rows swizzle */
+        snprintf(want, sizeof want, "tmapws 0 0 1 %d 1024 8 3 %d 128 %d", cases[i].d32, cases[i].w, cases[i].w);
+        if (!strstr(lp, want)) fail_msg("D=%d: launch plan lacks '%s':\n%s", cases[i].d, want, lp);
+        snprintf(want, sizeof want, "tmapws 1 1 1 %d 64 2 3 %d 64 %d", cases[i].d32, cases[i].w, cases[i].w);
+        if (!strstr(lp, want)) fail_msg("D=%d: launch plan lacks '%s':\n%s", cases[i].d, want, lp);
+        snprintf(want, sizeof want, "tmapws 2 6 1 64 %d 2 3 64 %d 64", cases[i].dv, cases[i].dv);
+        if (!strstr(lp, want)) fail_msg("D=%d: launch plan lacks '%s':\n%s", cases[i].d, want, lp);
+        free(lp); free(lp_mma);
+    }
+}
+
+static void expect_invalid(const char *params, const char *needle) {
+    char *out = NULL;
+    assert_int_equal(mx_gen_call(g, "validate", params, NULL, &out), MXATTN_ERROR_INVALID_VALUE);
+    if (!strstr(mxattn_last_error(), needle))
+        fail_msg("'%s': message '%s' lacks '%s'", params, mxattn_last_error(), needle);
+    assert_null(out);
+}
+
+static void test_invalid_tables_name_the_parameter(void **state) {
+    expect_invalid("family=int8-fp8 head_dim=64 arch=sm_89 " KNOBS, "arch");
+    expect_invalid("family=int8-fp8 head_dim=64 variant=wgmma block_m=32 warps=8 block_n=64 stages=2", "block_m");
+    expect_invalid("family=int8-fp8 head_dim=64 variant=wgmma block_m=256 warps=8 block_n=64 stages=2", "block_m");
+    expect_invalid("family=int8-fp8 head_dim=64 variant=wgmma block_m=128 warps=4 block_n=64 stages=2", "warps");
+    expect_invalid("family=int8-fp8 head_dim=64 variant=wgmma block_m=64 warps=12 block_n=64 stages=2", "warps");
+    expect_invalid("family=int8-fp8 head_dim=64 variant=wgmma block_m=128 warps=8 block_n=16 stages=2", "block_n");
+    expect_invalid("family=int8-fp8 head_dim=64 variant=wgmma block_m=128 warps=8 block_n=64 stages=1", "stages");
+    expect_invalid("family=int8-fp8 head_dim=256 variant=wgmma block_m=128 warps=8 block_n=128 stages=2", "block_n");
+    expect_invalid("family=int8-fp8 head_dim=64 variant=wgmma q_regs=0 block_m=128 warps=8 block_n=64 stages=2", "q_regs");
+    expect_invalid("family=int8-f16 head_dim=64 " KNOBS, "variant");
+}
+
+/* The default stays mma, and every wgmma candidate ranks after every mma one. */
+static void test_default_stays_mma(void **state) {
+    static const int dims[] = {64, 128};
+    for (int i = 0; i < 2; i++) {
+        char params[128];
+        snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d", dims[i]);
+        char *knobs = call("knobs", params, NULL);
+        assert_non_null(strstr(knobs, "variant=mma"));
+        free(knobs);
+        char *cands = call("candidates", params, NULL);
+        int seen_wgmma = 0, n_wgmma = 0, n = 0;
+        for (char *line = strtok(cands, "\n"); line; line = strtok(NULL, "\n"), n++) {
+            int wg = strstr(line, "variant=wgmma") != NULL;
+            if (!wg && seen_wgmma) fail_msg("D=%d: mma candidate '%s' ranks after a wgmma one", dims[i], line);
+            seen_wgmma |= wg;
+            n_wgmma += wg;
+        }
+        assert_true(n_wgmma > 0);
+        assert_true(n > n_wgmma);
+        free(cands);
+    }
+    /* Asking for the variant alone gives its own default tile. */
+    char *knobs = call("knobs", "family=int8-fp8 head_dim=128 variant=wgmma", NULL);
+    assert_non_null(strstr(knobs, "variant=wgmma"));
+    assert_non_null(strstr(knobs, "block_m=128"));
+    free(knobs);
+}
+
+/* Compiles the attention kernel (the launch plan's last) with NVRTC; returns
+ * 0 (and the caller skips) when NVRTC is absent. */
+static int compile(const char *params, mx_compile_result *r) {
+    char *src = call("render", params, NULL);
+    char *lp = call("launch", params, "batch=1 heads_q=1 heads_kv=1 seq_q=128 seq_k=128");
+    char kernel[128] = "";
+    const char *k = strstr(lp, "kernel ");
+    for (const char *next; k && (next = strstr(k + 1, "kernel ")); k = next) {}
+    if (k) sscanf(k, "kernel %127s", kernel);
+    free(lp);
+    mx_compile_options opt = {.arch = "sm_90a", .want_ptx = 1};
+    mxattn_status st = mx_nvrtc_compile(src, kernel, &opt, r);
+    free(src);
+    if (st == MXATTN_ERROR_NO_COMPILER) return 0;
+    if (st != MXATTN_OK) fail_msg("%s: %s", params, mxattn_last_error());
+    return 1;
+}
+
+/* The value of the last `key` in a parameter string (a later key overrides). */
+static int last_int(const char *params, const char *key) {
+    int v = 0;
+    for (const char *p = strstr(params, key); p; p = strstr(p + 1, key)) v = atoi(p + strlen(key));
+    return v;
+}
+
+static void test_nvrtc_sm90a_emits_int8_and_fp8_wgmma(void **state) {
+    static const char *extra[] = {"", "causal=1 lse=1", "dtype=f16 out_dtype=f16 lse=1 smooth_k=0",
+                                  "block_m=64 warps=4 block_n=128 stages=3 causal=1",
+                                  "block_m=128 warps=8 block_n=64 stages=3 causal=1 lse=1",
+                                  "block_m=64 warps=8 block_n=32 stages=2",
+                                  "block_m=128 warps=12 block_n=64 stages=3"};
+    for (int i = 0; i < N_DIMS; i++)
+        for (size_t j = 0; j < sizeof extra / sizeof *extra; j++) {
+            char params[256];
+            snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d %s %s", DIMS[i], knobs_for(DIMS[i]), extra[j]);
+            if (DIMS[i] > 128 && strstr(extra[j], "block_n=128")) continue;   /* rejected: registers */
+            char *canon = NULL;
+            if (mx_gen_call(g, "validate", params, NULL, &canon) != MXATTN_OK)
+                fail_msg("%s: %s", params, mxattn_last_error());
+            free(canon);
+            mx_compile_result r;
+            if (!compile(params, &r)) skip();
+            int block_n = last_int(params, "block_n="), dv = (DIMS[i] + 15) / 16 * 16;
+            char want[128];
+            snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%dk32.s32.s8.s8", block_n);
+            if (!strstr(r.ptx, want)) fail_msg("%s: PTX lacks %s", params, want);
+            snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3", dv);
+            if (!strstr(r.ptx, want)) fail_msg("%s: PTX lacks %s", params, want);
+            assert_non_null(strstr(r.ptx, "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"));
+            assert_non_null(strstr(r.ptx, "mbarrier.try_wait.parity"));
+            assert_non_null(strstr(r.ptx, "wgmma.fence.sync.aligned"));
+            assert_non_null(strstr(r.ptx, "wgmma.wait_group.sync.aligned"));
+            assert_non_null(strstr(r.ptx, "cvt.rn.satfinite.e4m3x2.f32"));
+            assert_non_null(strstr(r.ptx, "ex2.approx.ftz.f32"));
+            /* The attention kernel uses no mma.sync: pv_fp8's tile is compiled out. */
+            assert_null(strstr(r.ptx, "mma.sync.aligned.m16n8k32"));
+            assert_true(r.usage.found);
+            printf("  D=%-3d %-56s %3d registers, %d spill bytes\n", DIMS[i], extra[j], r.usage.registers,
+                   r.usage.spill_store_bytes + r.usage.spill_load_bytes);
+            if (r.usage.spill_store_bytes || r.usage.spill_load_bytes || r.usage.stack_bytes)
+                fail_msg("%s: spills (%d stored, %d loaded, stack %d)", params, r.usage.spill_store_bytes,
+                         r.usage.spill_load_bytes, r.usage.stack_bytes);
+            /* ptxas says so when it has to serialize the warpgroup MMAs or ignores setmaxnreg. */
+            if (strstr(r.log, "serialized") || strstr(r.log, "C7508") || strstr(r.log, "C7510"))
+                fail_msg("%s: %s", params, r.log);
+            if (last_int(params, "warps=") == 12)
+                assert_non_null(strstr(r.ptx, "setmaxnreg.inc.sync.aligned.u32 240"));
+            mx_compile_result_free(&r);
+        }
+}
+
+static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
+static int teardown(void **state) { mx_gen_close(g); return 0; }
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_renders_deterministically),
+        cmocka_unit_test(test_quant_kernels_unchanged),
+        cmocka_unit_test(test_launch_plan_and_tensor_maps),
+        cmocka_unit_test(test_invalid_tables_name_the_parameter),
+        cmocka_unit_test(test_default_stays_mma),
+        cmocka_unit_test(test_nvrtc_sm90a_emits_int8_and_fp8_wgmma),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
