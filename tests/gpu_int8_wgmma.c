@@ -1,0 +1,463 @@
+/* The int8-fp8 family's wgmma variant (sm_90a: S = Q8 K8^T and O += P V^T on
+ * warpgroup MMAs fed by TMA from the workspace) on a GPU, with explicit
+ * configurations:
+ *  1. a smoke case first (one small problem per kernel kind), with a
+ *     diagnosis of where the error sits when it fails;
+ *  2. head dims 64-256 (every swizzle width of Q8/K8 and V^T), ragged
+ *     lengths, both causal alignments, grouped-query heads, both layouts with
+ *     padded strides, the LSE: against the quantized-pipeline reference
+ *     configured as the kernel quantizes (Q per 16 rows, K per 16 keys, P per
+ *     key tile of the config's block_n, q_prescale), tightly, and against
+ *     fp64 within the family's bounds (tests/gpu_int8.c's);
+ *  3. a speed print, B=4 H=32 N=4096 and 16384, D=128 and 64, causal or
+ *     not: wgmma configurations against the default (mma.sync) plan.
+ * The quantization kernels are the mma variant's, unchanged; tests/gpu_int8.c
+ * checks them bit for bit.  Skips (77) without a GPU, and without an sm_90 one.
+ * A watchdog ends the process if one case takes minutes (a kernel that waits
+ * on an mbarrier forever). */
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "support/gpu_harness.h"
+#include "util/err.h"
+
+static mx_device g_dev;
+static mxattn_ctx *g_ctx;
+
+#define WG "variant=wgmma "
+
+/* Bounds: tests/gpu_int8.c's, for int8-fp8. */
+#define FP8_FAMILY_COS 0.9985
+#define FP8_FAMILY_REL_L1 0.05
+#define LSE_VS_FP64 0.1
+#define PIPE_REL_L1_BF16 4e-3
+#define PIPE_REL_L1_F16 2e-3
+#define PIPE_COS 0.99998
+#define LSE_VS_PIPE 2e-3
+
+/* ---- watchdog ---- */
+
+static char g_running[320];
+
+static void on_alarm(int sig) {
+    (void)sig;
+    static const char msg[] = "\nTIMEOUT: a case ran for minutes (a kernel waiting on an mbarrier forever?): ";
+    ssize_t ignored = write(1, msg, sizeof msg - 1);
+    ignored = write(1, g_running, strlen(g_running));
+    ignored = write(1, "\n", 1);
+    (void)ignored;
+    _exit(1);
+}
+
+static void watch(int seconds, const char *what) {
+    snprintf(g_running, sizeof g_running, "%s", what);
+    alarm((unsigned)seconds);
+}
+
+/* ---- a local runner: a configuration string, two references ---- */
+
+typedef struct { float *ref; uint16_t *host; size_t len; void *dev; mxattn_strides s; } tensor;
+
+static mxattn_strides padded_strides(const gpu_case *c, int heads, int seq) {
+    mxattn_strides s;
+    int64_t row = c->head_dim + c->pad;
+    if (c->layout == MXATTN_LAYOUT_BHND) {
+        s.seq = row; s.head = row * seq + c->pad; s.batch = s.head * heads + c->pad;
+    } else {
+        s.head = row; s.seq = row * heads + c->pad; s.batch = s.seq * seq + c->pad;
+    }
+    return s;
+}
+
+static uint16_t to_half(mxattn_dtype t, float x) { return t == MXATTN_F16 ? mx_f32_to_f16(x) : mx_f32_to_bf16(x); }
+static float from_half(mxattn_dtype t, uint16_t h) { return t == MXATTN_F16 ? mx_f16_to_f32(h) : mx_bf16_to_f32(h); }
+
+/* Random (or, random=0, NaN-poisoned) tensor; the gaps between rows, heads and
+ * batches hold NaN, so a kernel that reads them poisons its output. */
+static mxattn_status tensor_make(const gpu_case *c, mx_rng *rng, int heads, int seq, int random, tensor *t) {
+    mxattn_status st = MXATTN_OK;
+    t->s = padded_strides(c, heads, seq);
+    t->len = (size_t)((c->batch - 1) * t->s.batch + (heads - 1) * t->s.head + (seq - 1) * t->s.seq + c->head_dim);
+    t->ref = calloc((size_t)c->batch * heads * seq * c->head_dim, sizeof(float));
+    t->host = malloc(t->len * 2);
+    if (!t->ref || !t->host) return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "test tensors");
+    for (size_t i = 0; i < t->len; i++) t->host[i] = 0x7fc1;
+    if (random)
+        for (int b = 0; b < c->batch; b++)
+            for (int h = 0; h < heads; h++)
+                for (int n = 0; n < seq; n++)
+                    for (int d = 0; d < c->head_dim; d++) {
+                        uint16_t x = to_half(c->dtype, (float)mx_rng_gaussian(rng));
+                        t->ref[(((size_t)b * heads + h) * seq + n) * c->head_dim + d] = from_half(c->dtype, x);
+                        t->host[b * t->s.batch + h * t->s.head + n * t->s.seq + d] = x;
+                    }
+    MX_TRY(mx_mem_alloc(&g_dev, t->len * 2, &t->dev));
+    MX_TRY(mx_memcpy_htod(&g_dev, t->dev, t->host, t->len * 2));
+fail:
+    return st;
+}
+
+static void tensor_free(tensor *t) {
+    free(t->ref); free(t->host);
+    mx_mem_free(&g_dev, t->dev);
+    memset(t, 0, sizeof *t);
+}
+
+static void problem_of(const gpu_case *c, mxattn_problem *p) {
+    mxattn_problem_init(p, c->family, c->head_dim);
+    p->batch = c->batch; p->heads_q = c->heads_q; p->heads_kv = c->heads_kv;
+    p->seq_q = c->seq_q; p->seq_k = c->seq_k; p->causal = c->causal;
+    p->dtype = p->out_dtype = c->dtype; p->layout = c->layout; p->return_lse = c->lse;
+}
+
+static int config_int(const char *config, const char *key) {
+    int v = 0;
+    for (const char *p = strstr(config, key); p; p = strstr(p + 1, key)) v = atoi(p + strlen(key));
+    return v;
+}
+
+/* The kernel's quantization in the pipeline reference: Q per 16 rows, K per
+ * 16 keys, P per key tile of block_n, Q pre-scaled as api/plan.c does. */
+static mxattn_status pipeline_reference(const gpu_case *c, int block_n, const float *q, const float *k, const float *v,
+                                        double *o, double *lse) {
+    mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
+    mx_ref_config cfg;
+    mxattn_status st = mx_ref_family_config(c->family, 0, 1, c->dtype, &cfg);
+    if (st != MXATTN_OK) return st;
+    cfg.int8_block_q = cfg.int8_block_k = 16;
+    cfg.p_tile = block_n;
+    cfg.q_prescale = (float)((double)(1.0f / sqrtf((float)c->head_dim)) * 1.4426950408889634);
+    return mx_ref_pipeline_attention(&s, &cfg, q, k, v, o, lse, NULL);
+}
+
+typedef struct {
+    mx_error_stats pipe, exact;        /* O against the pipeline reference and against fp64 */
+    double lse_pipe, lse_exact;        /* max |lse - ref| over rows that see a key */
+    long unwritten;                    /* outputs still holding the poison */
+    double ms;
+    char config[256];
+} result;
+
+static double lse_error(const float *lse, const double *ref, size_t rows) {
+    double worst = 0;
+    for (size_t i = 0; lse && i < rows; i++) {
+        if (isinf(ref[i]) && isinf(lse[i]) && lse[i] < 0) continue;
+        double e = fabs(lse[i] - ref[i]);
+        if (!(e <= worst)) worst = isnan(e) || isinf(e) ? INFINITY : e;
+    }
+    return worst;
+}
+
+/* Where the error sits, for a failing case: by warp of the warpgroup (row /
+ * 16 % 4), by fragment half (row % 16 < 8), by column pair in an 8-column
+ * chunk (col % 8 / 2), by key-free columns past the 16-aligned part; and the
+ * worst element.  A layout or descriptor bug shows as one bucket failing. */
+static void diagnose(const gpu_case *c, const float *got, const double *ref) {
+    double err[4][2] = {{0}}, mag[4][2] = {{0}}, cerr[4] = {0}, cmag[4] = {0}, worst = -1;
+    size_t at = 0;
+    for (int b = 0; b < c->batch; b++)
+        for (int h = 0; h < c->heads_q; h++)
+            for (int i = 0; i < c->seq_q; i++)
+                for (int d = 0; d < c->head_dim; d++) {
+                    size_t x = (((size_t)b * c->heads_q + h) * c->seq_q + i) * c->head_dim + d;
+                    double e = fabs(got[x] - ref[x]), m = fabs(ref[x]);
+                    if (isnan(e)) e = 1e30;
+                    err[i / 16 % 4][i % 16 >= 8] += e; mag[i / 16 % 4][i % 16 >= 8] += m;
+                    cerr[d % 8 / 2] += e; cmag[d % 8 / 2] += m;
+                    if (e > worst) { worst = e; at = x; }
+                }
+    printf("    rel_l1 by warp (rows g | g+8):");
+    for (int w = 0; w < 4; w++) printf("  w%d %.2e | %.2e", w, err[w][0] / (mag[w][0] + 1e-30), err[w][1] / (mag[w][1] + 1e-30));
+    printf("\n    rel_l1 by column pair in 8:");
+    for (int p = 0; p < 4; p++) printf("  %d: %.2e", p, cerr[p] / (cmag[p] + 1e-30));
+    int d = (int)(at % c->head_dim), i = (int)(at / c->head_dim % c->seq_q);
+    printf("\n    worst: row %d col %d got %g want %g\n", i, d, got[at], ref[at]);
+}
+
+static mxattn_status run_case(const gpu_case *c, const char *config, uint64_t seed, int verbose, result *r) {
+    mxattn_status st = MXATTN_OK;
+    mx_rng rng;
+    tensor q = {0}, k = {0}, v = {0}, o = {0};
+    float *lse_dev = NULL, *lse = NULL, *got = NULL;
+    double *o_ref = NULL, *lse_ref = NULL;
+    mxattn_plan *plan = NULL;
+    mx_timer timer = {0};
+    memset(r, 0, sizeof *r);
+    mx_rng_seed(&rng, seed);
+    MX_TRY(tensor_make(c, &rng, c->heads_q, c->seq_q, 1, &q));
+    MX_TRY(tensor_make(c, &rng, c->heads_kv, c->seq_k, 1, &k));
+    MX_TRY(tensor_make(c, &rng, c->heads_kv, c->seq_k, 1, &v));
+    MX_TRY(tensor_make(c, &rng, c->heads_q, c->seq_q, 0, &o));
+    size_t rows = (size_t)c->batch * c->heads_q * c->seq_q, n = rows * c->head_dim;
+    if (c->lse) {
+        MX_TRY(mx_mem_alloc(&g_dev, rows * 4, (void **)&lse_dev));
+        MX_TRY(mx_memset_d32(&g_dev, lse_dev, 0x7fc00001u, rows, NULL));
+        lse = malloc(rows * 4);
+    }
+    mxattn_problem p;
+    problem_of(c, &p);
+    p.q_strides = q.s; p.k_strides = k.s; p.v_strides = v.s; p.o_strides = o.s;
+    MX_TRY(mxattn_plan_create(g_ctx, &p, config, &plan));
+    mxattn_plan_info info;
+    mxattn_plan_get_info(plan, &info);
+    snprintf(r->config, sizeof r->config, "%s", info.config);
+    MX_TRY(mx_timer_create(&g_dev, &timer));
+    MX_TRY(mx_timer_start(&timer, NULL));
+    MX_TRY(mxattn_run(plan, q.dev, k.dev, v.dev, o.dev, lse_dev, NULL));
+    MX_TRY(mx_timer_stop(&timer, NULL));
+    float ms = 0;
+    MX_TRY(mx_timer_elapsed_ms(&timer, &ms));
+    r->ms = ms;
+    MX_TRY(mx_memcpy_dtoh(&g_dev, o.host, o.dev, o.len * 2));
+    if (c->lse) MX_TRY(mx_memcpy_dtoh(&g_dev, lse, lse_dev, rows * 4));
+    got = malloc(n * sizeof(float));
+    o_ref = malloc(n * sizeof(double));
+    lse_ref = malloc(rows * sizeof(double));
+    for (int b = 0; b < c->batch; b++)
+        for (int h = 0; h < c->heads_q; h++)
+            for (int i = 0; i < c->seq_q; i++)
+                for (int d = 0; d < c->head_dim; d++) {
+                    float f = from_half(c->dtype, o.host[b * o.s.batch + h * o.s.head + i * o.s.seq + d]);
+                    if (isnan(f)) r->unwritten++;
+                    got[(((size_t)b * c->heads_q + h) * c->seq_q + i) * c->head_dim + d] = f;
+                }
+    MX_TRY(pipeline_reference(c, config_int(info.config, "block_n="), q.ref, k.ref, v.ref, o_ref, lse_ref));
+    r->pipe = mx_compare_f32(got, o_ref, n);
+    r->lse_pipe = lse_error(lse, lse_ref, rows);
+    double pipe_tol = c->dtype == MXATTN_BF16 ? PIPE_REL_L1_BF16 : PIPE_REL_L1_F16;
+    if (verbose && !(r->pipe.rel_l1 < pipe_tol)) diagnose(c, got, o_ref);
+    mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
+    MX_TRY(mx_ref_attention(&s, q.ref, k.ref, v.ref, o_ref, lse_ref));
+    r->exact = mx_compare_f32(got, o_ref, n);
+    r->lse_exact = lse_error(lse, lse_ref, rows);
+fail:
+    mx_timer_destroy(&timer);
+    mxattn_plan_destroy(plan);
+    tensor_free(&q); tensor_free(&k); tensor_free(&v); tensor_free(&o);
+    mx_mem_free(&g_dev, lse_dev);
+    free(lse); free(got); free(o_ref); free(lse_ref);
+    return st;
+}
+
+static int check_case(const gpu_case *c, const char *config, uint64_t seed) {
+    char what[256];
+    result r;
+    gpu_case_describe(c, what, sizeof what);
+    char running[320];
+    snprintf(running, sizeof running, "%s {%s}", what, config);
+    watch(180, running);
+    mxattn_status st = run_case(c, config, seed, 1, &r);
+    alarm(0);
+    if (st != MXATTN_OK) {
+        printf("FAIL %s {%s}: %s: %s\n", what, config, mxattn_status_string(st), mxattn_last_error());
+        return 1;
+    }
+    double pipe_tol = c->dtype == MXATTN_BF16 ? PIPE_REL_L1_BF16 : PIPE_REL_L1_F16;
+    int ok_pipe = r.unwritten == 0 && r.pipe.rel_l1 < pipe_tol && r.pipe.cosine > PIPE_COS &&
+                  (!c->lse || r.lse_pipe < LSE_VS_PIPE);
+    int ok_exact = r.exact.cosine >= FP8_FAMILY_COS && r.exact.rel_l1 <= FP8_FAMILY_REL_L1 &&
+                   (!c->lse || r.lse_exact < LSE_VS_FP64);
+    printf("%s %s [%s] seed %llu: pipeline rel_l1 %.2e cos %.7f lse %.1e | fp64 rel_l1 %.4f cos %.6f lse %.1e | unwritten %ld, %.3f ms\n",
+           ok_pipe && ok_exact ? "ok  " : "FAIL", what, r.config, (unsigned long long)seed, r.pipe.rel_l1,
+           r.pipe.cosine, r.lse_pipe, r.exact.rel_l1, r.exact.cosine, r.lse_exact, r.unwritten, r.ms);
+    fflush(stdout);
+    return !(ok_pipe && ok_exact);
+}
+
+/* Configurations that fit the head dim: with and without the producer
+ * warpgroup, one or two consumers, every block_n, 2 or 3 stages. */
+static const char *config_for(int d, int i) {
+    static const char *small[] = {WG "block_m=128 warps=12 block_n=128 stages=2", WG "block_m=128 warps=8 block_n=64 stages=2",
+                                  WG "block_m=64 warps=4 block_n=128 stages=3", WG "block_m=64 warps=8 block_n=32 stages=2",
+                                  WG "block_m=128 warps=12 block_n=64 stages=3"};
+    static const char *large[] = {WG "block_m=128 warps=12 block_n=64 stages=2", WG "block_m=128 warps=8 block_n=64 stages=2",
+                                  WG "block_m=64 warps=4 block_n=32 stages=2", WG "block_m=64 warps=8 block_n=64 stages=3",
+                                  WG "block_m=128 warps=12 block_n=32 stages=3"};
+    return d <= 128 ? small[i % 5] : large[i % 5];
+}
+
+/* ---- tests ---- */
+
+/* The smallest cases first: one tile and one warpgroup (no producer), then
+ * two consumers and a producer over a few tiles, then D=64's 64-byte panels. */
+static void test_smoke(void **state) {
+    gpu_case c = {.family = "int8-fp8", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 64, .seq_k = 64,
+                  .head_dim = 128, .dtype = MXATTN_BF16, .layout = MXATTN_LAYOUT_BHND, .lse = 1};
+    int failures = check_case(&c, WG "block_m=64 warps=4 block_n=64 stages=2", 1);
+    c.seq_q = 200; c.seq_k = 300;
+    failures += check_case(&c, WG "block_m=128 warps=12 block_n=128 stages=2", 2);
+    c.head_dim = 64;
+    failures += check_case(&c, WG "block_m=128 warps=8 block_n=64 stages=2", 3);
+    assert_int_equal(failures, 0);
+}
+
+static const int HEAD_DIMS[] = {64, 80, 96, 128, 256};
+#define N_HEAD_DIMS (int)(sizeof HEAD_DIMS / sizeof *HEAD_DIMS)
+
+/* Every head dim (Q8/K8 panels of 64, 32, 32, 128 and 2 x 128 bytes), each
+ * with its own mix of the rest. */
+static void test_head_dims(void **state) {
+    static const int seqs[][2] = {{127, 127}, {17, 1000}, {1000, 17}, {1, 127}, {128, 256}, {300, 300}, {257, 513}};
+    int failures = 0;
+    for (int i = 0; i < N_HEAD_DIMS; i++)
+        for (int rep = 0; rep < 3; rep++) {
+            int j = i + rep;
+            gpu_case c = {.family = "int8-fp8", .batch = 1 + j % 2, .heads_kv = 1 + j % 2, .head_dim = HEAD_DIMS[i],
+                          .causal = (mxattn_causal)(j % 3), .dtype = j % 4 == 3 ? MXATTN_F16 : MXATTN_BF16,
+                          .layout = (mxattn_layout)(j % 2), .pad = (j % 3) * 8, .lse = (j + 1) % 2};
+            c.heads_q = c.heads_kv * (j % 3 == 0 ? 1 : j % 3 == 1 ? 4 : 8);
+            c.seq_q = seqs[j % 7][0];
+            c.seq_k = seqs[j % 7][1];
+            failures += check_case(&c, config_for(c.head_dim, i + rep), (uint64_t)time(NULL) + 10 * i + rep);
+        }
+    assert_int_equal(failures, 0);
+}
+
+/* Ragged lengths that fill no tile, Nq != Nk, and both causal alignments. */
+static void test_lengths_and_causal(void **state) {
+    static const int lens[] = {1, 17, 127, 1000};
+    int failures = 0, i = 0;
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 4; b++) {
+            gpu_case c = {.family = "int8-fp8", .batch = 1, .heads_q = 2, .heads_kv = 1, .seq_q = lens[a],
+                          .seq_k = lens[b], .head_dim = i % 2 ? 64 : 128, .causal = (mxattn_causal)(i % 3),
+                          .dtype = MXATTN_BF16, .layout = (mxattn_layout)(i / 3 % 2), .pad = 8, .lse = 1};
+            failures += check_case(&c, config_for(c.head_dim, i), (uint64_t)time(NULL) + 100 + i);
+            i++;
+        }
+    assert_int_equal(failures, 0);
+}
+
+/* Grouped-query heads with batch, both layouts, padded strides, bottom-right causal. */
+static void test_gqa(void **state) {
+    static const int gqa[] = {1, 4, 8};
+    int failures = 0;
+    for (int i = 0; i < 3; i++) {
+        gpu_case c = {.family = "int8-fp8", .batch = 2, .heads_kv = 2, .heads_q = 2 * gqa[i], .seq_q = 200,
+                      .seq_k = 333, .head_dim = i == 1 ? 64 : 128, .causal = MXATTN_CAUSAL_BOTTOM_RIGHT,
+                      .dtype = MXATTN_BF16, .layout = (mxattn_layout)(i % 2), .pad = 8 * i, .lse = 1};
+        failures += check_case(&c, config_for(c.head_dim, i), (uint64_t)time(NULL) + 200 + i);
+    }
+    assert_int_equal(failures, 0);
+}
+
+/* One longer causal sequence: many blocks per head and many key tiles per block
+ * (the ring wraps many times; mbarrier parities flip). */
+static void test_long(void **state) {
+    gpu_case c = {.family = "int8-fp8", .batch = 1, .heads_q = 2, .heads_kv = 1, .seq_q = 2049, .seq_k = 2049,
+                  .head_dim = 128, .causal = MXATTN_CAUSAL_TOP_LEFT, .dtype = MXATTN_BF16,
+                  .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
+    int failures = check_case(&c, WG "block_m=128 warps=12 block_n=128 stages=2", (uint64_t)time(NULL) + 400);
+    c.causal = MXATTN_CAUSAL_NONE;
+    failures += check_case(&c, WG "block_m=128 warps=8 block_n=64 stages=3", (uint64_t)time(NULL) + 401);
+    assert_int_equal(failures, 0);
+}
+
+/* Milliseconds per run of `config` (NULL: the default plan), mean of 10 after 3 warm-ups. */
+static double time_plan(const mxattn_problem *p, const char *config, void *q, void *k, void *v, void *o, char *used,
+                        size_t used_len) {
+    mxattn_plan *plan = NULL;
+    mx_timer timer = {0};
+    float ms = -1;
+    if (mxattn_plan_create(g_ctx, p, config, &plan) != MXATTN_OK) {
+        printf("plan %s: %s\n", config ? config : "(default)", mxattn_last_error());
+        return -1;
+    }
+    mxattn_plan_info info;
+    mxattn_plan_get_info(plan, &info);
+    snprintf(used, used_len, "%s, %d regs", info.config, info.registers);
+    for (int i = 0; i < 3; i++) mxattn_run(plan, q, k, v, o, NULL, NULL);
+    if (mx_timer_create(&g_dev, &timer) == MXATTN_OK && mx_timer_start(&timer, NULL) == MXATTN_OK) {
+        int ok = 1;
+        for (int i = 0; i < 10; i++) ok &= mxattn_run(plan, q, k, v, o, NULL, NULL) == MXATTN_OK;
+        if (ok && mx_timer_stop(&timer, NULL) == MXATTN_OK && mx_timer_elapsed_ms(&timer, &ms) == MXATTN_OK) ms /= 10;
+        else ms = -1;
+    }
+    mx_timer_destroy(&timer);
+    mxattn_plan_destroy(plan);
+    return ms;
+}
+
+/* B=4 H=32, N=4096 and 16384, D=128 and 64, bf16: TOPS = 4 B H N^2 D / t
+ * (halved for causal) of the whole plan (stats + quant + attention), wgmma
+ * configurations against the default plan (mma.sync). */
+static void test_speed(void **state) {
+    const int B = 4, H = 32, N_MAX = 16384, D_MAX = 128;
+    size_t elems = (size_t)B * H * N_MAX * D_MAX, chunk = (size_t)1 << 20;
+    void *buf[4] = {0};
+    uint16_t *host = malloc(chunk * 2);
+    mx_rng rng;
+    mx_rng_seed(&rng, 7);
+    for (size_t i = 0; i < chunk; i++) host[i] = mx_f32_to_bf16((float)mx_rng_gaussian(&rng));
+    for (int t = 0; t < 4; t++) {
+        assert_int_equal(mx_mem_alloc(&g_dev, elems * 2, &buf[t]), MXATTN_OK);
+        for (size_t off = 0; off < elems; off += chunk)
+            assert_int_equal(mx_memcpy_htod(&g_dev, (char *)buf[t] + off * 2, host, chunk * 2), MXATTN_OK);
+    }
+    static const int dims[] = {128, 64}, seqs[] = {4096, 16384};
+    static const char *configs[] = {NULL, WG "block_m=128 warps=12 block_n=128 stages=2",
+                                    WG "block_m=128 warps=12 block_n=128 stages=3",
+                                    WG "block_m=128 warps=12 block_n=64 stages=3",
+                                    WG "block_m=128 warps=8 block_n=128 stages=2",
+                                    WG "block_m=64 warps=4 block_n=128 stages=2"};
+    for (int di = 0; di < 2; di++)
+        for (int ni = 0; ni < 2; ni++)
+            for (int causal = 0; causal < 2; causal++) {
+                const int D = dims[di], N = seqs[ni];
+                mxattn_problem p;
+                mxattn_problem_init(&p, "int8-fp8", D);
+                p.batch = B; p.heads_q = p.heads_kv = H; p.seq_q = p.seq_k = N;
+                p.causal = causal ? MXATTN_CAUSAL_TOP_LEFT : MXATTN_CAUSAL_NONE;
+                double flops = 4.0 * B * H * (double)N * N * D * (causal ? 0.5 : 1.0);
+                for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
+                    char used[320] = "", running[128];
+                    snprintf(running, sizeof running, "speed D=%d N=%d causal=%d %s", D, N, causal,
+                             configs[i] ? configs[i] : "default");
+                    watch(180, running);
+                    double ms = time_plan(&p, configs[i], buf[0], buf[1], buf[2], buf[3], used, sizeof used);
+                    alarm(0);
+                    printf("speed B=%d H=%d N=%d D=%d causal=%d %-7s [%s]: %.3f ms, %.1f TOPS\n", B, H, N, D, causal,
+                           configs[i] ? "wgmma" : "default", used, ms, ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0);
+                    fflush(stdout);
+                }
+            }
+    for (int t = 0; t < 4; t++) mx_mem_free(&g_dev, buf[t]);
+    free(host);
+}
+
+int main(void) {
+    gpu_open_or_skip(&g_dev, "gpu_int8_wgmma");
+    if (g_dev.cc_major != 9) {
+        printf("gpu_int8_wgmma: skipped, needs an sm_90 GPU (this one is sm_%d%d)\n", g_dev.cc_major, g_dev.cc_minor);
+        mx_device_close(&g_dev);
+        return MX_TEST_SKIP;
+    }
+    signal(SIGALRM, on_alarm);
+    mxattn_options opts;
+    mxattn_options_init(&opts);
+    opts.no_cache = 1;   /* compile every kernel */
+    if (mxattn_create(&g_ctx, &opts) != MXATTN_OK) {
+        printf("mxattn_create: %s\n", mxattn_last_error());
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_smoke),
+        cmocka_unit_test(test_head_dims),
+        cmocka_unit_test(test_lengths_and_causal),
+        cmocka_unit_test(test_gqa),
+        cmocka_unit_test(test_long),
+        cmocka_unit_test(test_speed),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    mxattn_destroy(g_ctx);
+    mx_device_close(&g_dev);
+    return rc;
+}
