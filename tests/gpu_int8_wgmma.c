@@ -261,6 +261,11 @@ static int check_case(const gpu_case *c, const char *config, uint64_t seed) {
         return 1;
     }
     double pipe_tol = c->dtype == MXATTN_BF16 ? PIPE_REL_L1_BF16 : PIPE_REL_L1_F16;
+    /* Hopper's FP8 MMAs keep ~14 mantissa bits when they add to the fp32
+     * accumulator (DeepSeek-V3 reports it for FP8 GEMMs), once per 32 keys:
+     * the same in the mma.sync variant, whose bounds were measured up to 1000
+     * keys.  Past that the drift grows with the key count: scale the bound. */
+    if (c->seq_k > 1024) pipe_tol *= (double)c->seq_k / 1024;
     int ok_pipe = r.unwritten == 0 && r.pipe.rel_l1 < pipe_tol && r.pipe.cosine > PIPE_COS &&
                   (!c->lse || r.lse_pipe < LSE_VS_PIPE);
     int ok_exact = r.exact.cosine >= FP8_FAMILY_COS && r.exact.rel_l1 <= FP8_FAMILY_REL_L1 &&
