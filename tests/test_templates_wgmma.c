@@ -141,6 +141,143 @@ static void test_nvrtc_sm90a_emits_wgmma_and_tma(void **state) {
         }
 }
 
+/* ---- overlap=1: FlashAttention-3's ping-pong of two consumer warpgroups ---- */
+
+#define PP "variant=wgmma q_regs=0 overlap=1 block_m=128 warps=12 "
+
+/* FNV-1a, to pin rendered source. */
+static unsigned long long fnv1a(const char *s) {
+    unsigned long long h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* overlap=0 must render exactly what it rendered before the knob existed:
+ * the H200-verified winners keep their source and so their cache keys.  A
+ * snapshot: when a shared block changes on purpose, re-pin with the printed
+ * hash (and re-verify the kernels on a GPU). */
+/* Hashes of the sources as rendered at commit 9aeebc0, before overlap=1 was written. */
+#define PIN_D128 0xa0f2abb38ca6a7c5ull
+#define PIN_D64 0x8c044bdfde086110ull
+#define PIN_D128_WARPS8 0x4ca19788ac465052ull
+static void test_overlap0_source_is_pinned(void **state) {
+    static const struct { const char *params; unsigned long long hash; } pins[] = {
+        {"family=f16 head_dim=128 variant=wgmma q_regs=0 block_m=128 warps=12 block_n=128 stages=3", PIN_D128},
+        {"family=f16 head_dim=64 variant=wgmma q_regs=0 block_m=64 warps=4 block_n=128 stages=2", PIN_D64},
+        {"family=f16 head_dim=128 causal=1 lse=1 variant=wgmma q_regs=0 block_m=128 warps=8 block_n=64 stages=2",
+         PIN_D128_WARPS8},
+    };
+    int stale = 0;
+    for (size_t i = 0; i < sizeof pins / sizeof *pins; i++) {
+        char *a = call("render", pins[i].params, NULL);
+        unsigned long long h = fnv1a(a);
+        assert_null(strstr(a, "sched_wait"));
+        if (h != pins[i].hash) {
+            printf("  %s: source hash 0x%016llxull, pinned 0x%016llxull\n", pins[i].params, h, pins[i].hash);
+            stale++;
+        }
+        free(a);
+    }
+    assert_int_equal(stale, 0);
+}
+
+/* overlap=1 renders deterministically, differently from overlap=0 (another
+ * kernel name, so another cache key), with the turn-taking pieces. */
+static void test_overlap_renders(void **state) {
+    static const char *extra[] = {"block_n=128 stages=3", "block_n=64 stages=2 causal=1 lse=1",
+                                  "block_n=32 stages=3 dtype=f16 out_dtype=f16"};
+    for (int i = 0; i < N_DIMS; i++)
+        for (size_t j = 0; j < sizeof extra / sizeof *extra; j++) {
+            if (j == 0 && DIMS[i] > 128) continue;   /* block_n=128 x 3 stages: too much shared memory */
+            char params[256], plain[256];
+            snprintf(params, sizeof params, "family=f16 head_dim=%d " PP "%s", DIMS[i], extra[j]);
+            snprintf(plain, sizeof plain, "family=f16 head_dim=%d variant=wgmma q_regs=0 block_m=128 warps=12 %s",
+                     DIMS[i], extra[j]);
+            char *canon = call("validate", params, NULL);
+            assert_non_null(strstr(canon, "overlap=1"));
+            char *a = call("render", params, NULL), *b = call("render", canon, NULL), *c = call("render", plain, NULL);
+            assert_string_equal(a, b);
+            assert_non_null(strstr(a, "overlap=1"));
+            assert_non_null(strstr(a, "sched_wait(wg)"));
+            assert_non_null(strstr(a, "sched_pass(wg)"));
+            assert_non_null(strstr(a, "wgmma_wait<1>()"));
+            assert_null(strstr(a, "attend_tile"));
+            assert_null(strstr(c, "sched_wait"));
+            assert_string_not_equal(a, c);
+            const char *ka = strstr(a, "mxattn_f16_d"), *kc = strstr(c, "mxattn_f16_d");
+            assert_non_null(ka);
+            assert_non_null(kc);
+            assert_false(strncmp(ka, kc, 24) == 0);   /* kernel names differ */
+            free(a); free(b); free(c); free(canon);
+        }
+}
+
+static void test_overlap_needs_two_consumers_and_a_producer(void **state) {
+    expect_invalid("family=f16 head_dim=128 variant=wgmma q_regs=0 overlap=1 block_m=128 warps=8 block_n=64 stages=2",
+                   "overlap");
+    expect_invalid("family=f16 head_dim=128 variant=wgmma q_regs=0 overlap=1 block_m=64 warps=8 block_n=64 stages=2",
+                   "overlap");
+    expect_invalid("family=f16 head_dim=64 variant=wgmma q_regs=0 overlap=1 block_m=64 warps=4 block_n=64 stages=2",
+                   "overlap");
+    expect_invalid("family=f16 head_dim=128 variant=mma q_regs=0 overlap=1 block_m=128 warps=8 block_n=64 stages=2",
+                   "overlap");
+    char *ok = call("validate", "family=f16 head_dim=128 " PP "block_n=128 stages=3", NULL);
+    free(ok);
+}
+
+/* The tuner's order: an overlap=1 tile ranks just above the same tile
+ * without it (the first line, the default, stays overlap=0). */
+static void test_overlap_ranks_above_its_plain_tile(void **state) {
+    char *cands = call("candidates", "family=f16 head_dim=128 arch=sm_90a", NULL);
+    assert_non_null(strstr(cands, "overlap=0"));
+    assert_true(strncmp(cands, "variant=wgmma q_regs=0 overlap=0 ", 33) == 0);
+    const char *with = strstr(cands, "variant=wgmma q_regs=0 overlap=1 block_m=128 block_n=128 warps=12 stages=2");
+    const char *without = strstr(cands, "variant=wgmma q_regs=0 overlap=0 block_m=128 block_n=128 warps=12 stages=2");
+    if (!with || !without) fail_msg("candidates lack block_n=128 stages=2 with or without overlap:\n%.2000s", cands);
+    assert_true(with < without);
+    free(cands);
+}
+
+/* Compiles to two warpgroups that take turns through named barriers (not 0,
+ * 256 threads) with no spills and no serialized MMAs. */
+static void test_overlap_compiles(void **state) {
+    static const struct { int d; const char *extra; } cases[] = {
+        {128, "block_n=128 stages=3"}, {128, "block_n=128 stages=2 causal=1 lse=1"},
+        {128, "block_n=64 stages=3 dtype=f16 out_dtype=f16"}, {64, "block_n=128 stages=3 causal=1"},
+        {96, "block_n=128 stages=2 lse=1"}, {80, "block_n=64 stages=2"},
+        {192, "block_n=64 stages=2 causal=1 lse=1"}, {256, "block_n=64 stages=2"},
+        {256, "block_n=32 stages=3 causal=1"}, {128, "block_n=16 stages=3 causal=1"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char params[256];
+        snprintf(params, sizeof params, "family=f16 head_dim=%d " PP "%s", cases[i].d, cases[i].extra);
+        mx_compile_result r;
+        if (!compile(params, &r)) skip();
+        assert_non_null(strstr(r.ptx, "wgmma.mma_async.sync.aligned"));
+        assert_non_null(strstr(r.ptx, "wgmma.wait_group.sync.aligned 1;"));
+        assert_non_null(strstr(r.ptx, "setmaxnreg.inc.sync.aligned.u32 240"));
+        /* bar.sync and bar.arrive on a named barrier of 256 threads (barrier 0 takes no count). */
+        int named_sync = 0, named_arrive = 0;
+        for (const char *p = r.ptx; (p = strstr(p, "bar.")) != NULL; p++) {
+            const char *eol = strchr(p, ';');
+            if (!eol) break;
+            int len = (int)(eol - p);
+            int counted = len > 5 && strncmp(eol - 5, ", 256", 5) == 0;
+            if (strncmp(p, "bar.sync", 8) == 0 && counted && strncmp(p, "bar.sync \t0", 11) != 0) named_sync++;
+            if (strncmp(p, "bar.arrive", 10) == 0 && counted) named_arrive++;
+        }
+        if (named_sync < 1 || named_arrive < 1)
+            fail_msg("%s: PTX has %d named bar.sync and %d bar.arrive of 256 threads", params, named_sync, named_arrive);
+        assert_true(r.usage.found);
+        printf("  D=%-3d %-44s %3d registers, %d spill bytes\n", cases[i].d, cases[i].extra, r.usage.registers,
+               r.usage.spill_store_bytes + r.usage.spill_load_bytes);
+        if (r.usage.spill_store_bytes || r.usage.spill_load_bytes || r.usage.stack_bytes)
+            fail_msg("%s: spills (%d stored, %d loaded, stack %d)", params, r.usage.spill_store_bytes,
+                     r.usage.spill_load_bytes, r.usage.stack_bytes);
+        if (strstr(r.log, "serialized") || strstr(r.log, "C7508")) fail_msg("%s: %s", params, r.log);
+        mx_compile_result_free(&r);
+    }
+}
+
 static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
 static int teardown(void **state) { mx_gen_close(g); return 0; }
 
@@ -150,6 +287,11 @@ int main(void) {
         cmocka_unit_test(test_launch_asks_for_tensor_maps),
         cmocka_unit_test(test_invalid_tables_name_the_parameter),
         cmocka_unit_test(test_nvrtc_sm90a_emits_wgmma_and_tma),
+        cmocka_unit_test(test_overlap0_source_is_pinned),
+        cmocka_unit_test(test_overlap_renders),
+        cmocka_unit_test(test_overlap_needs_two_consumers_and_a_producer),
+        cmocka_unit_test(test_overlap_ranks_above_its_plain_tile),
+        cmocka_unit_test(test_overlap_compiles),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

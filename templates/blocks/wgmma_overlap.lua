@@ -1,0 +1,112 @@
+-- FlashAttention-3's two overlaps for a consumer warpgroup (sm_90a), used by
+-- families/f16_wgmma.lua when overlap=1 (two consumer warpgroups and a
+-- producer):
+--
+-- Inter-warpgroup ping-pong.  Each consumer warpgroup w owns named barrier
+-- SCHED_BAR + w (256 threads: its own 128 bar.sync there, the other
+-- warpgroup's 128 bar.arrive there).  A warpgroup issues its MMAs only between
+-- sched_wait (bar.sync on its own barrier) and sched_pass (bar.arrive on the
+-- other's), so the two warpgroups take turns on the tensor cores and the
+-- exponentials of one run under the other's MMAs.  Warpgroup 1 passes once
+-- before its first turn (the kick-off: warpgroup 0 goes first) and not after
+-- its last, so over n turns each barrier sees n bar.syncs and n bar.arrives:
+-- none is left waiting at exit.  A warpgroup cannot arrive twice on one
+-- barrier generation: its next pass comes after its next wait, which needs
+-- the other warpgroup's pass, which comes after that warpgroup's wait.
+--
+-- Intra-warpgroup overlap.  Turn t issues S(t) = Q K(t)^T and then
+-- O += P(t-1) V(t-1) as two commit groups; wgmma.wait_group 1 lets the
+-- softmax of S(t) start while P(t-1) V(t-1) still runs.  The softmax is
+-- split: softmax_scores updates the row max and sum and returns the factor
+-- alpha by which O must shrink; rescale_o applies it once the P V group is
+-- done (wait_group 0).  Live across a turn: O, S(t) in fp32 and P(t-1) packed.
+local U = require("util")
+
+-- p.sched_bar: the first of the two named barrier ids (not 0: __syncthreads).
+return function(p)
+  return U.fill([[
+constexpr int SCHED_BAR = ${SCHED_BAR};   // named barriers SCHED_BAR + consumer warpgroup
+// Waits for this warpgroup's turn on the tensor cores.
+MX_INLINE void sched_wait(int wg) { asm volatile("bar.sync %0, 256;" :: "r"(SCHED_BAR + wg) : "memory"); }
+// Hands the turn to the other warpgroup (does not wait).
+MX_INLINE void sched_pass(int wg) { asm volatile("bar.arrive %0, 256;" :: "r"(SCHED_BAR + 1 - wg) : "memory"); }
+
+// S = Q K^T for the K tile `desc_k` points at: D_PAD/16 k-steps, one commit group.
+MX_INLINE void issue_qk(float (&s)[1][NT][4], u64 desc_q, u64 desc_k) {
+  reg_fence(s);
+  wgmma_fence();
+#pragma unroll
+  for (int kd = 0; kd < KD; kd++) {
+    const int panel = kd / (W / 16), step = (kd % (W / 16)) * 32;
+    wgmma_qk(s, desc_q + (panel * BM * ROW_BYTES + step) / 16, desc_k + (panel * BN * ROW_BYTES + step) / 16, kd > 0);
+  }
+  wgmma_commit();
+}
+
+// O += P V for the V tile `desc_v` points at: BN/16 k-steps, one commit group.
+MX_INLINE void issue_pv(float (&o)[1][DT][4], const u32 (&pa)[BN / 16][4], u64 desc_v) {
+  reg_fence(o);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; kk++) wgmma_pv(o, pa[kk], desc_v + kk * 16 * ROW_BYTES / 16);
+  wgmma_commit();
+}
+
+// The online softmax of one tile without touching O: S becomes P against the
+// new row maximum, the running sum is rescaled and extended, and alpha[h] is
+// what O's rows must be multiplied by (exp2(old max - new max)).
+MX_INLINE void softmax_scores(float (&s)[1][NT][4], float (&row_max)[1][2], float (&row_sum)[1][2], float (&alpha)[2],
+                              float scale_log2) {
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    float m = MX_NEG_INF;
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++) m = fmaxf(m, fmaxf(s[0][nt][2 * h], s[0][nt][2 * h + 1]));
+    m = fmaxf(row_max[0][h], quad_max(m) * scale_log2);
+    // A row that has seen only masked keys keeps max -inf; subtracting 0
+    // instead keeps exp2 at 0 rather than NaN.
+    const float base = m == MX_NEG_INF ? 0.f : m;
+    alpha[h] = fast_exp2(row_max[0][h] - base);
+    row_max[0][h] = m;
+    float sum = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+      for (int e = 2 * h; e < 2 * h + 2; e++) {
+        s[0][nt][e] = fast_exp2(fmaf(s[0][nt][e], scale_log2, -base));
+        sum += s[0][nt][e];
+      }
+    row_sum[0][h] = row_sum[0][h] * alpha[h] + sum;
+  }
+}
+
+// O *= alpha per row half, skipped when no lane of the warp needs it.
+MX_INLINE void rescale_o(float (&o)[1][DT][4], const float (&alpha)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; h++)
+    if (__any_sync(0xffffffffu, alpha[h] != 1.f))
+#pragma unroll
+      for (int dt = 0; dt < DT; dt++) { o[0][dt][2 * h] *= alpha[h]; o[0][dt][2 * h + 1] *= alpha[h]; }
+}
+
+// P to the A operand in registers: k16 step kk covers S chunks 2kk, 2kk+1.
+MX_INLINE void pack_p(u32 (&pa)[BN / 16][4], const float (&s)[1][NT][4]) {
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; kk++) {
+    pa[kk][0] = pack_in(s[0][2 * kk][0], s[0][2 * kk][1]);
+    pa[kk][1] = pack_in(s[0][2 * kk][2], s[0][2 * kk][3]);
+    pa[kk][2] = pack_in(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
+    pa[kk][3] = pack_in(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
+#pragma unroll
+    for (int i = 0; i < 4; i++) reg_fence(pa[kk][i]);
+  }
+}
+
+// Masks the tile's tail and, under causal, keys past the diagonal (only on
+// tiles that need it).
+MX_INLINE void mask_tile(float (&s)[1][NT][4], int t, int warp_row0, const mx_kernel_args &a) {
+  if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset))
+    mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
+}
+]], { SCHED_BAR = p.sched_bar })
+end
