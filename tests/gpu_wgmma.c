@@ -3,15 +3,21 @@
  * ragged lengths, both causal alignments, grouped-query heads, both layouts
  * with padded strides (padding a multiple of 8 elements, so align stays 8),
  * the LSE; then a timing print against the default (mma.sync) plan.
+ * overlap=1 (two consumer warpgroups taking turns, block_m=128 warps=12) has
+ * the same checks, and speed lines beside overlap=0.  A watchdog ends the
+ * process if a case runs for minutes (a warpgroup waiting on a barrier
+ * forever).  An argument filters the tests by name: `gpu_wgmma '*overlap*'`.
  * Skips (77) without a GPU, and without an sm_90 one. */
 #include <math.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include "support/gpu_harness.h"
 #include "util/err.h"
@@ -24,12 +30,32 @@ static mxattn_ctx *g_ctx;
 #define LSE_TOL 1e-3
 #define WG "variant=wgmma q_regs=0 "
 
+/* ---- watchdog ---- */
+
+static char g_running[400];
+
+static void on_alarm(int sig) {
+    (void)sig;
+    static const char msg[] = "\nTIMEOUT: a case ran for minutes (a kernel waiting on a barrier forever?): ";
+    ssize_t ignored = write(1, msg, sizeof msg - 1);
+    ignored = write(1, g_running, strlen(g_running));
+    ignored = write(1, "\n", 1);
+    (void)ignored;
+    _exit(1);
+}
+
+static void watch(int seconds, const char *what, const char *config) {
+    snprintf(g_running, sizeof g_running, "%s {%s}", what, config ? config : "default");
+    alarm((unsigned)seconds);
+}
+
 /* ---- a local copy of the harness's runner, taking a configuration string ---- */
 
 static int check_case(const gpu_case *c, const char *config, uint64_t seed) {
     char what[256];
     gpu_result r;
     gpu_case_describe(c, what, sizeof what);
+    watch(180, what, config);
     gpu_case with_config = *c;
     with_config.config = config;
     mxattn_status st = gpu_run_case(g_ctx, &g_dev, &with_config, seed, NULL, &r);
@@ -175,6 +201,7 @@ static void test_speed(void **state) {
     uint16_t *host = malloc(chunk * 2);
     mx_rng rng;
     mx_rng_seed(&rng, 7);
+    watch(300, "test_speed", NULL);
     for (size_t i = 0; i < chunk; i++) host[i] = mx_f32_to_bf16((float)mx_rng_gaussian(&rng));
     for (int t = 0; t < 4; t++) {
         assert_int_equal(mx_mem_alloc(&g_dev, elems * 2, &buf[t]), MXATTN_OK);
@@ -203,7 +230,149 @@ static void test_speed(void **state) {
     free(host);
 }
 
-int main(void) {
+/* ---- overlap=1: the two consumer warpgroups take turns on the tensor cores ---- */
+
+#define PP WG "overlap=1 block_m=128 warps=12 "
+
+/* The legal overlap=1 tiles for a head dim (block_n x stages within shared memory). */
+static const char *pp_config_for(int d, int i) {
+    static const char *small[] = {PP "block_n=128 stages=3", PP "block_n=64 stages=2", PP "block_n=128 stages=2",
+                                  PP "block_n=32 stages=3"};
+    static const char *large[] = {PP "block_n=64 stages=2", PP "block_n=32 stages=3", PP "block_n=32 stages=2",
+                                  PP "block_n=16 stages=3"};
+    return d <= 128 ? small[i % 4] : large[i % 4];
+}
+
+/* One key tile (both warpgroups take one turn), then a few, then the kernel
+ * the tuner will try first at D=128. */
+static void test_overlap_smoke(void **state) {
+    gpu_case c = {.family = "f16", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 128, .seq_k = 64, .head_dim = 128,
+                  .dtype = MXATTN_BF16, .layout = MXATTN_LAYOUT_BHND, .lse = 1};
+    assert_int_equal(check_case(&c, PP "block_n=128 stages=3", 1), 0);
+    c.seq_q = 200; c.seq_k = 300;
+    assert_int_equal(check_case(&c, PP "block_n=64 stages=2", 2), 0);
+    c.seq_q = c.seq_k = 1024; c.causal = MXATTN_CAUSAL_TOP_LEFT;
+    assert_int_equal(check_case(&c, PP "block_n=128 stages=3", 3), 0);
+}
+
+/* Head dims 64..256 (every swizzle width), each with its own mix of causal
+ * alignment, GQA, layout, padding, dtype and LSE. */
+static void test_overlap_head_dims(void **state) {
+    static const int dims[] = {64, 80, 96, 128, 192, 256};
+    static const int seqs[][2] = {{127, 127}, {17, 1000}, {1000, 17}, {1, 127}, {128, 256}, {300, 300}, {257, 513}};
+    int failures = 0;
+    for (int i = 0; i < 6; i++)
+        for (int rep = 0; rep < 3; rep++) {
+            int j = i + rep;
+            gpu_case c = {.family = "f16", .batch = 1 + j % 2, .heads_kv = 1 + j % 2, .head_dim = dims[i],
+                          .causal = (mxattn_causal)(j % 3), .dtype = j % 4 == 3 ? MXATTN_F16 : MXATTN_BF16,
+                          .layout = (mxattn_layout)(j % 2), .pad = (j % 3) * 8, .lse = (j + 1) % 2};
+            c.heads_q = c.heads_kv * (j % 3 == 0 ? 1 : j % 3 == 1 ? 4 : 8);
+            c.seq_q = seqs[j % 7][0];
+            c.seq_k = seqs[j % 7][1];
+            failures += check_case(&c, pp_config_for(c.head_dim, rep), (uint64_t)time(NULL) + 500 + 10 * i + rep);
+        }
+    assert_int_equal(failures, 0);
+}
+
+/* Ragged lengths (blocks with no key tile at all under bottom-right causal,
+ * one tile, many), Nq != Nk, both causal alignments, always with the LSE. */
+static void test_overlap_lengths(void **state) {
+    static const int lens[] = {1, 17, 127, 1000, 4097};
+    int failures = 0, i = 0;
+    for (int a = 0; a < 5; a++)
+        for (int b = 0; b < 5; b++) {
+            if (lens[a] * (long)lens[b] > 1000L * 4097) continue;  /* CPU reference time */
+            gpu_case c = {.family = "f16", .batch = 1, .heads_q = 2, .heads_kv = 1, .seq_q = lens[a], .seq_k = lens[b],
+                          .head_dim = i % 2 ? 64 : 128, .causal = (mxattn_causal)(i % 3), .dtype = MXATTN_BF16,
+                          .layout = (mxattn_layout)(i / 3 % 2), .pad = 8, .lse = 1};
+            failures += check_case(&c, pp_config_for(c.head_dim, i), (uint64_t)time(NULL) + 600 + i);
+            i++;
+        }
+    assert_int_equal(failures, 0);
+}
+
+/* Grouped-query heads with batch, both layouts, padded strides, both causal alignments. */
+static void test_overlap_gqa(void **state) {
+    static const int gqa[] = {1, 4, 8};
+    int failures = 0;
+    for (int i = 0; i < 6; i++) {
+        gpu_case c = {.family = "f16", .batch = 3, .heads_kv = 2, .heads_q = 2 * gqa[i % 3], .seq_q = 200, .seq_k = 333,
+                      .head_dim = i % 3 == 1 ? 192 : 128,
+                      .causal = i < 3 ? MXATTN_CAUSAL_BOTTOM_RIGHT : MXATTN_CAUSAL_TOP_LEFT,
+                      .dtype = i == 4 ? MXATTN_F16 : MXATTN_BF16, .layout = (mxattn_layout)(i % 2), .pad = 8 * (i % 3),
+                      .lse = 1};
+        failures += check_case(&c, pp_config_for(c.head_dim, i), (uint64_t)time(NULL) + 700 + i);
+    }
+    assert_int_equal(failures, 0);
+}
+
+/* Every key-tile width and ring depth at D=128, causal both ways, many turns. */
+static void test_overlap_configs(void **state) {
+    static const char *configs[] = {PP "block_n=16 stages=2", PP "block_n=16 stages=3", PP "block_n=32 stages=2",
+                                    PP "block_n=32 stages=3", PP "block_n=64 stages=2", PP "block_n=64 stages=3",
+                                    PP "block_n=128 stages=2", PP "block_n=128 stages=3"};
+    int failures = 0;
+    for (int i = 0; i < 8; i++) {
+        gpu_case c = {.family = "f16", .batch = 2, .heads_q = 4, .heads_kv = 2, .seq_q = 333, .seq_k = 1000,
+                      .head_dim = 128, .causal = (mxattn_causal)(i % 3), .dtype = i % 2 ? MXATTN_F16 : MXATTN_BF16,
+                      .layout = MXATTN_LAYOUT_BNHD, .pad = 8, .lse = 1};
+        failures += check_case(&c, configs[i], (uint64_t)time(NULL) + 800 + i);
+    }
+    assert_int_equal(failures, 0);
+}
+
+/* One long causal sequence: many blocks per head, up to 33 turns per block. */
+static void test_overlap_long(void **state) {
+    gpu_case c = {.family = "f16", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 4097, .seq_k = 4097,
+                  .head_dim = 128, .causal = MXATTN_CAUSAL_TOP_LEFT, .dtype = MXATTN_BF16,
+                  .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
+    assert_int_equal(check_case(&c, PP "block_n=128 stages=3", (uint64_t)time(NULL) + 900), 0);
+    c.causal = MXATTN_CAUSAL_NONE;
+    assert_int_equal(check_case(&c, PP "block_n=64 stages=2", (uint64_t)time(NULL) + 901), 0);
+}
+
+/* B=4 H=32 D=128 bf16 at N=4096 and 16384, causal and not: each overlap=1
+ * tile beside the same tile with overlap=0 (the D=128 winner first). */
+static void test_overlap_speed(void **state) {
+    const int B = 4, H = 32, D = 128, NMAX = 16384;
+    size_t elems = (size_t)B * H * NMAX * D, chunk = (size_t)1 << 20;
+    void *buf[4] = {0};
+    uint16_t *host = malloc(chunk * 2);
+    mx_rng rng;
+    mx_rng_seed(&rng, 7);
+    for (size_t i = 0; i < chunk; i++) host[i] = mx_f32_to_bf16((float)mx_rng_gaussian(&rng));
+    for (int t = 0; t < 4; t++) {
+        assert_int_equal(mx_mem_alloc(&g_dev, elems * 2, &buf[t]), MXATTN_OK);
+        for (size_t off = 0; off < elems; off += chunk)
+            assert_int_equal(mx_memcpy_htod(&g_dev, (char *)buf[t] + off * 2, host, chunk * 2), MXATTN_OK);
+    }
+    static const char *tiles[] = {"block_n=128 stages=3", "block_n=128 stages=2", "block_n=64 stages=2"};
+    for (int n = 4096; n <= NMAX; n *= 4)
+        for (int causal = 0; causal < 2; causal++) {
+            mxattn_problem p;
+            mxattn_problem_init(&p, "f16", D);
+            p.batch = B; p.heads_q = p.heads_kv = H; p.seq_q = p.seq_k = n;
+            p.causal = causal ? MXATTN_CAUSAL_TOP_LEFT : MXATTN_CAUSAL_NONE;
+            double flops = 4.0 * B * H * (double)n * n * D * (causal ? 0.5 : 1.0);
+            for (int i = 0; i < 3; i++)
+                for (int overlap = 0; overlap < 2; overlap++) {
+                    char config[160], used[320] = "";
+                    snprintf(config, sizeof config, WG "overlap=%d block_m=128 warps=12 %s", overlap, tiles[i]);
+                    watch(300, "test_overlap_speed", config);
+                    double ms = time_plan(&p, config, buf[0], buf[1], buf[2], buf[3], used, sizeof used);
+                    printf("speed B=%d H=%d N=%d D=%d causal=%d overlap=%d [%s]: %.3f ms, %.1f TOPS\n", B, H, n, D,
+                           causal, overlap, used, ms, ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0);
+                }
+        }
+    alarm(0);
+    for (int t = 0; t < 4; t++) mx_mem_free(&g_dev, buf[t]);
+    free(host);
+}
+
+int main(int argc, char **argv) {
+    signal(SIGALRM, on_alarm);
+    if (argc > 1) cmocka_set_test_filter(argv[1]);
     gpu_open_or_skip(&g_dev, "gpu_wgmma");
     if (g_dev.cc_major != 9) {
         printf("gpu_wgmma: skipped, needs an sm_90 GPU (this one is sm_%d%d)\n", g_dev.cc_major, g_dev.cc_minor);
@@ -225,8 +394,16 @@ int main(void) {
         cmocka_unit_test(test_configs),
         cmocka_unit_test(test_long),
         cmocka_unit_test(test_speed),
+        cmocka_unit_test(test_overlap_smoke),
+        cmocka_unit_test(test_overlap_head_dims),
+        cmocka_unit_test(test_overlap_lengths),
+        cmocka_unit_test(test_overlap_gqa),
+        cmocka_unit_test(test_overlap_configs),
+        cmocka_unit_test(test_overlap_long),
+        cmocka_unit_test(test_overlap_speed),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    alarm(0);
     mxattn_destroy(g_ctx);
     mx_device_close(&g_dev);
     return rc;
