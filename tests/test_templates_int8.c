@@ -134,9 +134,9 @@ static void test_nvrtc_ptx_has_int8_and_fp8_mma(void **state) {
         {"family=int8-f16 head_dim=80 dtype=f16 out_dtype=f16 causal=1 lse=1", "sm_90a"},
         {"family=int8-f16 head_dim=64 arch=sm_80", "sm_80"},
         {"family=int8-f16 head_dim=256 lse=1 smooth_k=0 arch=sm_80", "sm_80"},
-        {"family=int8-fp8 head_dim=128", "sm_90a"},
-        {"family=int8-fp8 head_dim=96 causal=1 lse=1 dtype=f16 out_dtype=f16", "sm_90a"},
-        {"family=int8-fp8 head_dim=256 lse=1", "sm_90a"},
+        {"family=int8-fp8 head_dim=128 variant=mma", "sm_90a"},
+        {"family=int8-fp8 head_dim=96 causal=1 lse=1 dtype=f16 out_dtype=f16 variant=mma", "sm_90a"},
+        {"family=int8-fp8 head_dim=256 lse=1 variant=mma", "sm_90a"},
         {"family=int8-fp8 head_dim=64 arch=sm_89", "sm_89"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

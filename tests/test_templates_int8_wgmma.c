@@ -172,31 +172,35 @@ static void test_invalid_tables_name_the_parameter(void **state) {
     expect_invalid("family=int8-f16 head_dim=64 " KNOBS, "variant");
 }
 
-/* The default stays mma, and every wgmma candidate ranks after every mma one. */
-static void test_default_stays_mma(void **state) {
+/* On sm_90a the default is wgmma (checked on the H200) and every wgmma
+ * candidate ranks before every mma one; elsewhere the default is mma. */
+static void test_default_is_wgmma_on_hopper(void **state) {
     static const int dims[] = {64, 128};
     for (int i = 0; i < 2; i++) {
         char params[128];
         snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d", dims[i]);
         char *knobs = call("knobs", params, NULL);
-        assert_non_null(strstr(knobs, "variant=mma"));
+        assert_non_null(strstr(knobs, "variant=wgmma"));
         free(knobs);
         char *cands = call("candidates", params, NULL);
-        int seen_wgmma = 0, n_wgmma = 0, n = 0;
+        int seen_mma = 0, n_wgmma = 0, n = 0;
         for (char *line = strtok(cands, "\n"); line; line = strtok(NULL, "\n"), n++) {
             int wg = strstr(line, "variant=wgmma") != NULL;
-            if (!wg && seen_wgmma) fail_msg("D=%d: mma candidate '%s' ranks after a wgmma one", dims[i], line);
-            seen_wgmma |= wg;
+            if (wg && seen_mma) fail_msg("D=%d: wgmma candidate '%s' ranks after an mma one", dims[i], line);
+            seen_mma |= !wg;
             n_wgmma += wg;
         }
         assert_true(n_wgmma > 0);
         assert_true(n > n_wgmma);
         free(cands);
     }
+    char *elsewhere = call("knobs", "family=int8-fp8 head_dim=128 arch=sm_89", NULL);
+    assert_non_null(strstr(elsewhere, "variant=mma"));
+    free(elsewhere);
     /* Asking for the variant alone gives its own default tile. */
     char *knobs = call("knobs", "family=int8-fp8 head_dim=128 variant=wgmma", NULL);
     assert_non_null(strstr(knobs, "variant=wgmma"));
-    assert_non_null(strstr(knobs, "block_m=128"));
+    assert_non_null(strstr(knobs, "block_m=64"));
     free(knobs);
 }
 
@@ -280,7 +284,7 @@ int main(void) {
         cmocka_unit_test(test_quant_kernels_unchanged),
         cmocka_unit_test(test_launch_plan_and_tensor_maps),
         cmocka_unit_test(test_invalid_tables_name_the_parameter),
-        cmocka_unit_test(test_default_stays_mma),
+        cmocka_unit_test(test_default_is_wgmma_on_hopper),
         cmocka_unit_test(test_nvrtc_sm90a_emits_int8_and_fp8_wgmma),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

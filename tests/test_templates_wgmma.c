@@ -226,11 +226,12 @@ static void test_overlap_needs_two_consumers_and_a_producer(void **state) {
 }
 
 /* The tuner's order: an overlap=1 tile ranks just above the same tile
- * without it (the first line, the default, stays overlap=0). */
+ * without it; the first line, the default, is the H200-checked overlap=1
+ * tile (block_m=128, warps=12, block_n=128, stages=3). */
 static void test_overlap_ranks_above_its_plain_tile(void **state) {
     char *cands = call("candidates", "family=f16 head_dim=128 arch=sm_90a", NULL);
     assert_non_null(strstr(cands, "overlap=0"));
-    assert_true(strncmp(cands, "variant=wgmma q_regs=0 overlap=0 ", 33) == 0);
+    assert_true(strncmp(cands, "variant=wgmma q_regs=0 overlap=1 block_m=128 block_n=128 warps=12 stages=3", 74) == 0);
     const char *with = strstr(cands, "variant=wgmma q_regs=0 overlap=1 block_m=128 block_n=128 warps=12 stages=2");
     const char *without = strstr(cands, "variant=wgmma q_regs=0 overlap=0 block_m=128 block_n=128 warps=12 stages=2");
     if (!with || !without) fail_msg("candidates lack block_n=128 stages=2 with or without overlap:\n%.2000s", cands);
