@@ -32,4 +32,21 @@ C.RING_INIT = [[
   __syncthreads();
 ]]
 
+-- The producer warpgroup of a warp-specialized kernel: it gives its registers
+-- to the consumers, and one thread issues Q's copy and then each key tile's,
+-- waiting on a slot's `empty` barrier before refilling it.  (The caller's
+-- text continues with "} else {" and the consumers.)
+C.PRODUCER = [[
+  if (warp < 4) {                      // producer warpgroup
+    if (REGS_PRODUCER) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS_PRODUCER));
+    if (threadIdx.x == 0) {
+      load_q();
+      for (int t = 0; t < n_tiles; t++) {
+        const int slot = t % STAGES;
+        if (t >= STAGES) mbar_wait(bar_empty(slot), (t / STAGES - 1) & 1);   // tile t - STAGES released
+        load_kv(t);
+      }
+    }
+]]
+
 return C

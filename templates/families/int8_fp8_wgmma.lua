@@ -286,16 +286,7 @@ local KERNEL_WS = [[
 // Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query blocks first.
 extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
 ${SETUP}
-  if (warp < 4) {                      // producer warpgroup
-    if (REGS_PRODUCER) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS_PRODUCER));
-    if (threadIdx.x == 0) {
-      load_q();
-      for (int t = 0; t < n_tiles; t++) {
-        const int slot = t % STAGES;
-        if (t >= STAGES) mbar_wait(bar_empty(slot), (t / STAGES - 1) & 1);   // tile t - STAGES released
-        load_kv(t);
-      }
-    }
+]] .. require("blocks.wgmma_common").PRODUCER .. [[
   } else {                             // consumer warpgroups
     if (REGS_CONSUMER) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS_CONSUMER));
 ${CONSUME}
