@@ -73,17 +73,7 @@ ${V_SRC}
                    "l"(ks + tile * (BN / 16) + threadIdx.x));
 ${V_LOAD}
   };
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; s++) {
-    if (s < n_tiles) load_kv(s);
-    cp_async_commit();
-  }
-
-  for (int t = 0; t < n_tiles; t++) {
-    if (t + STAGES - 1 < n_tiles) load_kv(t + STAGES - 1);
-    cp_async_commit();                 // possibly empty: keeps the group count uniform
-    cp_async_wait<STAGES - 1>();       // tile t has landed
-    __syncthreads();
+]] .. require("blocks.cp_async_ring") .. [[
     const int buf = t % STAGES;
 
     // S = Q K^T, dequantized, in base 2.

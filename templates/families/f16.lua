@@ -109,17 +109,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
     load_tile<BN>(sK + buf * BN * RS, k, a.k_ss, tile * BN, a.seq_k);
     load_tile<BN>(sV + buf * BN * RS, v, a.v_ss, tile * BN, a.seq_k);
   };
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; s++) {
-    if (s < n_tiles) load_kv(s);
-    cp_async_commit();
-  }
-
-  for (int t = 0; t < n_tiles; t++) {
-    if (t + STAGES - 1 < n_tiles) load_kv(t + STAGES - 1);
-    cp_async_commit();                 // possibly empty: keeps the group count uniform
-    cp_async_wait<STAGES - 1>();       // tile t has landed
-    __syncthreads();
+]] .. require("blocks.cp_async_ring") .. [[
     const u16 *kt = sK + (t % STAGES) * BN * RS, *vt = sV + (t % STAGES) * BN * RS;
 
     // S = Q K^T
