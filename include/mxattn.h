@@ -131,7 +131,11 @@ void mxattn_plan_destroy(mxattn_plan *plan); /* NULL is a no-op */
 
 /* Runs the plan on `stream` (a CUstream; NULL is the legacy default stream).
  * q, k, v, o are device pointers laid out as the problem says; lse is NULL or
- * a device pointer to batch*heads_q*seq_q floats.  Runs asynchronously. */
+ * a device pointer to batch*heads_q*seq_q floats.  Runs asynchronously: it
+ * only launches kernels (no allocation, no synchronization), so it can be
+ * captured in a CUDA graph once the plan exists.  A plan of a quantized family
+ * owns one workspace for its quantized operands: running the same plan on two
+ * streams at once races on it (make one plan per stream). */
 mxattn_status mxattn_run(mxattn_plan *plan, const void *q, const void *k,
                          const void *v, void *o, float *lse, void *stream);
 
