@@ -2,11 +2,17 @@
 #ifndef MX_CACHE_INTERNAL_H
 #define MX_CACHE_INTERNAL_H
 #include <limits.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include "cache/cache.h"
 
 struct mx_cache {
     sqlite3 *db;
+    /* One connection serves every thread of the process (a plan's JIT, the
+     * tuner's compile pool, the background tuner): a transaction belongs to the
+     * connection, not the thread, so each public call holds this (recursive:
+     * some call others) for its whole transaction. */
+    pthread_mutex_t lock;
     char path[PATH_MAX];
     char recovery_note[PATH_MAX * 3]; /* "" unless the file was rebuilt */
 };
@@ -25,6 +31,9 @@ struct mx_cache {
     "AND head_dim=?9 AND dtype=?10 AND out_dtype=?11 AND causal=?12 AND gqa=?13 "   \
     "AND layout=?14 AND seq_bucket=?15"
 #define MX_TUNE_KEY_NCOLS 15
+
+void mx_cache_lock(mx_cache *cache);
+void mx_cache_unlock(mx_cache *cache);
 
 /* Turns a failed SQLite call into a status: CACHE_CORRUPT for a damaged file,
  * CACHE otherwise, with `what` and SQLite's message. */

@@ -297,6 +297,11 @@ mxattn_status mx_cache_open(const char *path, mx_cache **out) {
     *out = NULL;
     mx_cache *c = calloc(1, sizeof *c);
     if (!c) return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "cache: out of memory");
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&c->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
     mxattn_status st = path ? join_path(c->path, sizeof c->path, path, "")
                             : mx_cache_default_path(c->path, sizeof c->path);
     if (!st && !c->path[0]) st = mx_fail(MXATTN_ERROR_CACHE, "cache path is empty");
@@ -311,8 +316,12 @@ mxattn_status mx_cache_open(const char *path, mx_cache **out) {
 void mx_cache_close(mx_cache *cache) {
     if (!cache) return;
     sqlite3_close_v2(cache->db);
+    pthread_mutex_destroy(&cache->lock);
     free(cache);
 }
+
+void mx_cache_lock(mx_cache *cache) { pthread_mutex_lock(&cache->lock); }
+void mx_cache_unlock(mx_cache *cache) { pthread_mutex_unlock(&cache->lock); }
 
 const char *mx_cache_path(const mx_cache *cache) { return cache->path; }
 
@@ -332,8 +341,10 @@ static mxattn_status count_table(sqlite3 *db, const char *sql, long *out) {
 }
 
 mxattn_status mx_cache_count(mx_cache *cache, mx_cache_counts *counts) {
+    mx_cache_lock(cache);
     mxattn_status st = count_table(cache->db, "SELECT count(*) FROM kernels", &counts->kernels);
     if (!st) st = count_table(cache->db, "SELECT count(*) FROM tune_results", &counts->tune_results);
     if (!st) st = count_table(cache->db, "SELECT count(*) FROM measurements", &counts->measurements);
+    mx_cache_unlock(cache);
     return st;
 }

@@ -49,7 +49,7 @@ mxattn_status mx_kernel_insert(sqlite3 *db, const mx_kernel_record *rec, int *ch
     return st;
 }
 
-mxattn_status mx_cache_put_kernel(mx_cache *cache, const mx_kernel_record *rec) {
+static mxattn_status put_kernel_locked(mx_cache *cache, const mx_kernel_record *rec) {
     if (!cache || !rec) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mx_cache_put_kernel: NULL argument");
     mxattn_status st = check_record(rec);
     if (st) return st;
@@ -59,6 +59,14 @@ mxattn_status mx_cache_put_kernel(mx_cache *cache, const mx_kernel_record *rec) 
     st = mx_kernel_insert(cache->db, &hashed, NULL);
     if (st) { mx_db_rollback(cache->db); return st; }
     return mx_db_commit(cache->db);
+}
+
+mxattn_status mx_cache_put_kernel(mx_cache *cache, const mx_kernel_record *rec) {
+    if (!cache) return put_kernel_locked(cache, rec);
+    mx_cache_lock(cache);
+    mxattn_status st = put_kernel_locked(cache, rec);
+    mx_cache_unlock(cache);
+    return st;
 }
 
 /* Deletes the row only if it still holds the bad blob another process may
@@ -112,7 +120,7 @@ static mxattn_status verify_blob(sqlite3 *db, mx_kernel_record *rec) {
                    key, stored, actual);
 }
 
-mxattn_status mx_cache_get_kernel(mx_cache *cache, const char *key, const char *arch, mx_kernel_record *out) {
+static mxattn_status get_kernel_locked(mx_cache *cache, const char *key, const char *arch, mx_kernel_record *out) {
     if (!cache || !key || !arch || !out)
         return mx_fail(MXATTN_ERROR_NULL_POINTER, "mx_cache_get_kernel: NULL argument");
     memset(out, 0, sizeof *out);
@@ -136,6 +144,14 @@ mxattn_status mx_cache_get_kernel(mx_cache *cache, const char *key, const char *
         return st;
     }
     return verify_blob(cache->db, out);
+}
+
+mxattn_status mx_cache_get_kernel(mx_cache *cache, const char *key, const char *arch, mx_kernel_record *out) {
+    if (!cache) return get_kernel_locked(cache, key, arch, out);
+    mx_cache_lock(cache);
+    mxattn_status st = get_kernel_locked(cache, key, arch, out);
+    mx_cache_unlock(cache);
+    return st;
 }
 
 void mx_kernel_record_release(mx_kernel_record *rec) {

@@ -115,7 +115,7 @@ mxattn_status mx_tune_upsert(sqlite3 *db, const mx_tune_key *key, const mx_tune_
     return st;
 }
 
-mxattn_status mx_cache_put_tune(mx_cache *cache, const mx_tune_key *key, const mx_tune_result *r) {
+static mxattn_status put_tune_locked(mx_cache *cache, const mx_tune_key *key, const mx_tune_result *r) {
     if (!cache || !key || !r) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mx_cache_put_tune: NULL argument");
     mxattn_status st = mx_check_tune_key(key);
     if (!st) st = check_result(r);
@@ -123,6 +123,14 @@ mxattn_status mx_cache_put_tune(mx_cache *cache, const mx_tune_key *key, const m
     if (st) return st;
     if ((st = mx_tune_upsert(cache->db, key, r, 1, NULL))) { mx_db_rollback(cache->db); return st; }
     return mx_db_commit(cache->db);
+}
+
+mxattn_status mx_cache_put_tune(mx_cache *cache, const mx_tune_key *key, const mx_tune_result *r) {
+    if (!cache) return put_tune_locked(cache, key, r);
+    mx_cache_lock(cache);
+    mxattn_status st = put_tune_locked(cache, key, r);
+    mx_cache_unlock(cache);
+    return st;
 }
 
 static mxattn_status read_result(sqlite3_stmt *s, int c, mx_tune_result *r) {
@@ -136,7 +144,7 @@ static mxattn_status read_result(sqlite3_stmt *s, int c, mx_tune_result *r) {
     return MXATTN_OK;
 }
 
-mxattn_status mx_cache_get_tune(mx_cache *cache, const mx_tune_key *key, mx_tune_result *out) {
+static mxattn_status get_tune_locked(mx_cache *cache, const mx_tune_key *key, mx_tune_result *out) {
     if (!cache || !key || !out) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mx_cache_get_tune: NULL argument");
     mxattn_status st = mx_check_tune_key(key);
     sqlite3_stmt *stmt;
@@ -153,6 +161,14 @@ mxattn_status mx_cache_get_tune(mx_cache *cache, const mx_tune_key *key, mx_tune
     return st;
 }
 
+mxattn_status mx_cache_get_tune(mx_cache *cache, const mx_tune_key *key, mx_tune_result *out) {
+    if (!cache) return get_tune_locked(cache, key, out);
+    mx_cache_lock(cache);
+    mxattn_status st = get_tune_locked(cache, key, out);
+    mx_cache_unlock(cache);
+    return st;
+}
+
 /* ---- measurements -------------------------------------------------------- */
 
 static int known_status(const char *s) {
@@ -163,7 +179,7 @@ static int known_status(const char *s) {
     return 0;
 }
 
-mxattn_status mx_cache_add_measurement(mx_cache *cache, const mx_tune_key *key, const mx_measurement *m) {
+static mxattn_status add_measurement_locked(mx_cache *cache, const mx_tune_key *key, const mx_measurement *m) {
     if (!cache || !key || !m) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mx_cache_add_measurement: NULL argument");
     mxattn_status st = mx_check_tune_key(key);
     if (st) return st;
@@ -193,7 +209,15 @@ mxattn_status mx_cache_add_measurement(mx_cache *cache, const mx_tune_key *key, 
     return mx_db_commit(cache->db);
 }
 
-mxattn_status mx_cache_has_measurement(mx_cache *cache, const mx_tune_key *key, const char *config, int *measured) {
+mxattn_status mx_cache_add_measurement(mx_cache *cache, const mx_tune_key *key, const mx_measurement *m) {
+    if (!cache) return add_measurement_locked(cache, key, m);
+    mx_cache_lock(cache);
+    mxattn_status st = add_measurement_locked(cache, key, m);
+    mx_cache_unlock(cache);
+    return st;
+}
+
+static mxattn_status has_measurement_locked(mx_cache *cache, const mx_tune_key *key, const char *config, int *measured) {
     if (!cache || !key || !config || !measured)
         return mx_fail(MXATTN_ERROR_NULL_POINTER, "mx_cache_has_measurement: NULL argument");
     *measured = 0;
@@ -208,6 +232,14 @@ mxattn_status mx_cache_has_measurement(mx_cache *cache, const mx_tune_key *key, 
     if (rc == SQLITE_ROW) *measured = 1;
     else if (rc != SQLITE_DONE) st = mx_db_fail(cache->db, rc, "cache: looking up a measurement");
     sqlite3_finalize(stmt);
+    return st;
+}
+
+mxattn_status mx_cache_has_measurement(mx_cache *cache, const mx_tune_key *key, const char *config, int *measured) {
+    if (!cache) return has_measurement_locked(cache, key, config, measured);
+    mx_cache_lock(cache);
+    mxattn_status st = has_measurement_locked(cache, key, config, measured);
+    mx_cache_unlock(cache);
     return st;
 }
 
@@ -232,7 +264,7 @@ static void read_measurement(sqlite3_stmt *s, mx_measurement *m) {
     m->measured_at = sqlite3_column_int64(s, 5);
 }
 
-mxattn_status mx_cache_list_measurements(mx_cache *cache, const mx_tune_key *key, mx_measurement **out, int *count) {
+static mxattn_status list_measurements_locked(mx_cache *cache, const mx_tune_key *key, mx_measurement **out, int *count) {
     if (!cache || !key || !out || !count)
         return mx_fail(MXATTN_ERROR_NULL_POINTER, "mx_cache_list_measurements: NULL argument");
     *out = NULL;
@@ -258,6 +290,14 @@ mxattn_status mx_cache_list_measurements(mx_cache *cache, const mx_tune_key *key
     return MXATTN_OK;
 }
 
+mxattn_status mx_cache_list_measurements(mx_cache *cache, const mx_tune_key *key, mx_measurement **out, int *count) {
+    if (!cache) return list_measurements_locked(cache, key, out, count);
+    mx_cache_lock(cache);
+    mxattn_status st = list_measurements_locked(cache, key, out, count);
+    mx_cache_unlock(cache);
+    return st;
+}
+
 /* ---- queries ------------------------------------------------------------- */
 
 void mx_tune_filter_init(mx_tune_filter *f) {
@@ -266,7 +306,7 @@ void mx_tune_filter_init(mx_tune_filter *f) {
     f->causal = -1;
 }
 
-mxattn_status mx_cache_query(mx_cache *cache, const mx_tune_filter *f, mx_tune_row **rows, int *count) {
+static mxattn_status query_locked(mx_cache *cache, const mx_tune_filter *f, mx_tune_row **rows, int *count) {
     if (!cache || !rows || !count) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mx_cache_query: NULL argument");
     mx_tune_filter any;
     if (!f) { mx_tune_filter_init(&any); f = &any; }
@@ -300,6 +340,14 @@ mxattn_status mx_cache_query(mx_cache *cache, const mx_tune_filter *f, mx_tune_r
     *rows = items;
     *count = n;
     return MXATTN_OK;
+}
+
+mxattn_status mx_cache_query(mx_cache *cache, const mx_tune_filter *f, mx_tune_row **rows, int *count) {
+    if (!cache) return query_locked(cache, f, rows, count);
+    mx_cache_lock(cache);
+    mxattn_status st = query_locked(cache, f, rows, count);
+    mx_cache_unlock(cache);
+    return st;
 }
 
 mxattn_status mx_cache_query_json(mx_cache *cache, const mx_tune_filter *f, char **json) {

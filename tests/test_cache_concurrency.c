@@ -1,7 +1,8 @@
 /* Several real processes share one real SQLite file: writers store tuning
  * results and measurements while readers query, all starting at once on a
  * file that does not exist yet.  No row may be lost and no call may fail with
- * 'database is locked'. */
+ * 'database is locked'.  Several threads of one process share one handle (the
+ * tuner's compile pool does): no call may fail there either. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <cmocka.h>
 
 #include <ftw.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,9 +165,68 @@ static void test_writers_and_readers_lose_nothing(void **state) {
     mx_cache_close(c);
 }
 
+#define THREADS 4
+#define KERNELS_PER_THREAD 100
+
+typedef struct {
+    mx_cache *cache;
+    int thread, failures;
+} thread_job;
+
+/* Stores kernels and measurements through the shared handle, as the compile
+ * pool and the measuring thread of one tuning run do. */
+static void *run_thread(void *arg) {
+    thread_job *job = arg;
+    unsigned char cubin[64];
+    for (int i = 0; i < KERNELS_PER_THREAD; i++) {
+        mx_kernel_record rec;
+        memset(&rec, 0, sizeof rec);
+        snprintf(rec.key, sizeof rec.key, "%02x%062x", job->thread, i);
+        strcpy(rec.arch, "sm_90a");
+        strcpy(rec.kernel_names, "mxattn_f16");
+        memset(cubin, job->thread * 31 + i, sizeof cubin);
+        rec.cubin = cubin;
+        rec.cubin_size = sizeof cubin;
+        if (mx_cache_put_kernel(job->cache, &rec) != MXATTN_OK) job->failures++;
+        mx_tune_key key = key_for(job->thread, 0);
+        mx_measurement m;
+        memset(&m, 0, sizeof m);
+        snprintf(m.config, sizeof m.config, "block_m=64 thread=%d i=%d", job->thread, i);
+        strcpy(m.status, MX_MEASURE_OK);
+        m.median_ms = 1 + i;
+        if (mx_cache_add_measurement(job->cache, &key, &m) != MXATTN_OK) job->failures++;
+        mx_kernel_record got;
+        if (mx_cache_get_kernel(job->cache, rec.key, "sm_90a", &got) != MXATTN_OK) job->failures++;
+        else mx_kernel_record_release(&got);
+    }
+    return NULL;
+}
+
+static void test_threads_share_one_handle(void **state) {
+    (void)state;
+    mx_cache *c;
+    assert_int_equal(mx_cache_open(g_db, &c), MXATTN_OK);
+    pthread_t threads[THREADS];
+    thread_job jobs[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        jobs[t] = (thread_job){.cache = c, .thread = t};
+        assert_int_equal(pthread_create(&threads[t], NULL, run_thread, &jobs[t]), 0);
+    }
+    for (int t = 0; t < THREADS; t++) {
+        assert_int_equal(pthread_join(threads[t], NULL), 0);
+        assert_int_equal(jobs[t].failures, 0);
+    }
+    mx_cache_counts n;
+    assert_int_equal(mx_cache_count(c, &n), MXATTN_OK);
+    assert_int_equal(n.kernels, THREADS * KERNELS_PER_THREAD);
+    assert_int_equal(n.measurements, THREADS * KERNELS_PER_THREAD);
+    mx_cache_close(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_writers_and_readers_lose_nothing, make_dir, remove_dir),
+        cmocka_unit_test_setup_teardown(test_threads_share_one_handle, make_dir, remove_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
