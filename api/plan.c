@@ -183,7 +183,8 @@ mxattn_status mxattn_candidates(mxattn_ctx *ctx, const mxattn_problem *p, char *
     pthread_mutex_unlock(&ctx->gen_lock);
     if (st != MXATTN_OK) return st;
     int n = 0;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"), n++)
+    char *save = NULL;  /* strtok's hidden state would race other threads and clobber the caller's */
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save), n++)
         if (n < max) configs[n] = strdup(line);
     *count = n;
     free(text);

@@ -127,6 +127,29 @@ static void test_candidates_without_gpu(void **state) {
     mxattn_destroy(ctx);
 }
 
+/* The library must not touch the caller's strtok() state (nor share one
+ * across threads): a caller tokenizing its own list around the call. */
+static void test_candidates_leave_strtok_alone(void **state) {
+    mxattn_ctx *ctx = NULL;
+    mxattn_options o;
+    mxattn_options_init(&o);
+    o.no_cache = 1;
+    assert_int_equal(mxattn_create(&ctx, &o), MXATTN_OK);
+    char families[] = "f16,int8-f16";
+    int seen = 0;
+    for (char *f = strtok(families, ","); f; f = strtok(NULL, ",")) {
+        mxattn_problem p = base();
+        p.family = f;
+        char *configs[1];
+        int count = 0;
+        assert_int_equal(mxattn_candidates(ctx, &p, configs, 1, &count), MXATTN_OK);
+        mxattn_free(configs[0]);
+        seen++;
+    }
+    assert_int_equal(seen, 2);
+    mxattn_destroy(ctx);
+}
+
 static void test_status_strings(void **state) {
     for (int s = MXATTN_OK; s <= MXATTN_ERROR_INTERNAL; s++)
         assert_string_not_equal(mxattn_status_string((mxattn_status)s), "unknown status");
@@ -142,6 +165,7 @@ int main(void) {
         cmocka_unit_test(test_null_arguments),
         cmocka_unit_test(test_plan_without_gpu_is_a_clear_error),
         cmocka_unit_test(test_candidates_without_gpu),
+        cmocka_unit_test(test_candidates_leave_strtok_alone),
         cmocka_unit_test(test_status_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
