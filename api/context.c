@@ -153,8 +153,10 @@ void mx_ctx_tune_in_background(mxattn_ctx *ctx, const mx_device *dev, const char
         return;
     }
     if (ctx->tuner_started) pthread_join(ctx->tuner_thread, NULL);  /* finished: reap it */
-    ctx->tuner_started = pthread_create(&ctx->tuner_thread, NULL, background_tune, job) == 0;
-    ctx->tuner_busy = ctx->tuner_started;
+    /* Decided under the lock: once it is dropped another plan may reap this
+     * thread (which frees the job) and reset tuner_started. */
+    int started = pthread_create(&ctx->tuner_thread, NULL, background_tune, job) == 0;
+    ctx->tuner_started = ctx->tuner_busy = started;
     pthread_mutex_unlock(&ctx->lock);
-    if (!ctx->tuner_started) free(job);
+    if (!started) free(job);
 }
