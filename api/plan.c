@@ -170,6 +170,7 @@ mxattn_status mxattn_candidates(mxattn_ctx *ctx, const mxattn_problem *p, char *
                                 int *count) {
     if (!ctx || !p || !count || (max > 0 && !configs))
         return mx_fail(MXATTN_ERROR_NULL_POINTER, "mxattn_candidates: NULL argument");
+    *count = 0;
     mx_problem pr;
     mxattn_status st = mx_problem_resolve(p, &pr);
     if (st != MXATTN_OK) return st;
@@ -184,8 +185,15 @@ mxattn_status mxattn_candidates(mxattn_ctx *ctx, const mxattn_problem *p, char *
     if (st != MXATTN_OK) return st;
     int n = 0;
     char *save = NULL;  /* strtok's hidden state would race other threads and clobber the caller's */
-    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save), n++)
-        if (n < max) configs[n] = strdup(line);
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save), n++) {
+        if (n >= max) continue;
+        if (!(configs[n] = strdup(line))) {
+            /* Hand back nothing rather than a list with holes. */
+            for (int i = 0; i < n; i++) { free(configs[i]); configs[i] = NULL; }
+            free(text);
+            return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "mxattn_candidates: out of memory");
+        }
+    }
     *count = n;
     free(text);
     return MXATTN_OK;
