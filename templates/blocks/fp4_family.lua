@@ -448,7 +448,18 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
       mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
 
     // Row max, P~ = exp2(S - max), l += sum P~ (unquantized), O *= alpha.
-    online_softmax(s, row_max, row_sum, o, a.scale_log2);
+    // The scores are scaled to base 2 first, so the row max is one of them
+    // exactly and its P~ is exactly 1: with the fused form exp2(s*c - max)
+    // the rounding of s*c leaves P~ a hair under 1 at times, which moves an
+    // MXFP4 block's power-of-two scale down by 2x (floor(log2 amax)) and
+    // saturates the block's largest probability from 1 to 0.75.
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+      for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) s[mt][nt][e] *= a.scale_log2;
+    online_softmax(s, row_max, row_sum, o, 1.f);
 
     // P~ -> P^ (FP4, two-level or direct scale), then O += s1 * (P^ s2) V^.
     POperand pop;
