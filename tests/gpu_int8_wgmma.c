@@ -366,31 +366,6 @@ static void test_long(void **state) {
     assert_int_equal(failures, 0);
 }
 
-/* Milliseconds per run of `config` (NULL: the default plan), mean of 10 after 3 warm-ups. */
-static double time_plan(const mxattn_problem *p, const char *config, void *q, void *k, void *v, void *o, char *used,
-                        size_t used_len) {
-    mxattn_plan *plan = NULL;
-    mx_timer timer = {0};
-    float ms = -1;
-    if (mxattn_plan_create(g_ctx, p, config, &plan) != MXATTN_OK) {
-        printf("plan %s: %s\n", config ? config : "(default)", mxattn_last_error());
-        return -1;
-    }
-    mxattn_plan_info info;
-    mxattn_plan_get_info(plan, &info);
-    snprintf(used, used_len, "%s, %d regs", info.config, info.registers);
-    for (int i = 0; i < 3; i++) mxattn_run(plan, q, k, v, o, NULL, NULL);
-    if (mx_timer_create(&g_dev, &timer) == MXATTN_OK && mx_timer_start(&timer, NULL) == MXATTN_OK) {
-        int ok = 1;
-        for (int i = 0; i < 10; i++) ok &= mxattn_run(plan, q, k, v, o, NULL, NULL) == MXATTN_OK;
-        if (ok && mx_timer_stop(&timer, NULL) == MXATTN_OK && mx_timer_elapsed_ms(&timer, &ms) == MXATTN_OK) ms /= 10;
-        else ms = -1;
-    }
-    mx_timer_destroy(&timer);
-    mxattn_plan_destroy(plan);
-    return ms;
-}
-
 /* B=4 H=32, N=4096 and 16384, D=128 and 64, bf16: TOPS = 4 B H N^2 D / t
  * (halved for causal) of the whole plan (stats + quant + attention), wgmma
  * configurations against the default plan (mma.sync). */
@@ -427,7 +402,7 @@ static void test_speed(void **state) {
                     snprintf(running, sizeof running, "speed D=%d N=%d causal=%d %s", D, N, causal,
                              configs[i] ? configs[i] : "default");
                     watch(180, running);
-                    double ms = time_plan(&p, configs[i], buf[0], buf[1], buf[2], buf[3], used, sizeof used);
+                    double ms = gpu_time_plan(g_ctx, &g_dev, &p, configs[i], buf[0], buf[1], buf[2], buf[3], used, sizeof used);
                     alarm(0);
                     printf("speed B=%d H=%d N=%d D=%d causal=%d %-7s [%s]: %.3f ms, %.1f TOPS\n", B, H, N, D, causal,
                            configs[i] ? "wgmma" : "default", used, ms, ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0);

@@ -168,3 +168,27 @@ fail:
     free(lse_host); free(o_ref); free(lse_ref);
     return st;
 }
+
+double gpu_time_plan(mxattn_ctx *ctx, const mx_device *dev, const mxattn_problem *p, const char *config,
+                     void *q, void *k, void *v, void *o, char *used, size_t used_len) {
+    mxattn_plan *plan = NULL;
+    mx_timer timer = {0};
+    float ms = -1;
+    if (mxattn_plan_create(ctx, p, config, &plan) != MXATTN_OK) {
+        printf("plan %s: %s\n", config ? config : "(default)", mxattn_last_error());
+        return -1;
+    }
+    mxattn_plan_info info;
+    mxattn_plan_get_info(plan, &info);
+    snprintf(used, used_len, "%s, %d regs", info.config, info.registers);
+    for (int i = 0; i < 3; i++) mxattn_run(plan, q, k, v, o, NULL, NULL);
+    if (mx_timer_create(dev, &timer) == MXATTN_OK && mx_timer_start(&timer, NULL) == MXATTN_OK) {
+        int ok = 1;
+        for (int i = 0; i < 10; i++) ok &= mxattn_run(plan, q, k, v, o, NULL, NULL) == MXATTN_OK;
+        if (ok && mx_timer_stop(&timer, NULL) == MXATTN_OK && mx_timer_elapsed_ms(&timer, &ms) == MXATTN_OK) ms /= 10;
+        else ms = -1;
+    }
+    mx_timer_destroy(&timer);
+    mxattn_plan_destroy(plan);
+    return ms;
+}

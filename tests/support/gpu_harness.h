@@ -42,5 +42,10 @@ typedef mxattn_status (*gpu_reference_fn)(const gpu_case *c, const float *q, con
                                           const float *v, double *o, double *lse);
 mxattn_status gpu_run_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case *c, uint64_t seed,
                            gpu_reference_fn reference, gpu_result *r);
+/* Milliseconds per run of a plan of `p` with `config` (NULL: the library's
+ * choice): the mean of 10 runs after 3 warm-ups, or -1 if the plan or a run
+ * failed.  `used` receives the plan's config and register count. */
+double gpu_time_plan(mxattn_ctx *ctx, const mx_device *dev, const mxattn_problem *p, const char *config,
+                     void *q, void *k, void *v, void *o, char *used, size_t used_len);
 void gpu_case_describe(const gpu_case *c, char *out, size_t cap);
 #endif
