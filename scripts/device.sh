@@ -6,6 +6,7 @@
 #   --smoke   mxattn run on a few problems, SASS checks   -> $OUT/runs.txt
 #   --tune    mxattn tune ($TUNE_ARGS)                     -> $OUT/runs.txt
 #   --tests   ctest -L gpu                                 -> $OUT/ctest_gpu.log
+#   --model   bench/model_check.py (a model with each family) -> $OUT/model/*
 # $OUT returns at most 8 files.  A short summary prints last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -52,11 +53,17 @@ if has --tune; then
 fi
 
 if has --tests; then
-  ctest --test-dir $B -L gpu -V --timeout ${CTEST_TIMEOUT:-300} > "$OUT/ctest_gpu.log" 2>&1
+  timeout ${CTEST_TOTAL:-280} ctest --test-dir $B -L gpu -V --timeout ${CTEST_TIMEOUT:-250} > "$OUT/ctest_gpu.log" 2>&1
   note "ctest -L gpu: rc=$? $(grep -E 'tests passed|tests failed' "$OUT/ctest_gpu.log")"
   grep -E 'Test +#' "$OUT/ctest_gpu.log"
   grep -E '^[0-9]+: (FAIL|ERROR)' "$OUT/ctest_gpu.log" | head -20
   grep -E 'cold|warm' "$OUT/ctest_gpu.log" | head -6
+fi
+
+if has --model; then
+  MXATTN_LIB=$B/libmxattn.so PYTHONUNBUFFERED=1 timeout ${MODEL_TIMEOUT:-120} python3 bench/model_check.py --out "$OUT/model" > "$OUT/model_check.log" 2>&1
+  note "model_check rc=$?"
+  tail -12 "$OUT/model_check.log"
 fi
 
 echo; echo "==== summary"; printf '%s\n' "${summary[@]}"
