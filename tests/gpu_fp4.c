@@ -199,20 +199,7 @@ static void test_two_level_beats_direct(void **state) {
             printf("%-13s %-9s: kernel vs fp64 cos %.5f rel_l1 %.4f | vs pipeline rel_l1 %.2e | offline CPU cos %.5f\n",
                    FAMILIES[f], direct ? "direct" : "two-level", vs_exact.cosine, vs_exact.rel_l1, vs_pipe.rel_l1,
                    offline[direct]);
-            if (direct && !strcmp(FAMILIES[f], "mxfp4")) {
-                /* Open discrepancy (issue #5): MXFP4 with the direct P scale differed
-                 * from the tiled pipeline reference element-wise (rel-L1 3.4e-2 on
-                 * the H200, 2026-11-29) while matching it in accuracy; two-level
-                 * MXFP4 and both NVFP4 modes match to 1.4e-3.  The likely cause was
-                 * fixed after that run (blocks/fp4_family.lua: P~ of the row max
-                 * could land a hair under 1, halving the block's power-of-two
-                 * scale).  Once a GPU run shows vs_pipe < PIPE_REL_L1_BF16 here too,
-                 * drop this branch; until then hold the kernel to the reference's
-                 * accuracy. */
-                assert_true(fabs(vs_exact.cosine - offline[direct]) < 5e-3);
-            } else {
-                assert_true(vs_pipe.rel_l1 < PIPE_REL_L1_BF16);
-            }
+            assert_true(vs_pipe.rel_l1 < PIPE_REL_L1_BF16);
         }
         assert_true(cos_mode[0] > cos_mode[1] - 1e-3);
         if (strcmp(FAMILIES[f], "mxfp4") != 0) assert_true(offline[0] > offline[1] + 0.2);
