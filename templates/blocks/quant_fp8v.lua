@@ -18,20 +18,40 @@ MX_INLINE u32 to_e4m3(float x) {
 }
 MX_INLINE int permuted_key(int pos) { return 2 * (pos / 4) + (pos & 1) + 8 * ((pos >> 1) & 1); }
 
-// One warp: keys [key0, key0 + 16) of every channel (a lane per channel).
+// One warp: keys [key0, key0 + 16) of every channel.  A lane owns VV adjacent
+// channels, loads their 16 keys at once (a warp load is 32*VV contiguous
+// elements of one key) and packs each channel's 16 codes into one 16-byte
+// store: V^T's rows are channels, so that store is already transposed.
 // vt points at channel 0, key key0 of this head's V^T (row stride nkp bytes).
+constexpr int VV = VEC < 4 ? VEC : 4;
+struct __align__(2 * VV) v_vec { u16 h[VV]; };
+struct __align__(16) v_codes { u32 w[4]; };
 MX_INLINE void quantize_v_transposed(const u16 *v, i64 ss, int key0, int keys, const float *vscale, u8 *vt, int nkp) {
   const int lane = threadIdx.x % 32;
-  for (int c = lane; c < DV; c += 32) {
-    const float scale = c < D ? vscale[c] : 0.f;
-    u32 w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll 1
+  for (int c0 = lane * VV; c0 < DV; c0 += 32 * VV) {
+    v_vec x[16];
 #pragma unroll
     for (int pos = 0; pos < 16; pos++) {
       const int key = key0 + permuted_key(pos);
-      if (scale > 0.f && key < keys) w[pos / 4] |= to_e4m3(div_rn(ld_in(v + (i64)key * ss + c), scale)) << (8 * (pos % 4));
+      if (c0 < D && key < keys) {
+        x[pos] = *(const v_vec *)(v + (i64)key * ss + c0);
+      } else {
+#pragma unroll
+        for (int e = 0; e < VV; e++) x[pos].h[e] = 0;
+      }
     }
 #pragma unroll
-    for (int j = 0; j < 4; j++) *(u32 *)(vt + (i64)c * nkp + 4 * j) = w[j];
+    for (int e = 0; e < VV; e++) {
+      const int c = c0 + e;
+      const float scale = c < D ? vscale[c] : 0.f;
+      v_codes out = {{0u, 0u, 0u, 0u}};
+#pragma unroll
+      for (int pos = 0; pos < 16; pos++)
+        if (scale > 0.f && key0 + permuted_key(pos) < keys)
+          out.w[pos / 4] |= to_e4m3(div_rn(in_to_f32(x[pos].h[e]), scale)) << (8 * (pos % 4));
+      if (c < DV) *(v_codes *)(vt + (i64)c * nkp) = out;
+    }
   }
 }
 ]]

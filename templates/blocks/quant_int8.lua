@@ -11,15 +11,16 @@
 -- past D) is written as code 0, so the attention kernel loads without bounds.
 local U = require("util")
 
-local load_in = {
-  bf16 = "MX_INLINE float ld_in(const u16 *p) { return __int_as_float((int)((u32)*p << 16)); }",
-  f16 = [[MX_INLINE float ld_in(const u16 *p) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(*p)); return f; }]],
+local to_f32 = {
+  bf16 = "MX_INLINE float in_to_f32(u16 h) { return __int_as_float((int)((u32)h << 16)); }",
+  f16 = [[MX_INLINE float in_to_f32(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }]],
 }
 
 return function(p)
   return U.fill([[
 // ---- quantization helpers -------------------------------------------------
-${LOAD_IN}
+${TO_F32}
+MX_INLINE float ld_in(const u16 *p) { return in_to_f32(*p); }
 MX_INLINE float div_rn(float a, float b) { float r; asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
 MX_INLINE float abs_f(float x) { float r; asm("abs.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
 // INT8 code in the low byte: round half to even, clamp to [-127, 127]; NaN -> 0 (cvt's rule).
@@ -42,30 +43,83 @@ MX_INLINE float warp_sum(float x) {
 MX_INLINE int pad_q(int n) { return (n + BM - 1) / BM * BM; }   // Q rows in the workspace
 MX_INLINE int pad_k(int n) { return (n + BN - 1) / BN * BN; }   // keys in the workspace
 
+// A quantization pass is bound by memory, so each warp loads its 16-row block
+// into registers at once, VEC elements (the plan's alignment) per load, and
+// reads it from there for both the maximum and the codes: one trip to memory
+// per element with every load in flight together.
+constexpr int VEC = ${VEC};
+constexpr int ROW_VECS = D / VEC, TILE_VECS = 16 * ROW_VECS, LANE_VECS = (TILE_VECS + 31) / 32;
+struct __align__(2 * VEC) in_vec { u16 h[VEC]; };
+struct __align__(VEC) code_vec { u8 b[VEC]; };
+
+// Lane's j-th vector of the block: row r, first column c; false past the block.
+MX_INLINE bool tile_slot(int j, int &r, int &c) {
+  const int i = threadIdx.x % 32 + 32 * j;
+  r = i / ROW_VECS;
+  c = i % ROW_VECS * VEC;
+  return i < TILE_VECS;
+}
+
+// Rows [row0, row0 + 16) of a [seq, D] slice; rows at or past `rows` read as 0.
+MX_INLINE void load_rows(const u16 *src, i64 ss, int row0, int rows, in_vec (&t)[LANE_VECS]) {
+#pragma unroll
+  for (int j = 0; j < LANE_VECS; j++) {
+    int r, c;
+    if (tile_slot(j, r, c) && row0 + r < rows) {
+      t[j] = *(const in_vec *)(src + (i64)(row0 + r) * ss + c);
+    } else {
+#pragma unroll
+      for (int e = 0; e < VEC; e++) t[j].h[e] = 0;
+    }
+  }
+}
+
 // One warp quantizes 16 rows [row0, row0 + 16) of a [seq, D] slice (rows at or
 // past `rows` are padding) with one scale: x = in * mul - mean[c].
 MX_INLINE void quantize_rows(const u16 *src, i64 ss, int row0, int rows, float mul, const float *mean,
                              u8 *dst, float *scale_out) {
-  const int lane = threadIdx.x % 32;
-  auto x_at = [&](int r, int c) {
-    const float x = ld_in(src + (i64)(row0 + r) * ss + c) * mul;
-    return mean ? x - mean[c] : x;
+  in_vec t[LANE_VECS];
+  load_rows(src, ss, row0, rows, t);
+  // The channel means, read once: when 32 divides by the vectors of a row, a
+  // lane meets the same columns in every slot, so one set serves them all.
+  constexpr int MEAN_SETS = 32 % ROW_VECS == 0 ? 1 : LANE_VECS;
+  float m[MEAN_SETS][VEC];
+#pragma unroll
+  for (int j = 0; j < MEAN_SETS; j++) {
+    int r, c;
+    const bool in_tile = tile_slot(j, r, c);
+#pragma unroll
+    for (int e = 0; e < VEC; e++) m[j][e] = mean && in_tile ? mean[c + e] : 0.f;
+  }
+  auto x_at = [&](int j, int e) {
+    const float x = in_to_f32(t[j].h[e]) * mul;
+    return mean ? x - m[MEAN_SETS == 1 ? 0 : j][e] : x;
   };
   // Step 1: the block's absolute maximum -> its scale.
   float amax = 0.f;
-  for (int i = lane; i < 16 * D; i += 32)
-    if (row0 + i / D < rows) amax = fmaxf(amax, abs_f(x_at(i / D, i % D)));
-  const float scale = div_rn(warp_max(amax), 127.f);
-  if (lane == 0) *scale_out = scale;
-  // Step 2: codes, four per 32-bit store; padding is 0.
-  for (int i = lane; i < 16 * D32 / 4; i += 32) {
-    const int r = i / (D32 / 4), c0 = i % (D32 / 4) * 4;
-    u32 word = 0;
 #pragma unroll
-    for (int j = 0; j < 4; j++)
-      if (scale > 0.f && row0 + r < rows && c0 + j < D) word |= to_int8(div_rn(x_at(r, c0 + j), scale)) << (8 * j);
-    *(u32 *)(dst + r * D32 + c0) = word;
+  for (int j = 0; j < LANE_VECS; j++) {
+    int r, c;
+    if (tile_slot(j, r, c) && row0 + r < rows)
+#pragma unroll
+      for (int e = 0; e < VEC; e++) amax = fmaxf(amax, abs_f(x_at(j, e)));
   }
+  const float scale = div_rn(warp_max(amax), 127.f);
+  if (threadIdx.x % 32 == 0) *scale_out = scale;
+  // Step 2: the codes; padding rows and columns are 0.
+#pragma unroll
+  for (int j = 0; j < LANE_VECS; j++) {
+    int r, c;
+    if (!tile_slot(j, r, c)) continue;
+    code_vec out;
+#pragma unroll
+    for (int e = 0; e < VEC; e++)
+      out.b[e] = scale > 0.f && row0 + r < rows ? (u8)to_int8(div_rn(x_at(j, e), scale)) : (u8)0;
+    *(code_vec *)(dst + r * D32 + c) = out;
+  }
+  constexpr int PAD_COLS = D32 - D > 0 ? D32 - D : 1;
+  if (D32 > D)
+    for (int i = threadIdx.x % 32; i < 16 * PAD_COLS; i += 32) dst[i / PAD_COLS * D32 + D + i % PAD_COLS] = 0;
 }
 
 // corr[r] = q_r . mean for the 16 rows (q already in base-2 units): the smooth-K
@@ -81,5 +135,5 @@ MX_INLINE void smooth_k_correction(const u16 *src, i64 ss, int row0, int rows, f
     if (lane == 0) corr[r] = dot;
   }
 }
-]], { LOAD_IN = load_in[p.dtype] })
+]], { TO_F32 = to_f32[p.dtype], VEC = p.align })
 end
