@@ -41,6 +41,32 @@ def kernel_times(fn, calls):
     return dict(sorted(totals.items(), key=lambda item: -item[1]))
 
 
+_L2_FLUSH = None
+
+
+def clear_then(fn):
+    """fn() after zeroing 256 MB, as triton's do_bench does before each call."""
+    global _L2_FLUSH
+    if _L2_FLUSH is None:
+        _L2_FLUSH = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    _L2_FLUSH.zero_()
+    return fn()
+
+
+def events_ms_after_clear(fn, calls=20):
+    """Median of events around fn() alone, each after an L2 clear."""
+    times = []
+    for _ in range(calls):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        clear_then(lambda: None)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return sorted(times)[len(times) // 2]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", default="f16,int8-fp8")
@@ -69,6 +95,11 @@ def main():
                 print(f"  {family:<11} fixed {median_ms(run, sets[:1]):.4f} ms"
                       f"  rotating {median_ms(run, sets):.4f} ms")
                 for name, ms in kernel_times(lambda: run(q, k, v), args.calls).items():
+                    print(f"      {ms:9.4f} ms  {name[:100]}")
+                print(f"    after an L2 clear each call (do_bench's way), events "
+                      f"{events_ms_after_clear(lambda: run(q, k, v)):.4f} ms:")
+                for name, ms in kernel_times(lambda: clear_then(lambda: run(q, k, v)),
+                                             args.calls).items():
                     print(f"      {ms:9.4f} ms  {name[:100]}")
 
 

@@ -100,6 +100,25 @@ def context(device):
         return ctx
 
 
+_calls = {}      # attention()'s call key -> Plan (see _torch_api._call_key)
+
+
+def plan_of_call(key):
+    """The plan remembered for a call key, or None (also for a key that
+    cannot be hashed, such as one holding a tensor as sm_scale)."""
+    try:
+        return _calls.get(key) if key is not None else None
+    except TypeError:
+        return None
+
+
+def remember_call(key, plan):
+    try:
+        _calls[key] = plan
+    except TypeError:
+        pass
+
+
 def cached_plan(spec):
     """The plan for spec if one was made already, else None."""
     return _plans.get(spec)
@@ -129,7 +148,10 @@ def plan_count():
 def forget_plans(matches):
     """Destroys the cached plans whose spec satisfies matches(spec)."""
     with _lock:
-        for spec in [s for s in _plans if matches(s)]:
+        doomed = [s for s in _plans if matches(s)]
+        if doomed:
+            _calls.clear()  # call keys may name a doomed plan; they are rebuilt on use
+        for spec in doomed:
             lib.mxattn_plan_destroy(_plans.pop(spec).handle)
 
 
@@ -166,5 +188,6 @@ def _release_all():
                 lib.mxattn_destroy(ctx)
         except Exception:
             pass
+        _calls.clear()
         _plans.clear()
         _contexts.clear()

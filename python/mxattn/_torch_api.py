@@ -159,10 +159,13 @@ def attention(q, k, v, *, family="f16", causal=False, sm_scale=None, layout="HND
     ValueError, for invalid values, null pointers and misaligned pointers).
     """
     torch = _torch()
-    _check_tensors(torch, q, k, v)
-    q, k, v = _usable(q), _usable(k), _usable(v)
-    spec = _spec(torch, q, k, v, family, causal, sm_scale, layout, return_lse, causal_alignment)
-    plan = _plan(torch, spec)
+    key = _call_key(q, k, v, family, causal, sm_scale, layout, return_lse, causal_alignment)
+    plan = _plans.plan_of_call(key)
+    if plan is None:
+        plan, q, k, v = _plan_call(torch, key, q, k, v, family, causal, sm_scale, layout,
+                                   return_lse, causal_alignment)
+    elif torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        _check_tensors(torch, q, k, v)  # raises: no backward pass
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = None
     if return_lse:
@@ -170,6 +173,33 @@ def attention(q, k, v, *, family="f16", causal=False, sm_scale=None, layout="HND
                           device=q.device)
     _launch(torch, plan, q, k, v, out, lse)
     return (out, lse) if return_lse else out
+
+
+def _call_key(q, k, v, *options):
+    """What a repeated call has in common with the first: every input's
+    dtype, device, shape and strides and every option.  The plan made for the
+    first call serves every call with the same key, which then skips the
+    checks and the ProblemSpec (tens of microseconds of Python, and host time
+    beyond the GPU's is time a caller waits).  None for non-tensors."""
+    try:
+        return (q.dtype, q.device, q.shape, q.stride(), k.dtype, k.device, k.shape, k.stride(),
+                v.dtype, v.device, v.shape, v.stride()) + options
+    except (AttributeError, TypeError):
+        return None
+
+
+def _plan_call(torch, key, q, k, v, family, causal, sm_scale, layout, return_lse,
+               causal_alignment):
+    """The slow path of a call: checks, copies where needed, the spec and its
+    plan.  Remembers the plan under key when the inputs were used in place (a
+    call that needed copies keeps taking this path, which makes them)."""
+    _check_tensors(torch, q, k, v)
+    usable = _usable(q), _usable(k), _usable(v)
+    spec = _spec(torch, *usable, family, causal, sm_scale, layout, return_lse, causal_alignment)
+    plan = _plan(torch, spec)
+    if key is not None and all(a is b for a, b in zip(usable, (q, k, v))):
+        _plans.remember_call(key, plan)
+    return (plan,) + usable
 
 
 def _launch(torch, plan, q, k, v, out, lse):

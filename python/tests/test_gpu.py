@@ -207,6 +207,23 @@ class BindingTest(unittest.TestCase):
         mxattn.attention(q2, k2, v2, sm_scale=0.22)  # another scale: another plan
         self.assertEqual(mxattn.plan_count(), count + 1)
 
+    def test_repeated_calls_check_what_changed(self):
+        """A repeat call reuses the first call's plan without its checks; what
+        the plan depends on (strides, grad mode) must still be honoured."""
+        q, k, v = make_inputs(1, 4, 4, 80, 80, 64, torch.bfloat16, "HND")
+        for _ in range(2):
+            out = mxattn.attention(q, k, v)
+            self.assertLess(rel_l1(out, reference(q, k, v)[0]), F16_MAX_REL_L1)
+        # Same shape, other strides: a view of a wider buffer.
+        wide = torch.randn(1, 4, 80, 128, dtype=torch.bfloat16, device="cuda")
+        q2 = wide[..., :64]
+        out = mxattn.attention(q2, k, v)
+        self.assertLess(rel_l1(out, reference(q2, k, v)[0]), F16_MAX_REL_L1)
+        with self.assertRaises(ValueError):
+            mxattn.attention(q.clone().requires_grad_(), k, v)
+        with torch.no_grad():
+            mxattn.attention(q.clone().requires_grad_(), k, v)
+
     def test_plan_info(self):
         q, k, v = make_inputs(1, 4, 4, 96, 96, 64, torch.bfloat16, "HND")
         info = mxattn.plan_info(q, k, v)
