@@ -45,6 +45,9 @@ MIN_REPS = 5                 # slow calls get a longer rep time rather than one 
 
 # --- arguments and environment ----------------------------------------------------
 
+MMA_F16 = "f16[variant=mma]"
+
+
 def int_list(text):
     return [int(x) for x in text.split(",") if x]
 
@@ -58,8 +61,10 @@ def parse_args():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
                         help="a small subset: D 64,128; N 1024,4096")
-    parser.add_argument("--families", type=name_list, default=list(mxattn.FAMILIES),
-                        help="mxattn families, comma-separated (default: all)")
+    parser.add_argument("--families", type=name_list, default=list(mxattn.FAMILIES) + [MMA_F16],
+                        help="mxattn families, comma-separated; FAMILY[knobs] pins a "
+                             "configuration, e.g. 'f16[variant=mma]' (default: all, and "
+                             f"{MMA_F16}: the mma.sync kernel beside the Hopper one)")
     parser.add_argument("--baselines", type=name_list, default=list(SDPA_BACKENDS),
                         help="SDPA backends (default: sdpa-flash,sdpa-cudnn,sdpa-efficient)")
     parser.add_argument("--dims", type=int_list, default=None, help="head dims (default 64,128,80)")
@@ -218,9 +223,20 @@ def make_input_sets(cfg, l2_bytes):
             for _ in range(count)]
 
 
-def mxattn_impl(family):
+def family_and_config(name):
+    """"f16" -> ("f16", None); "f16[variant=mma]" -> ("f16", "variant=mma"):
+    a row for a pinned kernel configuration beside the library's choice."""
+    if name.endswith("]") and "[" in name:
+        family, config = name[:-1].split("[", 1)
+        return family, config
+    return name, None
+
+
+def mxattn_impl(name):
+    family, config = family_and_config(name)
+
     def run(q, k, v, causal):
-        return mxattn.attention(q, k, v, family=family, causal=causal)
+        return mxattn.attention(q, k, v, family=family, causal=causal, config=config)
     return contextlib.nullcontext, run
 
 
@@ -314,10 +330,11 @@ def measure(name, cfg, input_sets, reference):
     return row
 
 
-def plan_info(family, inputs, causal):
+def plan_info(name, inputs, causal):
     """What mxattn chose; a failure here should not discard the timing."""
+    family, config = family_and_config(name)
     try:
-        return mxattn.plan_info(*inputs, family=family, causal=causal)
+        return mxattn.plan_info(*inputs, family=family, causal=causal, config=config)
     except Exception as error:
         return {"error": describe_error(error)}
 

@@ -34,6 +34,7 @@ class ProblemSpec:
     o_strides: tuple
     sm_scale: float      # 0.0: the library's 1/sqrt(head_dim)
     return_lse: bool
+    config: str = ""     # "" lets mxattn choose; else "key=value ..." knobs
 
     def to_struct(self):
         """The mxattn_problem; keep it alive as long as anything uses it
@@ -134,8 +135,9 @@ def plan_for(spec):
         if plan is None:
             problem = spec.to_struct()
             handle = ctypes.c_void_p()
+            config = spec.config.encode() if spec.config else None
             check(lib.mxattn_plan_create(context(spec.device), ctypes.byref(problem),
-                                         None, ctypes.byref(handle)))
+                                         config, ctypes.byref(handle)))
             plan = _plans[spec] = Plan(spec, handle, problem)
         return plan
 

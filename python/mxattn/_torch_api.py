@@ -76,8 +76,11 @@ def _output_strides(shape, layout):
     return tuple(dense[i] for i in _DIM_ORDER[layout])
 
 
-def _spec(torch, q, k, v, family, causal, sm_scale, layout, return_lse, causal_alignment):
+def _spec(torch, q, k, v, family, causal, sm_scale, layout, return_lse, causal_alignment,
+          config=None):
     """The ProblemSpec of a call; also checks the arguments."""
+    if config is not None and not isinstance(config, str):
+        raise TypeError("mxattn: config must be None or a 'key=value ...' string")
     if layout not in _LAYOUTS:
         raise ValueError(f"mxattn: layout must be 'HND' or 'NHD', not {layout!r}")
     if causal_alignment not in _CAUSAL_ALIGNMENTS:
@@ -102,7 +105,7 @@ def _spec(torch, q, k, v, family, causal, sm_scale, layout, return_lse, causal_a
         q_strides=_strides(q, layout), k_strides=_strides(k, layout),
         v_strides=_strides(v, layout), o_strides=_output_strides(q.shape, layout),
         sm_scale=float(sm_scale) if sm_scale is not None else 0.0,
-        return_lse=bool(return_lse))
+        return_lse=bool(return_lse), config=config or "")
 
 
 def _plan(torch, spec):
@@ -121,7 +124,7 @@ def _plan(torch, spec):
 
 
 def attention(q, k, v, *, family="f16", causal=False, sm_scale=None, layout="HND",
-              return_lse=False, causal_alignment="top-left"):
+              return_lse=False, causal_alignment="top-left", config=None):
     """Scaled dot-product attention, softmax(q kᵀ · sm_scale) v, on CUDA tensors.
 
     q is [B, Hq, Nq, D] for layout "HND" or [B, Nq, Hq, D] for "NHD"; k and v
@@ -138,6 +141,9 @@ def attention(q, k, v, *, family="f16", causal=False, sm_scale=None, layout="HND
         zeros and an LSE of -inf.
     sm_scale: None for 1/sqrt(D).
     return_lse: also return the natural-log log-sum-exp, float32 [B, Hq, Nq].
+    config: None lets mxattn choose (the tuned entry in its database, else
+        its default); a "key=value ..." string (see `mxattn params`) pins
+        kernel knobs, e.g. "variant=mma"; knobs left out take defaults.
 
     Returns o (same shape, layout and dtype as q, newly allocated), or
     (o, lse).  Runs asynchronously on PyTorch's current stream of q's device.
@@ -159,11 +165,12 @@ def attention(q, k, v, *, family="f16", causal=False, sm_scale=None, layout="HND
     ValueError, for invalid values, null pointers and misaligned pointers).
     """
     torch = _torch()
-    key = _call_key(q, k, v, family, causal, sm_scale, layout, return_lse, causal_alignment)
+    key = _call_key(q, k, v, family, causal, sm_scale, layout, return_lse, causal_alignment,
+                    config)
     plan = _plans.plan_of_call(key)
     if plan is None:
         plan, q, k, v = _plan_call(torch, key, q, k, v, family, causal, sm_scale, layout,
-                                   return_lse, causal_alignment)
+                                   return_lse, causal_alignment, config)
     elif torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         _check_tensors(torch, q, k, v)  # raises: no backward pass
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
@@ -189,13 +196,14 @@ def _call_key(q, k, v, *options):
 
 
 def _plan_call(torch, key, q, k, v, family, causal, sm_scale, layout, return_lse,
-               causal_alignment):
+               causal_alignment, config):
     """The slow path of a call: checks, copies where needed, the spec and its
     plan.  Remembers the plan under key when the inputs were used in place (a
     call that needed copies keeps taking this path, which makes them)."""
     _check_tensors(torch, q, k, v)
     usable = _usable(q), _usable(k), _usable(v)
-    spec = _spec(torch, *usable, family, causal, sm_scale, layout, return_lse, causal_alignment)
+    spec = _spec(torch, *usable, family, causal, sm_scale, layout, return_lse, causal_alignment,
+                 config)
     plan = _plan(torch, spec)
     if key is not None and all(a is b for a, b in zip(usable, (q, k, v))):
         _plans.remember_call(key, plan)
@@ -231,11 +239,12 @@ def tune(q, k, v, *, family="f16", causal=False, sm_scale=None, layout="HND",
 
 
 def plan_info(q, k, v, *, family="f16", causal=False, sm_scale=None, layout="HND",
-              return_lse=False, causal_alignment="top-left"):
+              return_lse=False, causal_alignment="top-left", config=None):
     """What the plan for this problem chose (config, kernel name, compile time,
     registers, ...), as a dict; makes the plan if there is none yet."""
     torch = _torch()
     _check_tensors(torch, q, k, v)
     q, k, v = _usable(q), _usable(k), _usable(v)
-    spec = _spec(torch, q, k, v, family, causal, sm_scale, layout, return_lse, causal_alignment)
+    spec = _spec(torch, q, k, v, family, causal, sm_scale, layout, return_lse, causal_alignment,
+                 config)
     return _plan(torch, spec).info()
