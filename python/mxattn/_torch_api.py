@@ -176,7 +176,7 @@ def attention(q, k, v, *, family="f16", causal=False, sm_scale=None, layout="HND
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = None
     if return_lse:
-        lse = torch.empty((spec.batch, spec.heads_q, spec.seq_q), dtype=torch.float32,
+        lse = torch.empty((plan.spec.batch, plan.spec.heads_q, plan.spec.seq_q), dtype=torch.float32,
                           device=q.device)
     _launch(torch, plan, q, k, v, out, lse)
     return (out, lse) if return_lse else out
