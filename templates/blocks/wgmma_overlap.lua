@@ -126,18 +126,13 @@ MX_INLINE void mask_tile(float (&s)[1][NT][4], int t, int warp_row0, const mx_ke
 
 -- The device functions of the turns.  p.sched_bar: the first of the two named
 -- barrier ids (not 0: __syncthreads); p.issue and p.pack: the family's
--- issue_qk/issue_pv and pack_p ("" where the family renders them itself).
+-- issue_qk/issue_pv and pack_p, or "" where the family renders them itself.
 function O.block(p)
-  return U.fill(SCHED .. "\n" .. p.issue .. "\n" .. SOFTMAX .. "\n" .. p.pack .. "\n" .. MASK,
-                { SCHED_BAR = p.sched_bar })
-end
-
--- overlap=1 only with two consumer warpgroups behind a producer.
-function O.check(t)
-  if t.overlap == 1 and not (t.block_m == 128 and t.warps == 12) then
-    return string.format("variant=wgmma: overlap=1 ping-pongs two consumer warpgroups behind a producer, so it needs block_m=128 and warps=12, not block_m=%d warps=%d",
-                         t.block_m, t.warps)
+  local parts = {}
+  for _, x in ipairs({ SCHED, p.issue, SOFTMAX, p.pack, MASK }) do
+    if x ~= "" then parts[#parts + 1] = x end
   end
+  return U.fill(table.concat(parts, "\n"), { SCHED_BAR = p.sched_bar })
 end
 
 -- The consumer warpgroups' loop: turn 0 issues S(0) only, turn t >= 1 S(t)

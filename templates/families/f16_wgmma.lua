@@ -50,12 +50,7 @@ function WG.check(t)
   if t.stages < 2 then
     return string.format("variant=wgmma needs stages>=2 (a TMA ring), not stages=%d", t.stages)
   end
-  return require("blocks.wgmma_overlap").check(t)
 end
-
--- overlap=1 (FlashAttention-3's ping-pong and intra-warpgroup overlap) is
--- rendered for block_m=128, warps=12 only; WG.check enforces it.
-WG.supports_overlap = true
 
 -- Layout of the dynamic shared memory, in bytes from a 1024-aligned base.
 local function layout(t)
