@@ -44,7 +44,7 @@ S.params = {
     families = { f16 = true },
     help = "mma: keep Q's fragments in registers across key tiles (1) or reload them from shared memory (0)" },
   { name = "overlap", role = "knob", values = { 0, 1 }, default = 0,
-    families = { f16 = true },
+    families = { f16 = true, ["int8-fp8"] = true },
     help = "wgmma with two consumer warpgroups: 1 ping-pongs them so one's softmax runs under the other's MMAs" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 256 },
     help = "query rows per thread block" },
@@ -115,6 +115,18 @@ S.constraints = {
     local fam = require("families." .. S.family_module(t.family))
     if fam.check then return fam.check(t) end
     return S.check_rows_per_warp(t)
+  end,
+  -- overlap=1 is one schedule of the wgmma kernels (blocks/wgmma_overlap.lua):
+  -- two consumer warpgroups that take turns, fed by a producer warpgroup.
+  function(t)
+    if t.overlap ~= 1 then return nil end
+    if t.variant ~= "wgmma" then
+      return "overlap=1: needs variant=wgmma with two consumer warpgroups and a producer (block_m=128, warps=12)"
+    end
+    if t.block_m ~= 128 or t.warps ~= 12 then
+      return string.format("variant=wgmma: overlap=1 ping-pongs two consumer warpgroups behind a producer, so it needs block_m=128 and warps=12, not block_m=%d warps=%d",
+                           t.block_m, t.warps)
+    end
   end,
   function(t)
     if t.head_dim % t.align ~= 0 then
@@ -225,7 +237,7 @@ function S.help()
   lines[#lines + 1] = "  wgmma (f16, sm_90a): block_m = 64*consumers; warps = 4*consumers (thread 0 issues the TMA"
   lines[#lines + 1] = "    copies) or 4*consumers+4 (a producer warpgroup, setmaxnreg); align=8, q_regs=0, stages>=2"
   lines[#lines + 1] = "  wgmma (int8-fp8, sm_90a): same warpgroup rules; block_n 32|64|128 (<= 64 above head_dim 128)"
-  lines[#lines + 1] = "  overlap=1 (f16 wgmma): block_m=128, warps=12"
+  lines[#lines + 1] = "  overlap=1 (wgmma, f16 and int8-fp8): block_m=128, warps=12"
   lines[#lines + 1] = "  knobs marked for some families keep their default in the others"
   lines[#lines + 1] = "  align divides head_dim"
   lines[#lines + 1] = "  shared memory of the tile set <= the arch's per-block limit"

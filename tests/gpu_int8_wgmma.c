@@ -10,11 +10,15 @@
  *     key tile of the config's block_n, q_prescale), tightly, and against
  *     fp64 within the family's bounds (tests/gpu_int8.c's);
  *  3. a speed print, B=4 H=32 N=4096 and 16384, D=128 and 64, causal or
- *     not: wgmma configurations against the default (mma.sync) plan.
+ *     not: wgmma configurations against the default (mma.sync) plan;
+ *  4. overlap=1 (two consumer warpgroups taking turns on the tensor cores,
+ *     block_m=128 warps=12): the same checks against the same references
+ *     (its numerics are overlap=0's), and speed lines beside overlap=0.
  * The quantization kernels are the mma variant's, unchanged; tests/gpu_int8.c
  * checks them bit for bit.  Skips (77) without a GPU, and without an sm_90 one.
  * A watchdog ends the process if one case takes minutes (a kernel that waits
- * on an mbarrier forever). */
+ * on an mbarrier or a named barrier forever).  An argument filters the tests
+ * by name: `gpu_int8_wgmma '*overlap*'`. */
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -413,7 +417,163 @@ static void test_speed(void **state) {
     free(host);
 }
 
-int main(void) {
+/* ---- overlap=1: the two consumer warpgroups take turns on the tensor cores ---- */
+
+#define PP WG "overlap=1 block_m=128 warps=12 "
+
+/* The overlap=1 tiles for a head dim (block_n <= 64 above D32 = 128). */
+static const char *pp_config_for(int d, int i) {
+    static const char *small[] = {PP "block_n=128 stages=2", PP "block_n=64 stages=3", PP "block_n=128 stages=3",
+                                  PP "block_n=32 stages=2"};
+    static const char *large[] = {PP "block_n=64 stages=2", PP "block_n=32 stages=3", PP "block_n=64 stages=3",
+                                  PP "block_n=32 stages=2"};
+    return (d + 31) / 32 * 32 <= 128 ? small[i % 4] : large[i % 4];
+}
+
+/* One key tile (each warpgroup takes one turn: S(0) and the last P V outside
+ * the turns), then a few tiles, then many under causal, then D=80 (Q8/K8
+ * panels of 32 bytes, DV=80). */
+static void test_overlap_smoke(void **state) {
+    gpu_case c = {.family = "int8-fp8", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 128, .seq_k = 64,
+                  .head_dim = 128, .dtype = MXATTN_BF16, .layout = MXATTN_LAYOUT_BHND, .lse = 1};
+    int failures = check_case(&c, PP "block_n=128 stages=2", 1);
+    c.seq_q = 200; c.seq_k = 300;
+    failures += check_case(&c, PP "block_n=64 stages=3", 2);
+    c.seq_q = c.seq_k = 1024; c.causal = MXATTN_CAUSAL_TOP_LEFT;
+    failures += check_case(&c, PP "block_n=128 stages=2", 3);
+    c.head_dim = 80; c.causal = MXATTN_CAUSAL_NONE; c.seq_q = 300; c.seq_k = 500;
+    failures += check_case(&c, PP "block_n=64 stages=2", 4);
+    assert_int_equal(failures, 0);
+}
+
+/* Head dims 64..256, with 72 and 80 (not multiples of 32: D32 96, DV 80 and
+ * 96), each with its own mix of causal alignment, GQA, layout, padding, dtype
+ * and LSE. */
+static void test_overlap_head_dims(void **state) {
+    static const int dims[] = {64, 72, 80, 96, 128, 192, 256};
+    static const int seqs[][2] = {{127, 127}, {17, 1000}, {1000, 17}, {1, 127}, {128, 256}, {300, 300}, {257, 513}};
+    int failures = 0;
+    for (int i = 0; i < 7; i++)
+        for (int rep = 0; rep < 3; rep++) {
+            int j = i + rep;
+            gpu_case c = {.family = "int8-fp8", .batch = 1 + j % 2, .heads_kv = 1 + j % 2, .head_dim = dims[i],
+                          .causal = (mxattn_causal)(j % 3), .dtype = j % 4 == 3 ? MXATTN_F16 : MXATTN_BF16,
+                          .layout = (mxattn_layout)(j % 2), .pad = (j % 3) * 8, .lse = (j + 1) % 2};
+            c.heads_q = c.heads_kv * (j % 3 == 0 ? 1 : j % 3 == 1 ? 4 : 8);
+            c.seq_q = seqs[j % 7][0];
+            c.seq_k = seqs[j % 7][1];
+            failures += check_case(&c, pp_config_for(c.head_dim, rep), (uint64_t)time(NULL) + 500 + 10 * i + rep);
+        }
+    assert_int_equal(failures, 0);
+}
+
+/* Ragged lengths (blocks with no key tile at all under bottom-right causal,
+ * one tile, many), Nq != Nk, both causal alignments, always with the LSE. */
+static void test_overlap_lengths(void **state) {
+    static const int lens[] = {1, 17, 127, 1000, 4097};
+    int failures = 0, i = 0;
+    for (int a = 0; a < 5; a++)
+        for (int b = 0; b < 5; b++) {
+            if (lens[a] * (long)lens[b] > 1000L * 4097) continue;  /* CPU reference time */
+            gpu_case c = {.family = "int8-fp8", .batch = 1, .heads_q = 2, .heads_kv = 1, .seq_q = lens[a],
+                          .seq_k = lens[b], .head_dim = i % 2 ? 64 : 128, .causal = (mxattn_causal)(i % 3),
+                          .dtype = MXATTN_BF16, .layout = (mxattn_layout)(i / 3 % 2), .pad = 8, .lse = 1};
+            failures += check_case(&c, pp_config_for(c.head_dim, i), (uint64_t)time(NULL) + 600 + i);
+            i++;
+        }
+    assert_int_equal(failures, 0);
+}
+
+/* Grouped-query heads with batch, both layouts, padded strides, both causal alignments. */
+static void test_overlap_gqa(void **state) {
+    static const int gqa[] = {1, 4, 8};
+    int failures = 0;
+    for (int i = 0; i < 6; i++) {
+        gpu_case c = {.family = "int8-fp8", .batch = 3, .heads_kv = 2, .heads_q = 2 * gqa[i % 3], .seq_q = 200,
+                      .seq_k = 333, .head_dim = i % 3 == 1 ? 80 : 128,
+                      .causal = i < 3 ? MXATTN_CAUSAL_BOTTOM_RIGHT : MXATTN_CAUSAL_TOP_LEFT,
+                      .dtype = i == 4 ? MXATTN_F16 : MXATTN_BF16, .layout = (mxattn_layout)(i % 2), .pad = 8 * (i % 3),
+                      .lse = 1};
+        failures += check_case(&c, pp_config_for(c.head_dim, i), (uint64_t)time(NULL) + 700 + i);
+    }
+    assert_int_equal(failures, 0);
+}
+
+/* Every key-tile width and ring depth at D=128, causal both ways, many turns. */
+static void test_overlap_configs(void **state) {
+    static const char *configs[] = {PP "block_n=32 stages=2", PP "block_n=32 stages=3", PP "block_n=64 stages=2",
+                                    PP "block_n=64 stages=3", PP "block_n=128 stages=2", PP "block_n=128 stages=3"};
+    int failures = 0;
+    for (int i = 0; i < 6; i++) {
+        gpu_case c = {.family = "int8-fp8", .batch = 2, .heads_q = 4, .heads_kv = 2, .seq_q = 333, .seq_k = 1000,
+                      .head_dim = 128, .causal = (mxattn_causal)(i % 3), .dtype = i % 2 ? MXATTN_F16 : MXATTN_BF16,
+                      .layout = MXATTN_LAYOUT_BNHD, .pad = 8, .lse = 1};
+        failures += check_case(&c, configs[i], (uint64_t)time(NULL) + 800 + i);
+    }
+    assert_int_equal(failures, 0);
+}
+
+/* One long sequence: many blocks per head, up to 33 turns per block, the
+ * ring's parities flipping many times. */
+static void test_overlap_long(void **state) {
+    gpu_case c = {.family = "int8-fp8", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 4097, .seq_k = 4097,
+                  .head_dim = 128, .causal = MXATTN_CAUSAL_TOP_LEFT, .dtype = MXATTN_BF16,
+                  .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
+    int failures = check_case(&c, PP "block_n=128 stages=2", (uint64_t)time(NULL) + 900);
+    c.causal = MXATTN_CAUSAL_NONE;
+    failures += check_case(&c, PP "block_n=64 stages=3", (uint64_t)time(NULL) + 901);
+    assert_int_equal(failures, 0);
+}
+
+/* B=4 H=32 bf16, D=128 and 64, N=4096 and 16384, causal and not, end to end
+ * (stats + quant + attention): the default plan, then each tile with
+ * overlap=0 and overlap=1 side by side. */
+static void test_overlap_speed(void **state) {
+    const int B = 4, H = 32, N_MAX = 16384, D_MAX = 128;
+    size_t elems = (size_t)B * H * N_MAX * D_MAX, chunk = (size_t)1 << 20;
+    void *buf[4] = {0};
+    uint16_t *host = malloc(chunk * 2);
+    mx_rng rng;
+    mx_rng_seed(&rng, 7);
+    for (size_t i = 0; i < chunk; i++) host[i] = mx_f32_to_bf16((float)mx_rng_gaussian(&rng));
+    for (int t = 0; t < 4; t++) {
+        assert_int_equal(mx_mem_alloc(&g_dev, elems * 2, &buf[t]), MXATTN_OK);
+        for (size_t off = 0; off < elems; off += chunk)
+            assert_int_equal(mx_memcpy_htod(&g_dev, (char *)buf[t] + off * 2, host, chunk * 2), MXATTN_OK);
+    }
+    static const int dims[] = {128, 64}, seqs[] = {4096, 16384};
+    static const char *tiles[] = {"block_n=128 stages=2", "block_n=128 stages=3", "block_n=64 stages=3"};
+    for (int di = 0; di < 2; di++)
+        for (int ni = 0; ni < 2; ni++)
+            for (int causal = 0; causal < 2; causal++) {
+                const int D = dims[di], N = seqs[ni];
+                mxattn_problem p;
+                mxattn_problem_init(&p, "int8-fp8", D);
+                p.batch = B; p.heads_q = p.heads_kv = H; p.seq_q = p.seq_k = N;
+                p.causal = causal ? MXATTN_CAUSAL_TOP_LEFT : MXATTN_CAUSAL_NONE;
+                double flops = 4.0 * B * H * (double)N * N * D * (causal ? 0.5 : 1.0);
+                for (int i = -1; i < 3; i++)
+                    for (int overlap = 0; overlap < (i < 0 ? 1 : 2); overlap++) {
+                        char config[160], used[320] = "", running[256];
+                        if (i >= 0) snprintf(config, sizeof config, WG "overlap=%d block_m=128 warps=12 %s", overlap, tiles[i]);
+                        snprintf(running, sizeof running, "overlap speed D=%d N=%d causal=%d %s", D, N, causal,
+                                 i >= 0 ? config : "default");
+                        watch(180, running);
+                        double ms = gpu_time_plan(g_ctx, &g_dev, &p, i >= 0 ? config : NULL, buf[0], buf[1], buf[2],
+                                                  buf[3], used, sizeof used);
+                        alarm(0);
+                        printf("speed B=%d H=%d N=%d D=%d causal=%d %-9s [%s]: %.3f ms, %.1f TOPS\n", B, H, N, D, causal,
+                               i < 0 ? "default" : overlap ? "overlap=1" : "overlap=0", used, ms,
+                               ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0);
+                        fflush(stdout);
+                    }
+            }
+    for (int t = 0; t < 4; t++) mx_mem_free(&g_dev, buf[t]);
+    free(host);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) cmocka_set_test_filter(argv[1]);
     gpu_open_or_skip(&g_dev, "gpu_int8_wgmma");
     if (g_dev.cc_major != 9) {
         printf("gpu_int8_wgmma: skipped, needs an sm_90 GPU (this one is sm_%d%d)\n", g_dev.cc_major, g_dev.cc_minor);
@@ -435,6 +595,13 @@ int main(void) {
         cmocka_unit_test(test_gqa),
         cmocka_unit_test(test_long),
         cmocka_unit_test(test_speed),
+        cmocka_unit_test(test_overlap_smoke),
+        cmocka_unit_test(test_overlap_head_dims),
+        cmocka_unit_test(test_overlap_lengths),
+        cmocka_unit_test(test_overlap_gqa),
+        cmocka_unit_test(test_overlap_configs),
+        cmocka_unit_test(test_overlap_long),
+        cmocka_unit_test(test_overlap_speed),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     mxattn_destroy(g_ctx);

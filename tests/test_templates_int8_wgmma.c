@@ -4,7 +4,10 @@
  * compiles with NVRTC into s8 and e4m3 warpgroup MMAs fed by TMA with no
  * spills, rejects tables it cannot run with a message naming the parameter,
  * and leaves the family's default (and its mma candidates' order) alone.
- * No GPU needed. */
+ * overlap=1 (two consumer warpgroups taking turns, block_m=128 warps=12)
+ * validates, renders deterministically with the quantization kernels
+ * unchanged, ranks just above its overlap=0 tile, and compiles with no spills
+ * into the same MMAs plus the turns' named barriers.  No GPU needed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -275,6 +278,167 @@ static void test_nvrtc_sm90a_emits_int8_and_fp8_wgmma(void **state) {
         }
 }
 
+/* ---- overlap=1: FlashAttention-3's ping-pong of two consumer warpgroups ---- */
+
+#define PP "variant=wgmma overlap=1 block_m=128 warps=12 "
+
+static void test_overlap_validates(void **state) {
+    static const char *ok[] = {"head_dim=64 " PP "block_n=128 stages=3", "head_dim=80 " PP "block_n=64 stages=2",
+                               "head_dim=72 " PP "block_n=32 stages=3", "head_dim=128 " PP "block_n=128 stages=2",
+                               "head_dim=256 " PP "block_n=64 stages=2 causal=1 lse=1"};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        char params[256];
+        snprintf(params, sizeof params, "family=int8-fp8 %s", ok[i]);
+        char *canon = call("validate", params, NULL);
+        assert_non_null(strstr(canon, "overlap=1"));
+        free(canon);
+    }
+    expect_invalid("family=int8-fp8 head_dim=128 variant=wgmma overlap=1 block_m=128 warps=8 block_n=64 stages=2", "overlap");
+    expect_invalid("family=int8-fp8 head_dim=128 variant=wgmma overlap=1 block_m=64 warps=8 block_n=64 stages=2", "overlap");
+    expect_invalid("family=int8-fp8 head_dim=64 variant=wgmma overlap=1 block_m=64 warps=4 block_n=64 stages=2", "overlap");
+    expect_invalid("family=int8-fp8 head_dim=128 variant=mma overlap=1 block_m=128 warps=8 block_n=64 stages=2", "overlap");
+    expect_invalid("family=int8-fp8 head_dim=128 arch=sm_89 overlap=1 block_m=128 warps=8 block_n=64 stages=2", "overlap");
+    expect_invalid("family=int8-f16 head_dim=128 overlap=1 block_m=128 warps=8 block_n=64 stages=2", "overlap");
+    /* The rule of the other wgmma knobs still applies. */
+    expect_invalid("family=int8-fp8 head_dim=256 " PP "block_n=128 stages=2", "block_n");
+}
+
+/* Deterministic, another kernel than overlap=0 (another name, so another
+ * cache key), with the turns' pieces; the quantization kernels are the mma
+ * variant's, byte for byte. */
+static void test_overlap_renders(void **state) {
+    static const char *extra[] = {"block_n=128 stages=2", "block_n=64 stages=3 causal=1 lse=1",
+                                  "block_n=32 stages=2 dtype=f16 out_dtype=f16 smooth_k=0 lse=1"};
+    for (int i = 0; i < N_DIMS; i++)
+        for (size_t j = 0; j < sizeof extra / sizeof *extra; j++) {
+            if (DIMS[i] > 128 && strstr(extra[j], "block_n=128")) continue;   /* rejected: registers */
+            char params[256], plain[256], mma[256];
+            snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d " PP "%s", DIMS[i], extra[j]);
+            snprintf(plain, sizeof plain, "family=int8-fp8 head_dim=%d variant=wgmma block_m=128 warps=12 %s", DIMS[i],
+                     extra[j]);
+            snprintf(mma, sizeof mma, "family=int8-fp8 head_dim=%d variant=mma block_m=128 warps=8 %s", DIMS[i], extra[j]);
+            char *canon = call("validate", params, NULL);
+            char *a = call("render", params, NULL), *b = call("render", canon, NULL), *c = call("render", plain, NULL);
+            char *m = call("render", mma, NULL);
+            assert_string_equal(a, b);
+            assert_non_null(strstr(a, "overlap=1"));
+            assert_non_null(strstr(a, "sched_wait(wg)"));
+            assert_non_null(strstr(a, "sched_pass(wg)"));
+            assert_non_null(strstr(a, "wgmma_wait<1>()"));
+            assert_non_null(strstr(a, "dequant_scores(s, acc, qscale, kscale)"));
+            assert_non_null(strstr(a, "load_kscale(kscale, ks, t)"));
+            assert_null(strstr(a, "attend_tile"));
+            assert_null(strstr(c, "sched_wait"));
+            assert_non_null(strstr(c, "attend_tile"));
+            assert_string_not_equal(a, c);
+            const char *ka = strstr(a, "mxattn_int8_fp8_d"), *kc = strstr(c, "mxattn_int8_fp8_d");
+            assert_non_null(ka);
+            assert_non_null(kc);
+            assert_false(strncmp(ka, kc, 30) == 0);   /* kernel names differ */
+            char *qa = quant_part(a), *qm = quant_part(m);
+            assert_non_null(qa);
+            assert_non_null(qm);
+            assert_string_equal(qa, qm);
+            free(qa); free(qm);
+            free(a); free(b); free(c); free(m); free(canon);
+        }
+}
+
+/* The tuner's order: an overlap=1 tile ranks just above the same tile
+ * without it; the default (first line) stays the H200-checked overlap=0 one. */
+static void test_overlap_ranks_above_its_plain_tile(void **state) {
+    static const struct { int d; const char *tile; } cases[] = {{128, "block_n=128 warps=12 stages=2"},
+                                                                {64, "block_n=64 warps=12 stages=3"},
+                                                                {256, "block_n=64 warps=12 stages=2"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char params[64], with[160], without[160];
+        snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d arch=sm_90a", cases[i].d);
+        char *cands = call("candidates", params, NULL);
+        assert_non_null(strstr(cands, "overlap=0"));
+        assert_true(strncmp(cands, "variant=wgmma q_regs=1 overlap=0", 32) == 0);
+        snprintf(with, sizeof with, "variant=wgmma q_regs=1 overlap=1 block_m=128 %s", cases[i].tile);
+        snprintf(without, sizeof without, "variant=wgmma q_regs=1 overlap=0 block_m=128 %s", cases[i].tile);
+        const char *w = strstr(cands, with), *wo = strstr(cands, without);
+        if (!w || !wo) fail_msg("D=%d: candidates lack '%s' or '%s':\n%.3000s", cases[i].d, with, without, cands);
+        assert_true(w < wo);
+        /* Every overlap=1 candidate is the two-consumer tile with a producer. */
+        for (const char *p = strstr(cands, "overlap=1"); p; p = strstr(p + 1, "overlap=1")) {
+            const char *eol = strchr(p, '\n');
+            int len = eol ? (int)(eol - p) : (int)strlen(p);
+            char line[200];
+            snprintf(line, sizeof line, "%.*s", len, p);
+            if (!strstr(line, "block_m=128") || !strstr(line, "warps=12")) fail_msg("D=%d: candidate '%s'", cases[i].d, line);
+        }
+        free(cands);
+    }
+}
+
+/* Barriers in the attention kernel's PTX (the module's last entry; the stats
+ * kernel before it has its own __syncthreads): bar.sync / bar.arrive of 256
+ * threads (named), and bar.sync 0 (__syncthreads). */
+static void count_named_barriers(const char *ptx, int *sync, int *arrive, int *sync0) {
+    *sync = *arrive = *sync0 = 0;
+    const char *entry = NULL;
+    for (const char *p = strstr(ptx, ".entry"); p; p = strstr(p + 1, ".entry")) entry = p;
+    assert_non_null(entry);
+    for (const char *p = entry; (p = strstr(p, "bar.")) != NULL; p++) {
+        const char *eol = strchr(p, ';');
+        if (!eol) break;
+        int len = (int)(eol - p);
+        int counted = len > 5 && strncmp(eol - 5, ", 256", 5) == 0;
+        if (strncmp(p, "bar.sync", 8) == 0 && !counted && strncmp(p, "bar.sync \t0", 11) == 0) (*sync0)++;
+        if (strncmp(p, "bar.sync", 8) == 0 && counted) (*sync)++;
+        if (strncmp(p, "bar.arrive", 10) == 0 && counted) (*arrive)++;
+    }
+}
+
+/* Compiles to the s8 and e4m3 warpgroup MMAs of overlap=0, a producer that
+ * gives its registers to two consumers, and the turns: one bar.sync on the
+ * warpgroup's own barrier per turn (turn 0 and the loop's), one bar.arrive on
+ * the other's (the kick-off, turn 0 and the loop's), wait_group 1 so the
+ * softmax of S(t) runs beside P(t-1) V(t-1), and no block barrier past the
+ * set-up.  No spills and no serialized MMAs. */
+static void test_overlap_compiles(void **state) {
+    static const struct { int d; const char *extra; } cases[] = {
+        {128, "block_n=128 stages=2"}, {128, "block_n=128 stages=3 causal=1 lse=1"},
+        {128, "block_n=64 stages=3 smooth_k=0 lse=1"}, {128, "block_n=32 stages=2 dtype=f16 out_dtype=f16"},
+        {64, "block_n=128 stages=3 causal=1"}, {64, "block_n=64 stages=2 lse=1"},
+        {80, "block_n=128 stages=2"}, {80, "block_n=64 stages=3 causal=1 lse=1"},
+        {72, "block_n=64 stages=2"}, {96, "block_n=128 stages=2 lse=1"},
+        {256, "block_n=64 stages=2 causal=1 lse=1"}, {256, "block_n=32 stages=3"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char params[256], want[128];
+        snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d " PP "%s", cases[i].d, cases[i].extra);
+        mx_compile_result r;
+        if (!compile(params, &r)) skip();
+        int block_n = last_int(params, "block_n="), dv = (cases[i].d + 15) / 16 * 16;
+        snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%dk32.s32.s8.s8", block_n);
+        if (!strstr(r.ptx, want)) fail_msg("%s: PTX lacks %s", params, want);
+        snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3", dv);
+        if (!strstr(r.ptx, want)) fail_msg("%s: PTX lacks %s", params, want);
+        assert_non_null(strstr(r.ptx, "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"));
+        assert_non_null(strstr(r.ptx, "wgmma.wait_group.sync.aligned 1;"));
+        assert_non_null(strstr(r.ptx, "cvt.rn.satfinite.e4m3x2.f32"));
+        assert_non_null(strstr(r.ptx, "setmaxnreg.dec.sync.aligned.u32 24"));
+        assert_non_null(strstr(r.ptx, "setmaxnreg.inc.sync.aligned.u32 240"));
+        assert_null(strstr(r.ptx, "mma.sync.aligned.m16n8k32"));
+        int sync, arrive, sync0;
+        count_named_barriers(r.ptx, &sync, &arrive, &sync0);
+        if (sync != 2 || arrive != 3 || sync0 != 1)
+            fail_msg("%s: PTX has %d named bar.sync and %d bar.arrive of 256 threads (want 2 and 3) and %d bar.sync 0 "
+                     "(want 1): the turns changed shape, read the PTX", params, sync, arrive, sync0);
+        assert_true(r.usage.found);
+        printf("  D=%-3d %-48s %3d registers, %d spill bytes\n", cases[i].d, cases[i].extra, r.usage.registers,
+               r.usage.spill_store_bytes + r.usage.spill_load_bytes);
+        if (r.usage.spill_store_bytes || r.usage.spill_load_bytes || r.usage.stack_bytes)
+            fail_msg("%s: spills (%d stored, %d loaded, stack %d)", params, r.usage.spill_store_bytes,
+                     r.usage.spill_load_bytes, r.usage.stack_bytes);
+        if (strstr(r.log, "serialized") || strstr(r.log, "C7508") || strstr(r.log, "C7510"))
+            fail_msg("%s: %s", params, r.log);
+        mx_compile_result_free(&r);
+    }
+}
+
 static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
 static int teardown(void **state) { mx_gen_close(g); return 0; }
 
@@ -286,6 +450,10 @@ int main(void) {
         cmocka_unit_test(test_invalid_tables_name_the_parameter),
         cmocka_unit_test(test_default_is_wgmma_on_hopper),
         cmocka_unit_test(test_nvrtc_sm90a_emits_int8_and_fp8_wgmma),
+        cmocka_unit_test(test_overlap_validates),
+        cmocka_unit_test(test_overlap_renders),
+        cmocka_unit_test(test_overlap_ranks_above_its_plain_tile),
+        cmocka_unit_test(test_overlap_compiles),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,6 +1,6 @@
 -- FlashAttention-3's two overlaps for a consumer warpgroup (sm_90a), used by
--- families/f16_wgmma.lua when overlap=1 (two consumer warpgroups and a
--- producer):
+-- families/f16_wgmma.lua and families/int8_fp8_wgmma.lua when overlap=1 (two
+-- consumer warpgroups and a producer):
 --
 -- Inter-warpgroup ping-pong.  Each consumer warpgroup w owns named barrier
 -- SCHED_BAR + w (256 threads: its own 128 bar.sync there, the other
@@ -19,18 +19,26 @@
 -- softmax of S(t) start while P(t-1) V(t-1) still runs.  The softmax is
 -- split: softmax_scores updates the row max and sum and returns the factor
 -- alpha by which O must shrink; rescale_o applies it once the P V group is
--- done (wait_group 0).  Live across a turn: O, S(t) in fp32 and P(t-1) packed.
+-- done (wait_group 0).  Live across a turn: O, S(t) and P(t-1) packed.
+--
+-- A family brings its operands' pieces, called by the turns below:
+--   issue_qk(acc, desc_q, desc_k)  S = Q K^T into `acc`, one commit group
+--   issue_pv(o, pa, desc_v)        O += P V, one commit group
+--   pack_p(pa, s)                  P as the A operand of issue_pv
+-- and, through O.turns' hooks, what turns its accumulator into scores.
 local U = require("util")
+local O = {}
 
--- p.sched_bar: the first of the two named barrier ids (not 0: __syncthreads).
-return function(p)
-  return U.fill([[
+local SCHED = [[
 constexpr int SCHED_BAR = ${SCHED_BAR};   // named barriers SCHED_BAR + consumer warpgroup
 // Waits for this warpgroup's turn on the tensor cores.
 MX_INLINE void sched_wait(int wg) { asm volatile("bar.sync %0, 256;" :: "r"(SCHED_BAR + wg) : "memory"); }
 // Hands the turn to the other warpgroup (does not wait).
 MX_INLINE void sched_pass(int wg) { asm volatile("bar.arrive %0, 256;" :: "r"(SCHED_BAR + 1 - wg) : "memory"); }
+]]
 
+-- The bf16/fp16 operands' pieces (families/f16_wgmma.lua).
+O.F16_ISSUE = [[
 // S = Q K^T for the K tile `desc_k` points at: D_PAD/16 k-steps, one commit group.
 MX_INLINE void issue_qk(float (&s)[1][NT][4], u64 desc_q, u64 desc_k) {
   reg_fence(s);
@@ -51,7 +59,24 @@ MX_INLINE void issue_pv(float (&o)[1][DT][4], const u32 (&pa)[BN / 16][4], u64 d
   for (int kk = 0; kk < BN / 16; kk++) wgmma_pv(o, pa[kk], desc_v + kk * 16 * ROW_BYTES / 16);
   wgmma_commit();
 }
+]]
 
+O.F16_PACK = [[
+// P to the A operand in registers: k16 step kk covers S chunks 2kk, 2kk+1.
+MX_INLINE void pack_p(u32 (&pa)[BN / 16][4], const float (&s)[1][NT][4]) {
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; kk++) {
+    pa[kk][0] = pack_in(s[0][2 * kk][0], s[0][2 * kk][1]);
+    pa[kk][1] = pack_in(s[0][2 * kk][2], s[0][2 * kk][3]);
+    pa[kk][2] = pack_in(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
+    pa[kk][3] = pack_in(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
+#pragma unroll
+    for (int i = 0; i < 4; i++) reg_fence(pa[kk][i]);
+  }
+}
+]]
+
+local SOFTMAX = [[
 // The online softmax of one tile without touching O: S becomes P against the
 // new row maximum, the running sum is rescaled and extended, and alpha[h] is
 // what O's rows must be multiplied by (exp2(old max - new max)).
@@ -88,25 +113,116 @@ MX_INLINE void rescale_o(float (&o)[1][DT][4], const float (&alpha)[2]) {
 #pragma unroll
       for (int dt = 0; dt < DT; dt++) { o[0][dt][2 * h] *= alpha[h]; o[0][dt][2 * h + 1] *= alpha[h]; }
 }
+]]
 
-// P to the A operand in registers: k16 step kk covers S chunks 2kk, 2kk+1.
-MX_INLINE void pack_p(u32 (&pa)[BN / 16][4], const float (&s)[1][NT][4]) {
-#pragma unroll
-  for (int kk = 0; kk < BN / 16; kk++) {
-    pa[kk][0] = pack_in(s[0][2 * kk][0], s[0][2 * kk][1]);
-    pa[kk][1] = pack_in(s[0][2 * kk][2], s[0][2 * kk][3]);
-    pa[kk][2] = pack_in(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
-    pa[kk][3] = pack_in(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
-#pragma unroll
-    for (int i = 0; i < 4; i++) reg_fence(pa[kk][i]);
-  }
-}
-
+local MASK = [[
 // Masks the tile's tail and, under causal, keys past the diagonal (only on
 // tiles that need it).
 MX_INLINE void mask_tile(float (&s)[1][NT][4], int t, int warp_row0, const mx_kernel_args &a) {
   if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset))
     mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
 }
-]], { SCHED_BAR = p.sched_bar })
+]]
+
+-- The device functions of the turns.  p.sched_bar: the first of the two named
+-- barrier ids (not 0: __syncthreads); p.issue and p.pack: the family's
+-- issue_qk/issue_pv and pack_p, or "" where the family renders them itself.
+function O.block(p)
+  local parts = {}
+  for _, x in ipairs({ SCHED, p.issue, SOFTMAX, p.pack, MASK }) do
+    if x ~= "" then parts[#parts + 1] = x end
+  end
+  return U.fill(table.concat(parts, "\n"), { SCHED_BAR = p.sched_bar })
 end
+
+-- The consumer warpgroups' loop: turn 0 issues S(0) only, turn t >= 1 S(t)
+-- and P(t-1) V(t-1), the last P V runs outside the turns.  Both warpgroups
+-- walk all n_tiles (masking what their rows do not see), so they take the
+-- same number of turns.  Hooks (C text):
+--   decls   the turns' registers: s, alpha, pa and the accumulator
+--   acc     the accumulator issue_qk writes (s itself when it is fp32)
+--   fetch0, fetch  per-tile values to load before waiting for tile 0, tile t
+--                  ("" for none)
+--   scores  turns the finished accumulator into s ("" for none)
+--   scale   the factor softmax_scores applies to s (to base 2)
+--   k_step, v_step  a ring slot's size in descriptor units (16 bytes)
+local TURNS = [[
+    if (n_tiles > 0) {
+${decls}
+      if (wg == 1) sched_pass(wg);     // kick-off: warpgroup 0 takes the first turn
+
+      // Turn 0: S(0) only.
+      ${fetch0}
+      mbar_wait(bar_k(0), 0);
+      sched_wait(wg);
+      issue_qk(${acc}, desc_q, desc_k);
+      if (wg == 0 || n_tiles > 1) sched_pass(wg);   // warpgroup 1 does not pass after its last turn
+      wgmma_wait<0>();
+      reg_fence(${acc});
+      ${scores}
+      mask_tile(s, 0, warp_row0, a);
+      softmax_scores(s, row_max, row_sum, alpha, ${scale});   // O is still 0: no rescale
+      pack_p(pa, s);
+
+      for (int t = 1; t < n_tiles; t++) {
+        const int slot = t % STAGES, prev = (t - 1) % STAGES;
+        ${fetch}
+        mbar_wait(bar_k(slot), (t / STAGES) & 1);
+        mbar_wait(bar_v(prev), ((t - 1) / STAGES) & 1);
+        sched_wait(wg);
+        issue_qk(${acc}, desc_q, desc_k + slot * ${k_step});${pad_qk}// S(t) = Q K(t)^T
+        issue_pv(o, pa, desc_v + prev * ${v_step});${pad_pv}// O += P(t-1) V(t-1)
+        if (wg == 0 || t + 1 < n_tiles) sched_pass(wg);
+        wgmma_wait<1>();               // S(t) is done; P(t-1) V(t-1) may still run
+        reg_fence(${acc});
+        ${scores}
+        mask_tile(s, t, warp_row0, a);
+        softmax_scores(s, row_max, row_sum, alpha, ${scale});
+        wgmma_wait<0>();
+        reg_fence(o);
+        mbar_arrive(bar_empty(prev));  // this thread's MMAs on tile t-1's slot are complete
+        rescale_o(o, alpha);
+        pack_p(pa, s);
+      }
+
+      // The last P V, outside the turns.
+      const int last = (n_tiles - 1) % STAGES;
+      mbar_wait(bar_v(last), ((n_tiles - 1) / STAGES) & 1);
+      issue_pv(o, pa, desc_v + last * ${v_step});
+      wgmma_wait<0>();
+      reg_fence(o);
+      mbar_arrive(bar_empty(last));
+    }
+]]
+
+-- Spaces that put a trailing comment at column `col` after `text`.
+local function pad_to(text, col) return string.rep(" ", math.max(col - #text, 1)) end
+
+-- The warp-specialized kernel with the turns: the producer of
+-- blocks/wgmma_common.lua and two consumer warpgroups.  ${NAME}, ${SETUP},
+-- ${CONSUME} and ${EPILOGUE} are left for the family to fill.
+function O.kernel(h)
+  local v = {}
+  for k, x in pairs(h) do v[k] = x end
+  v.pad_qk = pad_to(string.format("        issue_qk(%s, desc_q, desc_k + slot * %s);", h.acc, h.k_step), 76)
+  v.pad_pv = pad_to(string.format("        issue_pv(o, pa, desc_v + prev * %s);", h.v_step), 76)
+  -- A hook left empty leaves no blank line behind.
+  local lines = {}
+  for line in U.fill(TURNS, v):gmatch("([^\n]*)\n") do
+    if not line:match("^%s+$") then lines[#lines + 1] = line end
+  end
+  return [[
+extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
+${SETUP}
+]] .. require("blocks.wgmma_common").PRODUCER .. [[
+  } else {                             // consumer warpgroups, taking turns
+    if (REGS_CONSUMER) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS_CONSUMER));
+${CONSUME}
+]] .. table.concat(lines, "\n") .. "\n" .. [[
+${EPILOGUE}
+  }
+}
+]]
+end
+
+return O

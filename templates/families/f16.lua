@@ -16,9 +16,6 @@ local function d_pad(t) return U.round_up(t.head_dim, 16) end
 local function row_stride(t) return d_pad(t) + 8 end  -- 16-byte pad: ldmatrix rows hit distinct banks
 
 function F.check(t)
-  if t.overlap == 1 and not (t.variant == "wgmma" and WG and WG.supports_overlap) then
-    return "overlap=1: needs variant=wgmma with two consumer warpgroups and a producer (block_m=128, warps=12)"
-  end
   if t.variant == "wgmma" then
     if not WG then return "variant=wgmma: not built yet" end
     return WG.check(t)

@@ -50,15 +50,7 @@ function WG.check(t)
   if t.stages < 2 then
     return string.format("variant=wgmma needs stages>=2 (a TMA ring), not stages=%d", t.stages)
   end
-  if t.overlap == 1 and not (t.block_m == 128 and t.warps == 12) then
-    return string.format("variant=wgmma: overlap=1 ping-pongs two consumer warpgroups behind a producer, so it needs block_m=128 and warps=12, not block_m=%d warps=%d",
-                         t.block_m, t.warps)
-  end
 end
-
--- overlap=1 (FlashAttention-3's ping-pong and intra-warpgroup overlap) is
--- rendered for block_m=128, warps=12 only; WG.check enforces it.
-WG.supports_overlap = true
 
 -- Layout of the dynamic shared memory, in bytes from a 1024-aligned base.
 local function layout(t)
@@ -267,63 +259,13 @@ ${EPILOGUE}
 -- Step 3 (overlap=1): step 2 with the two consumer warpgroups taking turns
 -- on the tensor cores (blocks/wgmma_overlap.lua).  Turn t issues S(t) and
 -- O += P(t-1) V(t-1); the softmax of S(t) runs after the turn is passed on,
--- under the other warpgroup's MMAs and this one's P V.  Both warpgroups walk
--- all n_tiles (masking what their rows do not see), so they take the same
--- number of turns.
-local KERNEL_PP = [[
-extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
-${SETUP}
-]] .. require("blocks.wgmma_common").PRODUCER .. [[
-  } else {                             // consumer warpgroups, taking turns
-    if (REGS_CONSUMER) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS_CONSUMER));
-${CONSUME}
-    if (n_tiles > 0) {
-      float s[1][NT][4], alpha[2];
-      u32 pa[BN / 16][4];
-      if (wg == 1) sched_pass(wg);     // kick-off: warpgroup 0 takes the first turn
-
-      // Turn 0: S(0) only.
-      mbar_wait(bar_k(0), 0);
-      sched_wait(wg);
-      issue_qk(s, desc_q, desc_k);
-      if (wg == 0 || n_tiles > 1) sched_pass(wg);   // warpgroup 1 does not pass after its last turn
-      wgmma_wait<0>();
-      reg_fence(s);
-      mask_tile(s, 0, warp_row0, a);
-      softmax_scores(s, row_max, row_sum, alpha, a.scale_log2);   // O is still 0: no rescale
-      pack_p(pa, s);
-
-      for (int t = 1; t < n_tiles; t++) {
-        const int slot = t % STAGES, prev = (t - 1) % STAGES;
-        mbar_wait(bar_k(slot), (t / STAGES) & 1);
-        mbar_wait(bar_v(prev), ((t - 1) / STAGES) & 1);
-        sched_wait(wg);
-        issue_qk(s, desc_q, desc_k + slot * KV_BYTES / 16);                 // S(t) = Q K(t)^T
-        issue_pv(o, pa, desc_v + prev * KV_BYTES / 16);                     // O += P(t-1) V(t-1)
-        if (wg == 0 || t + 1 < n_tiles) sched_pass(wg);
-        wgmma_wait<1>();               // S(t) is done; P(t-1) V(t-1) may still run
-        reg_fence(s);
-        mask_tile(s, t, warp_row0, a);
-        softmax_scores(s, row_max, row_sum, alpha, a.scale_log2);
-        wgmma_wait<0>();
-        reg_fence(o);
-        mbar_arrive(bar_empty(prev));  // this thread's MMAs on tile t-1's slot are complete
-        rescale_o(o, alpha);
-        pack_p(pa, s);
-      }
-
-      // The last P V, outside the turns.
-      const int last = (n_tiles - 1) % STAGES;
-      mbar_wait(bar_v(last), ((n_tiles - 1) / STAGES) & 1);
-      issue_pv(o, pa, desc_v + last * KV_BYTES / 16);
-      wgmma_wait<0>();
-      reg_fence(o);
-      mbar_arrive(bar_empty(last));
-    }
-${EPILOGUE}
-  }
-}
-]]
+-- under the other warpgroup's MMAs and this one's P V.
+local OV = require("blocks.wgmma_overlap")
+local KERNEL_PP = OV.kernel({
+  decls = "      float s[1][NT][4], alpha[2];\n      u32 pa[BN / 16][4];",
+  acc = "s", fetch0 = "", fetch = "", scores = "", scale = "a.scale_log2",
+  k_step = "KV_BYTES / 16", v_step = "KV_BYTES / 16",
+})
 
 function WG.kernel_name(t, canonical)
   return string.format("mxattn_f16_d%d_%s", t.head_dim, U.short_hash(canonical))
@@ -361,7 +303,7 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE};
                         { NAME = WG.kernel_name(t, canonical), SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE })
   -- overlap=1 replaces attend_tile with the pieces of a turn; overlap=0
   -- renders exactly what it did before the knob existed.
-  local per_tile = pp and require("blocks.wgmma_overlap")({ sched_bar = 1 }) or ATTEND
+  local per_tile = pp and OV.block({ sched_bar = 1, issue = OV.F16_ISSUE, pack = OV.F16_PACK }) or ATTEND
   return table.concat({
     "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
     require("blocks.prelude")(t),

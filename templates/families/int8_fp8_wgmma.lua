@@ -17,7 +17,9 @@
 -- every warpgroup as a consumer (thread 0 also issues the copies, a block
 -- barrier per key tile frees the ring slot); 4 * consumers + 4 adds a TMA
 -- producer warpgroup (full/empty mbarriers per slot, setmaxnreg).
--- block_m = 64 * consumers.
+-- block_m = 64 * consumers.  overlap=1 (block_m=128, warps=12) runs the two
+-- consumer warpgroups in FlashAttention-3's ping-pong, as the f16 family does
+-- (blocks/wgmma_overlap.lua), with the same quantized numerics.
 --
 -- Called by families/int8_fp8.lua for variant=wgmma: check, smem_bytes,
 -- register_estimate, prior, default, render, launches.
@@ -90,6 +92,7 @@ end
 
 function WG.register_estimate(t)
   -- O accumulators, S (s32 then fp32), P's E4M3 registers, K scales, softmax state, descriptors and addressing.
+  -- overlap=1 keeps the same set live across a turn (P(t-1) beside S(t)), so one estimate serves both.
   return dv(t) // 2 + t.block_n // 2 + t.block_n // 8 + t.block_n // 16 + 40
 end
 
@@ -103,29 +106,26 @@ end
 
 -- Checked on the H200: wgmma runs 1.5-2.3x the mma.sync plan, so its
 -- candidates rank above every mma one (the factor 100; mma priors are < 1000).
+-- overlap=1: not timed yet; ranked just above the same tile without it so the
+-- tuner tries it early (as the f16 family did before its H200 run).
 function WG.prior(t)
   local by_smem = math.min((228 * 1024) // math.max(WG.smem_bytes(t), 1), 2)
   local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
-  return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1)
+  return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
 end
 
--- One key tile for one warpgroup, shared by both kernels.
-local ATTEND = [[
-// S = Q K^T (dequantized, base 2), mask, online softmax, O += P V for key
-// tile t, whose K8 and V^T sit in the ring slot the descriptors point at
-// (their barriers: bar_k, bar_v).  ks: this head's K scales.
-MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (&row_sum)[1][2], u64 desc_q,
-                           u64 desc_k, u64 desc_v, u32 bar_k, u32 bar_v, u32 parity, int t, int warp_row0,
-                           float qscale, const float *ks, const mx_kernel_args &a) {
-  // The tile's BN/16 key scales (the same for every thread: broadcast loads),
-  // issued before the wait so their latency hides behind it.
-  float kscale[BN / 16];
+-- The int8/e4m3 operands' pieces of a key tile, shared by attend_tile and
+-- the overlap=1 turns (blocks/wgmma_overlap.lua).
+local PIECES = [[
+// The tile's BN/16 key scales (the same for every thread: broadcast loads).
+MX_INLINE void load_kscale(float (&kscale)[BN / 16], const float *ks, int t) {
 #pragma unroll
   for (int i = 0; i < BN / 16; i++) asm("ld.global.nc.f32 %0, [%1];" : "=f"(kscale[i]) : "l"(ks + t * (BN / 16) + i));
+}
 
-  // S = Q8 K8^T: KQ k32 steps; step kq is 32 bytes into panel kq / (WQK / 32).
-  int acc[1][NT][4];
-  mbar_wait(bar_k, parity);
+// S = Q8 K8^T for the K8 tile `desc_k` points at: KQ k32 steps, one commit
+// group; step kq is 32 bytes into panel kq / (WQK / 32).
+MX_INLINE void issue_qk(int (&acc)[1][NT][4], u64 desc_q, u64 desc_k) {
   wgmma_fence();
 #pragma unroll
   for (int kq = 0; kq < KQ; kq++) {
@@ -133,28 +133,23 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
     wgmma_qk(acc, desc_q + (panel * BM * WQK + step) / 16, desc_k + (panel * BN * WQK + step) / 16, kq > 0);
   }
   wgmma_commit();
-  wgmma_wait<0>();
-  reg_fence(acc);
+}
 
-  // |acc| <= 127 * 127 * 256 < 2^24: the int -> float conversion is exact.
-  float s[1][NT][4];
+// Scores in base 2: the 16-row group's Q scale times each 16-key group's K
+// scale.  |acc| <= 127 * 127 * 256 < 2^24: the int -> float conversion is exact.
+MX_INLINE void dequant_scores(float (&s)[1][NT][4], const int (&acc)[1][NT][4], float qscale,
+                              const float (&kscale)[BN / 16]) {
 #pragma unroll
   for (int nt = 0; nt < NT; nt++) {
     const float scale = qscale * kscale[nt / 2];
 #pragma unroll
     for (int e = 0; e < 4; e++) s[0][nt][e] = (float)acc[0][nt][e] * scale;
   }
+}
 
-  // Mask the tile's tail (padding keys) and, under causal, keys past the diagonal.
-  if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset))
-    mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
-
-  // Scores are already base 2: scale 1.
-  online_softmax(s, row_max, row_sum, o, 1.f);
-
-  // P*448 -> E4M3, the A fragment of k32 step kk from S chunks 4kk..4kk+3
-  // (key order of V^T's permutation, see blocks/pv_fp8.lua).
-  u32 pa[BN / 32][4];
+// P*448 -> E4M3, the A fragment of k32 step kk from S chunks 4kk..4kk+3
+// (key order of V^T's permutation, see blocks/pv_fp8.lua).
+MX_INLINE void pack_p(u32 (&pa)[BN / 32][4], const float (&s)[1][NT][4]) {
 #pragma unroll
   for (int kk = 0; kk < BN / 32; kk++) {
     const int j = 4 * kk;
@@ -165,14 +160,50 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
 #pragma unroll
     for (int i = 0; i < 4; i++) reg_fence(pa[kk][i]);
   }
+}
 
-  // O += P V: BN/32 k32 steps, each 32 bytes (keys) along V^T's rows.
-  mbar_wait(bar_v, parity);
+// O += P V for the V^T tile `desc_v` points at: BN/32 k32 steps, each 32
+// bytes (keys) along V^T's rows; one commit group.
+MX_INLINE void issue_pv(float (&o)[1][DT][4], const u32 (&pa)[BN / 32][4], u64 desc_v) {
   reg_fence(o);
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < BN / 32; kk++) wgmma_pv(o, pa[kk], desc_v + kk * 32 / 16);
   wgmma_commit();
+}
+]]
+
+-- One key tile for one warpgroup, shared by the overlap=0 kernels.
+local ATTEND = [[
+// S = Q K^T (dequantized, base 2), mask, online softmax, O += P V for key
+// tile t, whose K8 and V^T sit in the ring slot the descriptors point at
+// (their barriers: bar_k, bar_v).  ks: this head's K scales.
+MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (&row_sum)[1][2], u64 desc_q,
+                           u64 desc_k, u64 desc_v, u32 bar_k, u32 bar_v, u32 parity, int t, int warp_row0,
+                           float qscale, const float *ks, const mx_kernel_args &a) {
+  // Issued before the wait so their latency hides behind it.
+  float kscale[BN / 16];
+  load_kscale(kscale, ks, t);
+
+  int acc[1][NT][4];
+  mbar_wait(bar_k, parity);
+  issue_qk(acc, desc_q, desc_k);
+  wgmma_wait<0>();
+  reg_fence(acc);
+  float s[1][NT][4];
+  dequant_scores(s, acc, qscale, kscale);
+
+  // Mask the tile's tail (padding keys) and, under causal, keys past the diagonal.
+  if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset))
+    mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
+
+  // Scores are already base 2: scale 1.
+  online_softmax(s, row_max, row_sum, o, 1.f);
+
+  u32 pa[BN / 32][4];
+  pack_p(pa, s);
+  mbar_wait(bar_v, parity);
+  issue_pv(o, pa, desc_v);
   wgmma_wait<0>();
   reg_fence(o);
 }
@@ -301,6 +332,21 @@ ${EPILOGUE}
 }
 ]]
 
+-- Step 3 (overlap=1): step 2 with the two consumer warpgroups taking turns
+-- on the tensor cores, FlashAttention-3's schedule as the f16 family runs it
+-- (blocks/wgmma_overlap.lua).  Turn t issues S(t) and O += P(t-1) V(t-1);
+-- the K scales of tile t load before the turn's waits, and the dequantization
+-- and softmax of S(t) run after the turn is passed on, under the other
+-- warpgroup's MMAs and this one's P V.  Same numerics as attend_tile: O is
+-- scaled by alpha(t) after P(t-1) V(t-1) and before P(t) V(t) in both.
+local OV = require("blocks.wgmma_overlap")
+local KERNEL_PP = "// Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query blocks first.\n" .. OV.kernel({
+  decls = "      float s[1][NT][4], alpha[2], kscale[BN / 16];\n      int acc[1][NT][4];\n      u32 pa[BN / 32][4];",
+  acc = "acc", fetch0 = "load_kscale(kscale, ks, 0);", fetch = "load_kscale(kscale, ks, t);",
+  scores = "dequant_scores(s, acc, qscale, kscale);", scale = "1.f",
+  k_step = "K_BYTES / 16", v_step = "V_BYTES / 16",
+})
+
 function WG.kernel_name(t, canonical) return MMA.kernel_name(t, canonical) end
 
 function WG.render(t, canonical)
@@ -337,7 +383,8 @@ enum { ${WS} };                         // workspace sections
       SWZ_V = SWIZZLE_MODE[t.block_n] or 3, Q_BYTES = l.q_bytes, K_BYTES = l.k_bytes, V_BYTES = l.v_bytes,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar, CAUSAL = t.causal == 1, LSE = t.lse == 1,
       SMOOTH_K = t.smooth_k == 1, WS = table.concat(ws, ", ") })
-  local kernel = U.fill(ws_producer and KERNEL_WS or KERNEL,
+  local pp = t.overlap == 1
+  local kernel = U.fill(pp and KERNEL_PP or ws_producer and KERNEL_WS or KERNEL,
                         { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE })
   return table.concat({
     "// mxattn generated kernels. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
@@ -352,7 +399,8 @@ enum { ${WS} };                         // workspace sections
     require("blocks.wgmma_int8")({ bn = t.block_n, dv = dv(t) }),
     require("blocks.softmax")(t),
     require("blocks.epilogue")(t),
-    ATTEND,
+    PIECES,
+    pp and OV.block({ sched_bar = 1, issue = "", pack = "" }) or ATTEND,
     kernel,
   }, "\n")
 end
