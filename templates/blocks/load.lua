@@ -39,21 +39,60 @@ MX_INLINE void copy_chunk(u32 dst, const u16 *src, const u16 *base, bool row_ok,
 ${COPY}
 }
 
-// Rows [row0, row0 + ROWS) of a [seq, D] slice (seq stride `ss`) into a
-// shared tile; rows at or past `rows` become zeros.
-template <int ROWS>
-MX_INLINE void load_tile(u16 *tile, const u16 *g, i64 ss, int row0, int rows) {
+// Shared tiles are addressed either by 32-bit shared address or, in kernels
+// that keep generic pointers (attn_int8's V ring), by pointer.
+MX_INLINE u32 tile_addr(u32 tile, int r, int col) { return tile + (r * RS + col) * 2; }
+MX_INLINE u32 tile_addr(u16 *tile, int r, int col) { return smem_addr(tile + r * RS + col); }
+
+// Chunk `col` of tile row r from slice row row0 + r (seq stride `ss`); rows
+// at or past `rows` become zeros.
+template <typename Tile>
+MX_INLINE void load_chunk(Tile tile, const u16 *g, i64 ss, int row0, int rows, int r, int col) {
+  const bool row_ok = row0 + r < rows;
+  const u16 *src = g + (row_ok ? (i64)(row0 + r) * ss : 0) + col;
+  copy_chunk(tile_addr(tile, r, col), src, g, row_ok, col);
+}
+
+// Rows [row0, row0 + ROWS) of a [seq, D] slice into a shared tile, for any
+// D_PAD and block size: chunk c of the tile is thread c % THREADS's.
+template <int ROWS, typename Tile>
+MX_INLINE void load_tile_chunks(Tile tile, const u16 *g, i64 ss, int row0, int rows) {
   constexpr int CPR = D_PAD / 8;                  // 16-byte chunks per row
   constexpr int CHUNKS = ROWS * CPR;
 #pragma unroll
   for (int i = 0; i < (CHUNKS + THREADS - 1) / THREADS; i++) {
     const int c = threadIdx.x + i * THREADS;
     if (CHUNKS % THREADS != 0 && c >= CHUNKS) break;
-    const int r = c / CPR, col = (c % CPR) * 8;
-    const bool row_ok = row0 + r < rows;
-    const u16 *src = g + (row_ok ? (i64)(row0 + r) * ss : 0) + col;
-    copy_chunk(smem_addr(tile + r * RS + col), src, g, row_ok, col);
+    load_chunk(tile, g, ss, row0, rows, c / CPR, (c % CPR) * 8);
   }
+}
+
+// The same tile by shared address.  Where a row's chunks divide the block,
+// each thread copies one fixed column of every RSTEP-th row: its addresses
+// are a per-thread base plus compile-time row offsets, which ptxas keeps in
+// fewer registers (at D=128, 128x64 with 4 warps, the chunk order above
+// spills 32 bytes and this one none).
+template <int ROWS>
+MX_INLINE void load_tile(u32 tile, const u16 *g, i64 ss, int row0, int rows) {
+  constexpr int CPR = D_PAD / 8;
+  if constexpr (THREADS % CPR != 0) {
+    load_tile_chunks<ROWS>(tile, g, ss, row0, rows);
+  } else {
+    constexpr int RSTEP = THREADS / CPR;
+    const int r0 = threadIdx.x / CPR, col = threadIdx.x % CPR * 8;
+#pragma unroll
+    for (int i = 0; i < (ROWS + RSTEP - 1) / RSTEP; i++) {
+      if (ROWS % RSTEP != 0 && r0 + i * RSTEP >= ROWS) break;
+      load_chunk(tile, g, ss, row0, rows, r0 + i * RSTEP, col);
+    }
+  }
+}
+
+// The int8 kernels' V ring passes pointers and keeps the chunk order it was
+// tuned with (the strided one above costs it registers).
+template <int ROWS>
+MX_INLINE void load_tile(u16 *tile, const u16 *g, i64 ss, int row0, int rows) {
+  load_tile_chunks<ROWS>(tile, g, ss, row0, rows);
 }
 ]], { COPY = copy_chunk[p.align] })
 end

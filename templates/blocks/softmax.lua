@@ -2,8 +2,9 @@
 -- scaled by sm_scale*log2(e) so each exponential is one ex2 instruction.
 -- row_max and row_sum are per thread for its rows g and g+8; row_sum stays a
 -- per-thread partial sum (the four lanes of a row are summed once, at the end).
-return function(p)
-  return [[
+
+-- The common head of every form: accumulators and masking.
+local HEAD = [[
 // O = 0, no row has seen a key yet (max -inf, sum 0).
 MX_INLINE void init_accumulators(float (&o)[MT][DT][4], float (&row_max)[MT][2], float (&row_sum)[MT][2]) {
 #pragma unroll
@@ -30,10 +31,11 @@ MX_INLINE void mask_scores(float (&s)[MT][NT][4], int row0, int key0, int seq_k,
       }
 }
 
-// Turns scores into probabilities against the running row maximum, rescales
-// the running sum and the output accumulator by exp2(old_max - new_max).
-MX_INLINE void online_softmax(float (&s)[MT][NT][4], float (&row_max)[MT][2], float (&row_sum)[MT][2],
-                              float (&o)[MT][DT][4], float scale_log2) {
+]]
+
+-- A warp's rows, up to each row's alpha = exp2(old_max - new_max); shared
+-- as text by both forms below.
+local ROWS = [[
 #pragma unroll
   for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -56,6 +58,14 @@ MX_INLINE void online_softmax(float (&s)[MT][NT][4], float (&row_max)[MT][2], fl
           sum += s[mt][nt][e];
         }
       row_sum[mt][h] = row_sum[mt][h] * alpha + sum;
+]]
+
+local ONLINE = [[
+// Turns scores into probabilities against the running row maximum, rescales
+// the running sum and the output accumulator by exp2(old_max - new_max).
+MX_INLINE void online_softmax(float (&s)[MT][NT][4], float (&row_max)[MT][2], float (&row_sum)[MT][2],
+                              float (&o)[MT][DT][4], float scale_log2) {
+]] .. ROWS .. [[
       // Once a row's maximum settles (most tiles after the first few), alpha
       // is exactly 1: skip the DT*2 multiplies when no lane of the warp needs them.
       if (__any_sync(0xffffffffu, alpha != 1.f))
@@ -64,4 +74,36 @@ MX_INLINE void online_softmax(float (&s)[MT][NT][4], float (&row_max)[MT][2], fl
     }
 }
 ]]
+
+-- The same step in two, one vote per tile: a kernel can pack P between the
+-- exponentials and O's rescale, so its fp32 scores are dead by the time O is
+-- touched (S, P and O never all hold registers).  Opt-in, so the sources of
+-- the kernels that do not use it stay as they were (and keep their cache keys).
+local SPLIT = [[
+
+// online_softmax without touching O: each row's factor for O lands in alphas.
+MX_INLINE void softmax_tile(float (&s)[MT][NT][4], float (&row_max)[MT][2], float (&row_sum)[MT][2],
+                            float (&alphas)[MT][2], float scale_log2) {
+]] .. ROWS .. [[
+      alphas[mt][h] = alpha;
+    }
+}
+// O *= alphas, skipped when no lane of the warp has a row whose maximum moved.
+MX_INLINE void rescale_o(float (&o)[MT][DT][4], const float (&alphas)[MT][2]) {
+  bool needed = false;
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) needed |= alphas[mt][0] != 1.f || alphas[mt][1] != 1.f;
+  if (__any_sync(0xffffffffu, needed))
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+      for (int dt = 0; dt < DT; dt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) o[mt][dt][e] *= alphas[mt][e / 2];
+}
+]]
+
+-- opts.split: also emit softmax_tile and rescale_o.
+return function(_, opts)
+  return HEAD .. ONLINE .. (opts and opts.split and SPLIT or "")
 end

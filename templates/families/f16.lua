@@ -67,7 +67,9 @@ local KERNEL = [[
 // blocks, heads_q, batch).  Causal grids run the heaviest query blocks first.
 extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_args a) {
   extern __shared__ __align__(16) u16 smem[];
-  u16 *sQ = smem, *sK = sQ + BM * RS, *sV = sK + STAGES * BN * RS;
+  // Shared tiles by 32-bit shared address: fragment addresses are a per-lane
+  // base plus compile-time offsets, not 64-bit generic pointers.
+  const u32 sQ = smem_addr(smem), sK = sQ + BM * RS * 2, sV = sK + STAGES * BN * RS * 2;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
@@ -86,11 +88,14 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
+  // Each lane's ldmatrix row within a fragment (byte offsets; the x4 forms'
+  // four 8x8 matrices are lanes 0-7, 8-15, 16-23, 24-31).
+  const u32 q_lane = sQ + ((warp * MT * 16 + lane % 16) * RS + (lane / 16) * 8) * 2;
+  const u32 k_lane = ((lane % 8 + (lane / 16) * 8) * RS + (lane / 8) % 2 * 8) * 2;
+  const u32 v_lane = ((lane % 8 + (lane / 8) % 2 * 8) * RS + (lane / 16) * 8) * 2;
   // Q's A fragments: kept in registers (Q_REGS), or reloaded from shared
   // memory at each k-step, which frees MT*KD*4 registers for a taller warp tile.
-  auto q_fragment = [&](u32 (&f)[4], int mt, int kd) {
-    ldsm_x4(f, smem_addr(sQ + (warp * MT * 16 + mt * 16 + lane % 16) * RS + kd * 16 + (lane / 16) * 8));
-  };
+  auto q_fragment = [&](u32 (&f)[4], int mt, int kd) { ldsm_x4(f, q_lane + (mt * 16 * RS + kd * 16) * 2); };
   u32 qf[MT][KD][4];
   if (Q_REGS)
 #pragma unroll
@@ -103,11 +108,11 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
 
   auto load_kv = [&](int tile) {
     const int buf = tile % STAGES;
-    load_tile<BN>(sK + buf * BN * RS, k, a.k_ss, tile * BN, a.seq_k);
-    load_tile<BN>(sV + buf * BN * RS, v, a.v_ss, tile * BN, a.seq_k);
+    load_tile<BN>(sK + buf * BN * RS * 2, k, a.k_ss, tile * BN, a.seq_k);
+    load_tile<BN>(sV + buf * BN * RS * 2, v, a.v_ss, tile * BN, a.seq_k);
   };
 ]] .. require("blocks.cp_async_ring") .. [[
-    const u16 *kt = sK + (t % STAGES) * BN * RS, *vt = sV + (t % STAGES) * BN * RS;
+    const u32 kt = sK + k_lane + t % STAGES * BN * RS * 2, vt = sV + v_lane + t % STAGES * BN * RS * 2;
 
     // S = Q K^T
     float s[MT][NT][4];
@@ -126,7 +131,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
 #pragma unroll
       for (int nn = 0; nn < BN / 16; nn++) {
         u32 b[4];
-        ldsm_x4(b, smem_addr(kt + (nn * 16 + lane % 8 + (lane / 16) * 8) * RS + kd * 16 + ((lane / 8) % 2) * 8));
+        ldsm_x4(b, kt + (nn * 16 * RS + kd * 16) * 2);
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
           mma_16816(s[mt][2 * nn], qk[mt], b[0], b[1]);
@@ -139,30 +144,36 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
     if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset))
       mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
 
-    online_softmax(s, row_max, row_sum, o, a.scale_log2);
-
-    // O += P V, with P converted in registers to the A operand.
+    // P in the A operand's layout, packed before O's rescale so the tile's
+    // fp32 scores are dead by the time O is touched (at D=128, 128x64 with
+    // 4 warps, O is 128 registers a thread and S 64).
+    float alpha[MT][2];
+    softmax_tile(s, row_max, row_sum, alpha, a.scale_log2);
+    u32 p[MT][BN / 16][4];
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; kk++) {
-      u32 pa[MT][4];
+    for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-      for (int mt = 0; mt < MT; mt++) {
-        pa[mt][0] = pack_in(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-        pa[mt][1] = pack_in(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-        pa[mt][2] = pack_in(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-        pa[mt][3] = pack_in(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      for (int kk = 0; kk < BN / 16; kk++) {
+        p[mt][kk][0] = pack_in(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        p[mt][kk][1] = pack_in(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        p[mt][kk][2] = pack_in(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        p[mt][kk][3] = pack_in(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
       }
+    rescale_o(o, alpha);
+
+    // O += P V
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; kk++)
 #pragma unroll
       for (int dd = 0; dd < D_PAD / 16; dd++) {
         u32 b[4];
-        ldsm_x4_trans(b, smem_addr(vt + (kk * 16 + lane % 8 + ((lane / 8) % 2) * 8) * RS + dd * 16 + (lane / 16) * 8));
+        ldsm_x4_trans(b, vt + (kk * 16 * RS + dd * 16) * 2);
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
-          mma_16816(o[mt][2 * dd], pa[mt], b[0], b[1]);
-          mma_16816(o[mt][2 * dd + 1], pa[mt], b[2], b[3]);
+          mma_16816(o[mt][2 * dd], p[mt][kk], b[0], b[1]);
+          mma_16816(o[mt][2 * dd + 1], p[mt][kk], b[2], b[3]);
         }
       }
-    }
     __syncthreads();                   // the buffer is refilled next iteration
   }
 
@@ -194,7 +205,7 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, Q_REGS = ${Q_REGS};
     constants,
     require("blocks.load")(t),
     require("blocks.mma_sync")(t),
-    require("blocks.softmax")(t),
+    require("blocks.softmax")(t, { split = true }),
     require("blocks.epilogue")(t),
     U.fill(KERNEL, { NAME = F.kernel_name(t, canonical) }),
   }, "\n")
