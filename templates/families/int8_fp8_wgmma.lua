@@ -96,11 +96,19 @@ function WG.register_estimate(t)
   return dv(t) // 2 + t.block_n // 2 + t.block_n // 8 + t.block_n // 16 + 40
 end
 
--- The fastest checked tables on the H200 (gpu_int8_wgmma, 2026-11-29): one
--- consumer warpgroup with 128-key tiles, 474 TOPS end to end at D=128 N=4096
--- and 687 at N=16384 (the mma.sync plan: 239 and 298).
+-- The fastest checked tables on the H200 (gpu_int8_wgmma's speed lines,
+-- 2026-11-29, end to end at B=4 H=32): one consumer warpgroup with 128-key
+-- tiles.  Above D=64, two stages beat three (D=128: 577 vs 514 TOPS at
+-- N=4096, 714 vs 661 at N=16384, +9% causal): 72 KB of shared memory instead
+-- of 104 lets three blocks share an SM, and three independent warpgroups hide
+-- the softmax better than a deeper ring.  At D=64 both fit three blocks and
+-- three stages are as fast or a little faster (causal 288 vs 276).  The
+-- ping-pong (overlap=1, block_m=128, 12 warps) measured no faster (486 vs 489
+-- TOPS at D=128 N=4096; +8-14% only causal): its 384 threads take the whole
+-- register file, so one block per SM.
 function WG.default(t)
-  if d32(t) <= 128 then return { variant = "wgmma", block_m = 64, warps = 4, block_n = 128, stages = 3 } end
+  if d32(t) <= 64 then return { variant = "wgmma", block_m = 64, warps = 4, block_n = 128, stages = 3 } end
+  if d32(t) <= 128 then return { variant = "wgmma", block_m = 64, warps = 4, block_n = 128, stages = 2 } end
   return { variant = "wgmma", block_m = 64, warps = 8, block_n = 64, stages = 3 }
 end
 
