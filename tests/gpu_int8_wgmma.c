@@ -10,10 +10,12 @@
  *     key tile of the config's block_n, q_prescale), tightly, and against
  *     fp64 within the family's bounds (tests/gpu_int8.c's);
  *  3. a speed print, B=4 H=32 N=4096 and 16384, D=128 and 64, causal or
- *     not: wgmma configurations against the default (mma.sync) plan;
+ *     not: wgmma configurations against the default plan (only when named:
+ *     `gpu_int8_wgmma '*speed*'`);
  *  4. overlap=1 (two consumer warpgroups taking turns on the tensor cores,
  *     block_m=128 warps=12): the same checks against the same references
- *     (its numerics are overlap=0's), and speed lines beside overlap=0.
+ *     (its numerics are overlap=0's), and speed lines beside overlap=0
+ *     (named, as above).
  * The quantization kernels are the mma variant's, unchanged; tests/gpu_int8.c
  * checks them bit for bit.  Skips (77) without a GPU, and without an sm_90 one.
  * A watchdog ends the process if one case takes minutes (a kernel that waits
@@ -573,7 +575,11 @@ static void test_overlap_speed(void **state) {
 }
 
 int main(int argc, char **argv) {
+    /* The speed lines are measurements, not checks: they cost minutes of a
+     * device session, so ctest skips them; name them to run them:
+     * `gpu_int8_wgmma '*speed*'`. */
     if (argc > 1) cmocka_set_test_filter(argv[1]);
+    else cmocka_set_skip_filter("*speed*");
     gpu_open_or_skip(&g_dev, "gpu_int8_wgmma");
     if (g_dev.cc_major != 9) {
         printf("gpu_int8_wgmma: skipped, needs an sm_90 GPU (this one is sm_%d%d)\n", g_dev.cc_major, g_dev.cc_minor);

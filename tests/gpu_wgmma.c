@@ -6,7 +6,8 @@
  * overlap=1 (two consumer warpgroups taking turns, block_m=128 warps=12) has
  * the same checks, and speed lines beside overlap=0.  A watchdog ends the
  * process if a case runs for minutes (a warpgroup waiting on a barrier
- * forever).  An argument filters the tests by name: `gpu_wgmma '*overlap*'`.
+ * forever).  An argument filters the tests by name: `gpu_wgmma '*overlap*'`;
+ * the speed prints run only when named (`gpu_wgmma '*speed*'`).
  * Skips (77) without a GPU, and without an sm_90 one. */
 #include <math.h>
 #include <setjmp.h>
@@ -347,7 +348,11 @@ static void test_overlap_speed(void **state) {
 
 int main(int argc, char **argv) {
     signal(SIGALRM, on_alarm);
+    /* The speed lines are measurements, not checks: they cost minutes of a
+     * device session, so ctest skips them; name them to run them:
+     * `gpu_int8_wgmma '*speed*'`. */
     if (argc > 1) cmocka_set_test_filter(argv[1]);
+    else cmocka_set_skip_filter("*speed*");
     gpu_open_or_skip(&g_dev, "gpu_wgmma");
     if (g_dev.cc_major != 9) {
         printf("gpu_wgmma: skipped, needs an sm_90 GPU (this one is sm_%d%d)\n", g_dev.cc_major, g_dev.cc_minor);
