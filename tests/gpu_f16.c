@@ -91,6 +91,30 @@ static void test_long(void **state) {
     assert_int_equal(check_case(&c, (uint64_t)time(NULL) + 300), 0);
 }
 
+/* The mma.sync kernel where sm_90a's default is the wgmma one (16-byte rows,
+ * D >= 64), so it is checked on this GPU too: its default tiles and
+ * FlashAttention-2's 128x64 with 4 warps, whose strided tile loads and
+ * register layout differ, over tails, both causal alignments, GQA, the LSE
+ * and padded strides. */
+static void test_mma_sync_tiles(void **state) {
+    static const char *configs[] = {"variant=mma",
+                                    "variant=mma q_regs=0 block_m=128 block_n=64 warps=4 stages=2",
+                                    "variant=mma q_regs=0 block_m=128 block_n=64 warps=4 stages=1"};
+    static const int dims[] = {64, 96, 128};
+    static const int seqs[][2] = {{1000, 1000}, {17, 333}, {333, 17}};
+    int failures = 0, i = 0;
+    for (int d = 0; d < 3; d++)
+        for (int k = 0; k < 3; k++, i++) {
+            gpu_case c = {.family = "f16", .batch = 2, .heads_kv = 2, .heads_q = 2 * (1 + 3 * (i % 2)),
+                          .seq_q = seqs[i % 3][0], .seq_k = seqs[i % 3][1], .head_dim = dims[d],
+                          .causal = (mxattn_causal)(i % 3), .dtype = MXATTN_BF16,
+                          .layout = (mxattn_layout)(i % 2), .pad = (i % 2) * 8, .lse = 1,
+                          .config = configs[k]};
+            failures += check_case(&c, (uint64_t)time(NULL) + 400 + i);
+        }
+    assert_int_equal(failures, 0);
+}
+
 /* Bad input at run time: a specific status and message, no crash. */
 static void test_bad_pointers(void **state) {
     mxattn_problem p;
@@ -129,6 +153,7 @@ int main(void) {
         cmocka_unit_test(test_lengths),
         cmocka_unit_test(test_gqa_and_alignment),
         cmocka_unit_test(test_long),
+        cmocka_unit_test(test_mma_sync_tiles),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     mxattn_destroy(g_ctx);
