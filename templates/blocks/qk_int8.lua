@@ -53,14 +53,14 @@ MX_INLINE void scores_int8(float (&s)[MT][NT][4], const u32 (&qf)[MT][KQ][4], co
         mma_16832_s8(acc[mt][2 * nn + 1], qf[mt][kq], b[2], b[3]);
       }
     }
-  // |acc| <= 127 * 127 * 256 < 2^24: the int -> float conversion is exact.
+  // The int -> float conversion is exact (see exact_s32_to_f32).
 #pragma unroll
   for (int mt = 0; mt < MT; mt++)
 #pragma unroll
     for (int nt = 0; nt < NT; nt++) {
       const float scale = qscale[mt] * ks[nt / 2];
 #pragma unroll
-      for (int e = 0; e < 4; e++) s[mt][nt][e] = (float)acc[mt][nt][e] * scale;
+      for (int e = 0; e < 4; e++) s[mt][nt][e] = exact_s32_to_f32(acc[mt][nt][e]) * scale;
     }
 }
 ]]

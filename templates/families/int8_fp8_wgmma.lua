@@ -144,14 +144,15 @@ MX_INLINE void issue_qk(int (&acc)[1][NT][4], u64 desc_q, u64 desc_k) {
 }
 
 // Scores in base 2: the 16-row group's Q scale times each 16-key group's K
-// scale.  |acc| <= 127 * 127 * 256 < 2^24: the int -> float conversion is exact.
+// scale.  The int -> float conversion is exact (exact_s32_to_f32 says why and
+// how), so the product rounds once, as (float)acc * scale would.
 MX_INLINE void dequant_scores(float (&s)[1][NT][4], const int (&acc)[1][NT][4], float qscale,
                               const float (&kscale)[BN / 16]) {
 #pragma unroll
   for (int nt = 0; nt < NT; nt++) {
     const float scale = qscale * kscale[nt / 2];
 #pragma unroll
-    for (int e = 0; e < 4; e++) s[0][nt][e] = (float)acc[0][nt][e] * scale;
+    for (int e = 0; e < 4; e++) s[0][nt][e] = exact_s32_to_f32(acc[0][nt][e]) * scale;
   }
 }
 
