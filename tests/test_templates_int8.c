@@ -150,6 +150,9 @@ static void test_nvrtc_ptx_has_int8_and_fp8_mma(void **state) {
         if (!fp8) assert_non_null(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
         if (fp8) assert_non_null(strstr(ptx, "cvt.rn.satfinite.e4m3x2.f32"));
         assert_null(strstr(ptx, ".local"));           /* no local arrays */
+        /* Scores convert with integer and fp32 adds (exact_s32_to_f32), never
+         * with the quarter-rate I2F: cvt.rn.f32.s32 is the one to avoid. */
+        assert_null(strstr(ptx, "cvt.rn.f32.s32"));
         free(ptx);
     }
 }

@@ -261,6 +261,7 @@ static void test_nvrtc_sm90a_emits_int8_and_fp8_wgmma(void **state) {
             assert_non_null(strstr(r.ptx, "wgmma.wait_group.sync.aligned"));
             assert_non_null(strstr(r.ptx, "cvt.rn.satfinite.e4m3x2.f32"));
             assert_non_null(strstr(r.ptx, "ex2.approx.ftz.f32"));
+            assert_null(strstr(r.ptx, "cvt.rn.f32.s32"));   /* scores: exact_s32_to_f32, not I2F */
             /* The attention kernel uses no mma.sync: pv_fp8's tile is compiled out. */
             assert_null(strstr(r.ptx, "mma.sync.aligned.m16n8k32"));
             assert_true(r.usage.found);
