@@ -46,6 +46,9 @@ S.params = {
   { name = "overlap", role = "knob", values = { 0, 1 }, default = 0,
     families = { f16 = true, ["int8-fp8"] = true },
     help = "wgmma with two consumer warpgroups: 1 ping-pongs them so one's softmax runs under the other's MMAs" },
+  { name = "exp_poly", role = "knob", values = { 0, 1, 2 }, default = 0,
+    families = { ["int8-fp8"] = true },
+    help = "wgmma: of every four 8-key score columns, how many take exp2 from a polynomial on the FMA pipes instead of ex2 (16/clock/SM)" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 256 },
     help = "query rows per thread block" },
   { name = "block_n", role = "knob", values = { 16, 32, 64, 128 },
@@ -128,6 +131,14 @@ S.constraints = {
                            t.block_m, t.warps)
     end
   end,
+  -- The polynomial exponentials relieve the ex2 pipe of the 8-bit warpgroup
+  -- kernels; mma.sync kernels are bound elsewhere (blocks/exp2.lua).
+  function(t)
+    if t.exp_poly ~= 0 and t.variant ~= "wgmma" then
+      return string.format("exp_poly=%d: only the wgmma variant computes exponentials by polynomial (variant=%s)",
+                           t.exp_poly, tostring(t.variant))
+    end
+  end,
   function(t)
     if t.head_dim % t.align ~= 0 then
       return string.format("align=%d does not divide head_dim=%d", t.align, t.head_dim)
@@ -189,7 +200,12 @@ end
 function S.canonical(t, roles)
   local out = {}
   for _, p in ipairs(S.params) do
-    if roles == nil or roles[p.role] then
+    -- A knob the family does not read is pinned to its default by the
+    -- constraints, so it says nothing about the kernel: leaving it out keeps
+    -- a family's names (and cache keys) unchanged when another family gains
+    -- a knob.
+    local unread = p.families and t.family and not p.families[t.family]
+    if (roles == nil or roles[p.role]) and not unread then
       if t[p.name] ~= nil then out[#out + 1] = p.name .. "=" .. tostring(t[p.name]) end
     end
   end
@@ -238,6 +254,7 @@ function S.help()
   lines[#lines + 1] = "    copies) or 4*consumers+4 (a producer warpgroup, setmaxnreg); align=8, q_regs=0, stages>=2"
   lines[#lines + 1] = "  wgmma (int8-fp8, sm_90a): same warpgroup rules; block_n 32|64|128 (<= 64 above head_dim 128)"
   lines[#lines + 1] = "  overlap=1 (wgmma, f16 and int8-fp8): block_m=128, warps=12"
+  lines[#lines + 1] = "  exp_poly > 0 (int8-fp8): variant=wgmma"
   lines[#lines + 1] = "  knobs marked for some families keep their default in the others"
   lines[#lines + 1] = "  align divides head_dim"
   lines[#lines + 1] = "  shared memory of the tile set <= the arch's per-block limit"

@@ -448,6 +448,30 @@ static void test_overlap_smoke(void **state) {
     assert_int_equal(failures, 0);
 }
 
+/* exp_poly: part of the score exponentials by polynomial (blocks/exp2.lua,
+ * relative error 1e-4 before P's E4M3 rounding), so the kernel must still
+ * meet the pipeline reference's tolerance, with tails, both causal
+ * alignments (fully masked rows keep O = 0 and LSE -inf), both schedules. */
+static void test_exp_poly(void **state) {
+    static const char *configs[] = {
+        "variant=wgmma exp_poly=1 block_m=64 warps=4 block_n=128 stages=2",
+        "variant=wgmma exp_poly=2 block_m=64 warps=4 block_n=128 stages=2",
+        "variant=wgmma exp_poly=2 block_m=64 warps=4 block_n=32 stages=3",
+        "variant=wgmma overlap=1 exp_poly=2 block_m=128 warps=12 block_n=128 stages=2"};
+    static const int dims[] = {64, 128, 80};
+    static const int seqs[][2] = {{1000, 1000}, {17, 333}, {333, 17}, {1, 4097}};
+    int failures = 0, i = 0;
+    for (int k = 0; k < 4; k++)
+        for (int d = 0; d < 3; d++, i++) {
+            gpu_case c = {.family = "int8-fp8", .batch = 1 + i % 2, .heads_kv = 1, .heads_q = 1 + 3 * (i % 2),
+                          .seq_q = seqs[i % 4][0], .seq_k = seqs[i % 4][1], .head_dim = dims[d],
+                          .causal = (mxattn_causal)(i % 3), .dtype = MXATTN_BF16,
+                          .layout = (mxattn_layout)(i % 2), .lse = 1};
+            failures += check_case(&c, configs[k], 500 + i);
+        }
+    assert_int_equal(failures, 0);
+}
+
 /* Head dims 64..256, with 72 and 80 (not multiples of 32: D32 96, DV 80 and
  * 96), each with its own mix of causal alignment, GQA, layout, padding, dtype
  * and LSE. */
@@ -608,6 +632,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_overlap_configs),
         cmocka_unit_test(test_overlap_long),
         cmocka_unit_test(test_overlap_speed),
+        cmocka_unit_test(test_exp_poly),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     mxattn_destroy(g_ctx);

@@ -356,9 +356,9 @@ static void test_overlap_ranks_above_its_plain_tile(void **state) {
         snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d arch=sm_90a", cases[i].d);
         char *cands = call("candidates", params, NULL);
         assert_non_null(strstr(cands, "overlap=0"));
-        assert_true(strncmp(cands, "variant=wgmma q_regs=1 overlap=0", 32) == 0);
-        snprintf(with, sizeof with, "variant=wgmma q_regs=1 overlap=1 block_m=128 %s", cases[i].tile);
-        snprintf(without, sizeof without, "variant=wgmma q_regs=1 overlap=0 block_m=128 %s", cases[i].tile);
+        assert_true(strncmp(cands, "variant=wgmma overlap=0 exp_poly=0", 34) == 0);
+        snprintf(with, sizeof with, "variant=wgmma overlap=1 exp_poly=0 block_m=128 %s", cases[i].tile);
+        snprintf(without, sizeof without, "variant=wgmma overlap=0 exp_poly=0 block_m=128 %s", cases[i].tile);
         const char *w = strstr(cands, with), *wo = strstr(cands, without);
         if (!w || !wo) fail_msg("D=%d: candidates lack '%s' or '%s':\n%.3000s", cases[i].d, with, without, cands);
         assert_true(w < wo);
@@ -443,6 +443,45 @@ static void test_overlap_compiles(void **state) {
 static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
 static int teardown(void **state) { mx_gen_close(g); return 0; }
 
+/* ex2 instructions in the attention kernel's PTX (the module's last entry). */
+static int count_ex2(const char *ptx) {
+    const char *entry = NULL;
+    for (const char *p = strstr(ptx, ".entry"); p; p = strstr(p + 1, ".entry")) entry = p;
+    int n = 0;
+    for (const char *p = entry ? strstr(entry, "ex2.approx") : NULL; p; p = strstr(p + 1, "ex2.approx")) n++;
+    return n;
+}
+
+/* exp_poly: legal only on the wgmma kernels of int8-fp8; k of every four
+ * 8-key columns leave ex2 for the polynomial, in both schedules, without
+ * spills; exp_poly=0 is the kernel as it was. */
+static void test_exp_poly(void **state) {
+    expect_invalid("family=int8-fp8 head_dim=128 variant=mma exp_poly=1 block_m=128 warps=8 block_n=64 stages=2",
+                   "exp_poly");
+    expect_invalid("family=f16 head_dim=128 exp_poly=1", "exp_poly");
+    expect_invalid("family=int8-f16 head_dim=128 exp_poly=2", "exp_poly");
+    static const char *schedules[] = {"variant=wgmma block_m=64 warps=4 block_n=128 stages=2",
+                                      PP "block_n=128 stages=2"};
+    for (int s = 0; s < 2; s++) {
+        int ex2[3];
+        for (int e = 0; e < 3; e++) {
+            char params[256];
+            snprintf(params, sizeof params, "family=int8-fp8 head_dim=128 causal=1 lse=1 exp_poly=%d %s", e,
+                     schedules[s]);
+            mx_compile_result r;
+            if (!compile(params, &r)) skip();
+            ex2[e] = count_ex2(r.ptx);
+            if (e > 0) assert_non_null(strstr(r.ptx, "shl.b32"));   /* 2^j into the exponent field */
+            assert_int_equal(r.usage.spill_store_bytes, 0);
+            mx_compile_result_free(&r);
+        }
+        /* 16 score columns of 8 keys, 4 scores each per thread and per pass:
+         * each step of the knob moves a quarter of them off ex2. */
+        assert_true(ex2[0] > ex2[1] && ex2[1] > ex2[2]);
+        assert_int_equal(ex2[0] - ex2[1], ex2[1] - ex2[2]);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_renders_deterministically),
@@ -455,6 +494,7 @@ int main(void) {
         cmocka_unit_test(test_overlap_renders),
         cmocka_unit_test(test_overlap_ranks_above_its_plain_tile),
         cmocka_unit_test(test_overlap_compiles),
+        cmocka_unit_test(test_exp_poly),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -126,10 +126,14 @@ MX_INLINE void mask_tile(float (&s)[1][NT][4], int t, int warp_row0, const mx_ke
 
 -- The device functions of the turns.  p.sched_bar: the first of the two named
 -- barrier ids (not 0: __syncthreads); p.issue and p.pack: the family's
--- issue_qk/issue_pv and pack_p, or "" where the family renders them itself.
+-- issue_qk/issue_pv and pack_p, or "" where the family renders them itself;
+-- p.t: the parameter table (for exp_poly).
 function O.block(p)
   local parts = {}
-  for _, x in ipairs({ SCHED, p.issue, SOFTMAX, p.pack, MASK }) do
+  -- The score exponentials follow the family's exp_poly (blocks/exp2.lua,
+  -- whose functions blocks/softmax.lua emits).
+  local softmax = require("blocks.exp2").apply(SOFTMAX, p.t)
+  for _, x in ipairs({ SCHED, p.issue, softmax, p.pack, MASK }) do
     if x ~= "" then parts[#parts + 1] = x end
   end
   return U.fill(table.concat(parts, "\n"), { SCHED_BAR = p.sched_bar })

@@ -409,7 +409,7 @@ enum { ${WS} };                         // workspace sections
     require("blocks.softmax")(t),
     require("blocks.epilogue")(t),
     PIECES,
-    pp and OV.block({ sched_bar = 1, issue = "", pack = "" }) or ATTEND,
+    pp and OV.block({ sched_bar = 1, issue = "", pack = "", t = t }) or ATTEND,
     kernel,
   }, "\n")
 end
