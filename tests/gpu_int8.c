@@ -212,6 +212,11 @@ static void test_quantizers_bit_exact(void **state) {
         {"int8-fp8", 128, 2, 2, 200, 333, 1, MXATTN_BF16, 1.f},
         {"int8-f16", 96, 3, 1, 48, 17, 1, MXATTN_F16, 0.14724840f},
         {"int8-f16", 256, 2, 1, 50, 64, 0, MXATTN_BF16, 1.f},
+        /* Head dims that are not multiples of 8: the quantizer's 8-, 4- and
+         * 2-byte loads and the V^T packing with fewer channels per lane. */
+        {"int8-fp8", 100, 2, 1, 45, 77, 1, MXATTN_BF16, 0.14426950f},
+        {"int8-fp8", 50, 1, 1, 33, 70, 1, MXATTN_F16, 1.f},
+        {"int8-f16", 17, 2, 2, 20, 19, 1, MXATTN_BF16, 0.3f},
     };
     mx_gen *gen = NULL;
     pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
