@@ -108,6 +108,14 @@ def _spec(torch, q, k, v, family, causal, sm_scale, layout, return_lse, causal_a
         return_lse=bool(return_lse), config=config or "")
 
 
+def _checked_spec(torch, q, k, v, *options):
+    """Checks the tensors and options; returns the ProblemSpec and the
+    tensors the kernel will read (copies where the originals cannot be)."""
+    _check_tensors(torch, q, k, v)
+    usable = _usable(q), _usable(k), _usable(v)
+    return _spec(torch, *usable, *options), usable
+
+
 def _plan(torch, spec):
     """The plan for spec; refuses to make one while a CUDA graph is captured,
     since plan creation compiles, allocates and synchronizes."""
@@ -200,10 +208,8 @@ def _plan_call(torch, key, q, k, v, family, causal, sm_scale, layout, return_lse
     """The slow path of a call: checks, copies where needed, the spec and its
     plan.  Remembers the plan under key when the inputs were used in place (a
     call that needed copies keeps taking this path, which makes them)."""
-    _check_tensors(torch, q, k, v)
-    usable = _usable(q), _usable(k), _usable(v)
-    spec = _spec(torch, *usable, family, causal, sm_scale, layout, return_lse, causal_alignment,
-                 config)
+    spec, usable = _checked_spec(torch, q, k, v, family, causal, sm_scale, layout, return_lse,
+                                 causal_alignment, config)
     plan = _plan(torch, spec)
     if key is not None and all(a is b for a, b in zip(usable, (q, k, v))):
         _plans.remember_call(key, plan)
@@ -231,9 +237,8 @@ def tune(q, k, v, *, family="f16", causal=False, sm_scale=None, layout="HND",
     heuristic default).  Cached plans of the same kernel are dropped so that
     the next attention() call uses the tuned configuration."""
     torch = _torch()
-    _check_tensors(torch, q, k, v)
-    q, k, v = _usable(q), _usable(k), _usable(v)
-    spec = _spec(torch, q, k, v, family, causal, sm_scale, layout, return_lse, causal_alignment)
+    spec, _ = _checked_spec(torch, q, k, v, family, causal, sm_scale, layout, return_lse,
+                            causal_alignment)
     with torch.cuda.device(spec.device):
         return _plans.tune(spec)
 
@@ -243,8 +248,6 @@ def plan_info(q, k, v, *, family="f16", causal=False, sm_scale=None, layout="HND
     """What the plan for this problem chose (config, kernel name, compile time,
     registers, ...), as a dict; makes the plan if there is none yet."""
     torch = _torch()
-    _check_tensors(torch, q, k, v)
-    q, k, v = _usable(q), _usable(k), _usable(v)
-    spec = _spec(torch, q, k, v, family, causal, sm_scale, layout, return_lse, causal_alignment,
-                 config)
+    spec, _ = _checked_spec(torch, q, k, v, family, causal, sm_scale, layout, return_lse,
+                            causal_alignment, config)
     return _plan(torch, spec).info()
