@@ -65,6 +65,8 @@ def parse_args():
                         help="mxattn families, comma-separated; FAMILY[knobs] pins a "
                              "configuration, e.g. 'f16[variant=mma]' (default: all, and "
                              f"{MMA_F16}: the mma.sync kernel beside the Hopper one)")
+    parser.add_argument("--extra", type=name_list, default=[],
+                        help="more FAMILY[knobs] rows, added to --families (e.g. a tile under test)")
     parser.add_argument("--baselines", type=name_list, default=list(SDPA_BACKENDS),
                         help="SDPA backends (default: sdpa-flash,sdpa-cudnn,sdpa-efficient)")
     parser.add_argument("--dims", type=int_list, default=None, help="head dims (default 64,128,80)")
@@ -83,6 +85,7 @@ def parse_args():
     if args.seqs is None:
         args.seqs = [1024, 4096] if args.quick else [1024, 4096, 16384]
     args.heads_kv = args.heads_kv or args.heads
+    args.families += [name for name in args.extra if name not in args.families]
     unknown = [b for b in args.baselines if b not in SDPA_BACKENDS]
     if unknown:
         parser.error(f"unknown baselines {unknown}; choose from {list(SDPA_BACKENDS)}")

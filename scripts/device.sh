@@ -1,35 +1,55 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a carried build folder (built on Debian here).
 # Steps, in this order, each only when its flag is given:
-#   --bench   bench/attention.py beside PyTorch SDPA      -> $OUT/bench/*
-#   --pytest  the Python binding's GPU tests              -> $OUT/pytest_gpu.log
-#   --smoke   mxattn run on a few problems, SASS checks   -> $OUT/runs.txt
-#   --tune    mxattn tune ($TUNE_ARGS)                     -> $OUT/runs.txt
-#   --tests   ctest -L gpu                                 -> $OUT/ctest_gpu.log
-#   --model   bench/model_check.py (a model with each family) -> $OUT/model/*
-# $OUT returns at most 8 files.  A short summary prints last.
+#   --tests    ctest -R "$TESTS" (default every gpu_ test)   -> $OUT/ctest_gpu.log
+#   --sanitize compute-sanitizer memcheck, racecheck, synccheck on
+#              `mxattn run $SANITIZE_ARGS --config "$SANITIZE_CONFIG"` -> $OUT/sanitize_*.log
+#   --pytest   the Python binding's GPU tests                -> $OUT/pytest_gpu.log
+#   --smoke    mxattn run on a few problems, SASS checks     -> $OUT/runs.txt
+#   --tune     mxattn tune ($TUNE_ARGS)                       -> $OUT/runs.txt
+#   --bench    bench/attention.py beside PyTorch SDPA        -> $OUT/bench/*
+#              $EXTRA_ROWS (FAMILY[knobs], comma-separated) join the default
+#              families only if --tests passed (or did not run), so a kernel
+#              that fails its test cannot hang the table.
+#   --model    bench/model_check.py (a model with each family) -> $OUT/model/*
+# Tests come first so the later steps can depend on them.  $OUT returns at
+# most 8 files (scripts/device_session.sh packs its logs into one).  A short
+# summary prints last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/mxattn-out}
 mkdir -p "$OUT"
 B=${MXATTN_BUILD:-build}
 export MXATTN_CACHE=${MXATTN_CACHE:-/tmp/mxattn-device.db}
+export MXATTN_LIB=$B/libmxattn.so PYTHONUNBUFFERED=1
 summary=()
 note() { summary+=("$*"); echo "## $*"; }
 has() { [[ " $FLAGS " == *" $1 "* ]]; }
 FLAGS="$*"
 RUNS="$OUT/runs.txt"
+tests_rc=0
 
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader; $B/mxattn info; } | tee -a "$RUNS"
 
-if has --bench; then
-  MXATTN_LIB=$B/libmxattn.so PYTHONUNBUFFERED=1 timeout ${BENCH_TIMEOUT:-330} python3 bench/attention.py ${BENCH_ARGS:-} --out "$OUT/bench" > /tmp/bench.log 2>&1
-  note "bench rc=$?"
-  tail -30 /tmp/bench.log
+if has --tests; then
+  timeout ${CTEST_TOTAL:-280} ctest --test-dir $B -R "${TESTS:-gpu_}" -V --timeout ${CTEST_TIMEOUT:-250} > "$OUT/ctest_gpu.log" 2>&1
+  tests_rc=$?
+  note "ctest -R '${TESTS:-gpu_}': rc=$tests_rc $(grep -E 'tests passed|tests failed' "$OUT/ctest_gpu.log")"
+  grep -E 'Test +#' "$OUT/ctest_gpu.log"
+  grep -E '^[0-9]+: (FAIL|ERROR)' "$OUT/ctest_gpu.log" | head -20
+  grep -E 'cold|warm' "$OUT/ctest_gpu.log" | head -6
+fi
+
+if has --sanitize; then
+  for tool in memcheck racecheck synccheck; do
+    timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 $B/mxattn run ${SANITIZE_ARGS:-} \
+      --config "${SANITIZE_CONFIG:-}" --reps 1 > "$OUT/sanitize_$tool.log" 2>&1
+    note "compute-sanitizer $tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize_$tool.log" | tr '\n' ' ')"
+  done
 fi
 
 if has --pytest; then
-  MXATTN_LIB=$B/libmxattn.so PYTHONUNBUFFERED=1 timeout 120 python3 -m unittest discover -s python/tests -p 'test_gpu.py' > "$OUT/pytest_gpu.log" 2>&1
+  timeout 120 python3 -m unittest discover -s python/tests -p 'test_gpu.py' > "$OUT/pytest_gpu.log" 2>&1
   note "python GPU tests rc=$? $(tail -3 "$OUT/pytest_gpu.log" | tr '\n' ' ')"
 fi
 
@@ -52,16 +72,16 @@ if has --tune; then
   $B/mxattn query >> "$RUNS" 2>&1
 fi
 
-if has --tests; then
-  timeout ${CTEST_TOTAL:-280} ctest --test-dir $B -L gpu -V --timeout ${CTEST_TIMEOUT:-250} > "$OUT/ctest_gpu.log" 2>&1
-  note "ctest -L gpu: rc=$? $(grep -E 'tests passed|tests failed' "$OUT/ctest_gpu.log")"
-  grep -E 'Test +#' "$OUT/ctest_gpu.log"
-  grep -E '^[0-9]+: (FAIL|ERROR)' "$OUT/ctest_gpu.log" | head -20
-  grep -E 'cold|warm' "$OUT/ctest_gpu.log" | head -6
+if has --bench; then
+  extra=()
+  [[ -n "${EXTRA_ROWS:-}" && $tests_rc == 0 ]] && extra=(--extra "$EXTRA_ROWS")
+  timeout ${BENCH_TIMEOUT:-330} python3 bench/attention.py "${extra[@]}" ${BENCH_ARGS:-} --out "$OUT/bench" > "$OUT/bench.log" 2>&1
+  note "bench rc=$? ${extra[*]}"
+  tail -30 "$OUT/bench.log"
 fi
 
 if has --model; then
-  MXATTN_LIB=$B/libmxattn.so PYTHONUNBUFFERED=1 timeout ${MODEL_TIMEOUT:-120} python3 bench/model_check.py --out "$OUT/model" > "$OUT/model_check.log" 2>&1
+  timeout ${MODEL_TIMEOUT:-120} python3 bench/model_check.py --out "$OUT/model" > "$OUT/model_check.log" 2>&1
   note "model_check rc=$?"
   tail -12 "$OUT/model_check.log"
 fi
