@@ -377,11 +377,16 @@ static void test_overlap_ranks_above_its_plain_tile(void **state) {
 /* Barriers in the attention kernel's PTX (the module's last entry; the stats
  * kernel before it has its own __syncthreads): bar.sync / bar.arrive of 256
  * threads (named), and bar.sync 0 (__syncthreads). */
-static void count_named_barriers(const char *ptx, int *sync, int *arrive, int *sync0) {
-    *sync = *arrive = *sync0 = 0;
+static const char *last_entry(const char *ptx) {
     const char *entry = NULL;
     for (const char *p = strstr(ptx, ".entry"); p; p = strstr(p + 1, ".entry")) entry = p;
     assert_non_null(entry);
+    return entry;
+}
+
+static void count_named_barriers(const char *ptx, int *sync, int *arrive, int *sync0) {
+    *sync = *arrive = *sync0 = 0;
+    const char *entry = last_entry(ptx);
     for (const char *p = entry; (p = strstr(p, "bar.")) != NULL; p++) {
         const char *eol = strchr(p, ';');
         if (!eol) break;
@@ -445,10 +450,8 @@ static int teardown(void **state) { mx_gen_close(g); return 0; }
 
 /* ex2 instructions in the attention kernel's PTX (the module's last entry). */
 static int count_ex2(const char *ptx) {
-    const char *entry = NULL;
-    for (const char *p = strstr(ptx, ".entry"); p; p = strstr(p + 1, ".entry")) entry = p;
     int n = 0;
-    for (const char *p = entry ? strstr(entry, "ex2.approx") : NULL; p; p = strstr(p + 1, "ex2.approx")) n++;
+    for (const char *p = strstr(last_entry(ptx), "ex2.approx"); p; p = strstr(p + 1, "ex2.approx")) n++;
     return n;
 }
 
