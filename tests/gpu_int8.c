@@ -230,18 +230,10 @@ static void test_quantizers_bit_exact(void **state) {
 
 /* ---- 2. attention ------------------------------------------------------- */
 
-/* The pipeline reference with the kernel's quantization. */
+/* The pipeline reference with the kernel's quantization (block_n: the plan's). */
 static mxattn_status pipeline_reference(const gpu_case *c, const float *q, const float *k, const float *v,
                                         double *o, double *lse) {
-    mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
-    mx_ref_config cfg;
-    mxattn_status st = mx_ref_family_config(c->family, 0, 1, c->dtype, &cfg);
-    if (st != MXATTN_OK) return st;
-    cfg.int8_block_q = cfg.int8_block_k = 16;
-    cfg.p_tile = g_block_n;
-    /* The kernel quantizes Q * scale_log2, computed as api/plan.c does. */
-    cfg.q_prescale = (float)((double)(1.0f / sqrtf((float)c->head_dim)) * 1.4426950408889634);
-    return mx_ref_pipeline_attention(&s, &cfg, q, k, v, o, lse, NULL);
+    return gpu_int8_pipeline_reference(c, g_block_n, q, k, v, o, lse);
 }
 
 static int default_block_n(const gpu_case *c) {

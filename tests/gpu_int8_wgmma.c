@@ -130,20 +130,6 @@ static int config_int(const char *config, const char *key) {
     return v;
 }
 
-/* The kernel's quantization in the pipeline reference: Q per 16 rows, K per
- * 16 keys, P per key tile of block_n, Q pre-scaled as api/plan.c does. */
-static mxattn_status pipeline_reference(const gpu_case *c, int block_n, const float *q, const float *k, const float *v,
-                                        double *o, double *lse) {
-    mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
-    mx_ref_config cfg;
-    mxattn_status st = mx_ref_family_config(c->family, 0, 1, c->dtype, &cfg);
-    if (st != MXATTN_OK) return st;
-    cfg.int8_block_q = cfg.int8_block_k = 16;
-    cfg.p_tile = block_n;
-    cfg.q_prescale = (float)((double)(1.0f / sqrtf((float)c->head_dim)) * 1.4426950408889634);
-    return mx_ref_pipeline_attention(&s, &cfg, q, k, v, o, lse, NULL);
-}
-
 typedef struct {
     mx_error_stats pipe, exact;        /* O against the pipeline reference and against fp64 */
     double lse_pipe, lse_exact;        /* max |lse - ref| over rows that see a key */
@@ -235,7 +221,7 @@ static mxattn_status run_case(const gpu_case *c, const char *config, uint64_t se
                     if (isnan(f)) r->unwritten++;
                     got[(((size_t)b * c->heads_q + h) * c->seq_q + i) * c->head_dim + d] = f;
                 }
-    MX_TRY(pipeline_reference(c, config_int(info.config, "block_n="), q.ref, k.ref, v.ref, o_ref, lse_ref));
+    MX_TRY(gpu_int8_pipeline_reference(c, config_int(info.config, "block_n="), q.ref, k.ref, v.ref, o_ref, lse_ref));
     r->pipe = mx_compare_f32(got, o_ref, n);
     r->lse_pipe = lse_error(lse, lse_ref, rows);
     double pipe_tol = c->dtype == MXATTN_BF16 ? PIPE_REL_L1_BF16 : PIPE_REL_L1_F16;

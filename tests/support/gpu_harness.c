@@ -192,3 +192,15 @@ double gpu_time_plan(mxattn_ctx *ctx, const mx_device *dev, const mxattn_problem
     mxattn_plan_destroy(plan);
     return ms;
 }
+
+mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, int block_n, const float *q, const float *k,
+                                          const float *v, double *o, double *lse) {
+    mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
+    mx_ref_config cfg;
+    mxattn_status st = mx_ref_family_config(c->family, 0, 1, c->dtype, &cfg);
+    if (st != MXATTN_OK) return st;
+    cfg.int8_block_q = cfg.int8_block_k = 16;
+    cfg.p_tile = block_n;
+    cfg.q_prescale = (float)((double)(1.0f / sqrtf((float)c->head_dim)) * 1.4426950408889634);
+    return mx_ref_pipeline_attention(&s, &cfg, q, k, v, o, lse, NULL);
+}
