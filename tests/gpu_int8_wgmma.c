@@ -358,10 +358,11 @@ static void test_long(void **state) {
     assert_int_equal(failures, 0);
 }
 
-/* B=4 H=32, N=4096 and 16384, D=128 and 64, bf16: TOPS = 4 B H N^2 D / t
- * (halved for causal) of the whole plan (stats + quant + attention), wgmma
- * configurations against the default plan (mma.sync). */
-static void test_speed(void **state) {
+/* B=4 H=32, N=4096 and 16384, D=128 and 64, bf16, causal and not: TOPS =
+ * 4 B H N^2 D / t (halved for causal) of the whole plan (stats + quant +
+ * attention) for each configuration (NULL: the default plan), printed with
+ * the configuration the plan used. */
+static void speed_sweep(const char *label, const char *const *configs, size_t n_configs) {
     const int B = 4, H = 32, N_MAX = 16384, D_MAX = 128;
     size_t elems = (size_t)B * H * N_MAX * D_MAX, chunk = (size_t)1 << 20;
     void *buf[4] = {0};
@@ -375,11 +376,6 @@ static void test_speed(void **state) {
             assert_int_equal(mx_memcpy_htod(&g_dev, (char *)buf[t] + off * 2, host, chunk * 2), MXATTN_OK);
     }
     static const int dims[] = {128, 64}, seqs[] = {4096, 16384};
-    static const char *configs[] = {NULL, WG "block_m=128 warps=12 block_n=128 stages=2",
-                                    WG "block_m=128 warps=12 block_n=128 stages=3",
-                                    WG "block_m=128 warps=12 block_n=64 stages=3",
-                                    WG "block_m=128 warps=8 block_n=128 stages=2",
-                                    WG "block_m=64 warps=4 block_n=128 stages=2"};
     for (int di = 0; di < 2; di++)
         for (int ni = 0; ni < 2; ni++)
             for (int causal = 0; causal < 2; causal++) {
@@ -389,20 +385,30 @@ static void test_speed(void **state) {
                 p.batch = B; p.heads_q = p.heads_kv = H; p.seq_q = p.seq_k = N;
                 p.causal = causal ? MXATTN_CAUSAL_TOP_LEFT : MXATTN_CAUSAL_NONE;
                 double flops = 4.0 * B * H * (double)N * N * D * (causal ? 0.5 : 1.0);
-                for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
-                    char used[320] = "", running[128];
-                    snprintf(running, sizeof running, "speed D=%d N=%d causal=%d %s", D, N, causal,
+                for (size_t i = 0; i < n_configs; i++) {
+                    char used[320] = "", running[320];
+                    snprintf(running, sizeof running, "%s D=%d N=%d causal=%d %s", label, D, N, causal,
                              configs[i] ? configs[i] : "default");
                     watch(180, running);
                     double ms = gpu_time_plan(g_ctx, &g_dev, &p, configs[i], buf[0], buf[1], buf[2], buf[3], used, sizeof used);
                     alarm(0);
-                    printf("speed B=%d H=%d N=%d D=%d causal=%d %-7s [%s]: %.3f ms, %.1f TOPS\n", B, H, N, D, causal,
-                           configs[i] ? "wgmma" : "default", used, ms, ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0);
+                    printf("%s B=%d H=%d N=%d D=%d causal=%d %-7s [%s]: %.3f ms, %.1f TOPS\n", label, B, H, N, D, causal,
+                           configs[i] ? "config" : "default", used, ms, ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0);
                     fflush(stdout);
                 }
             }
     for (int t = 0; t < 4; t++) mx_mem_free(&g_dev, buf[t]);
     free(host);
+}
+
+/* wgmma configurations against the default plan. */
+static void test_speed(void **state) {
+    static const char *configs[] = {NULL, WG "block_m=128 warps=12 block_n=128 stages=2",
+                                    WG "block_m=128 warps=12 block_n=128 stages=3",
+                                    WG "block_m=128 warps=12 block_n=64 stages=3",
+                                    WG "block_m=128 warps=8 block_n=128 stages=2",
+                                    WG "block_m=64 warps=4 block_n=128 stages=2"};
+    speed_sweep("speed", configs, sizeof configs / sizeof *configs);
 }
 
 /* ---- overlap=1: the two consumer warpgroups take turns on the tensor cores ---- */
@@ -537,51 +543,13 @@ static void test_overlap_long(void **state) {
     assert_int_equal(failures, 0);
 }
 
-/* B=4 H=32 bf16, D=128 and 64, N=4096 and 16384, causal and not, end to end
- * (stats + quant + attention): the default plan, then each tile with
- * overlap=0 and overlap=1 side by side. */
+/* The default plan, then each tile with overlap=0 and overlap=1 side by side. */
 static void test_overlap_speed(void **state) {
-    const int B = 4, H = 32, N_MAX = 16384, D_MAX = 128;
-    size_t elems = (size_t)B * H * N_MAX * D_MAX, chunk = (size_t)1 << 20;
-    void *buf[4] = {0};
-    uint16_t *host = malloc(chunk * 2);
-    mx_rng rng;
-    mx_rng_seed(&rng, 7);
-    for (size_t i = 0; i < chunk; i++) host[i] = mx_f32_to_bf16((float)mx_rng_gaussian(&rng));
-    for (int t = 0; t < 4; t++) {
-        assert_int_equal(mx_mem_alloc(&g_dev, elems * 2, &buf[t]), MXATTN_OK);
-        for (size_t off = 0; off < elems; off += chunk)
-            assert_int_equal(mx_memcpy_htod(&g_dev, (char *)buf[t] + off * 2, host, chunk * 2), MXATTN_OK);
-    }
-    static const int dims[] = {128, 64}, seqs[] = {4096, 16384};
-    static const char *tiles[] = {"block_n=128 stages=2", "block_n=128 stages=3", "block_n=64 stages=3"};
-    for (int di = 0; di < 2; di++)
-        for (int ni = 0; ni < 2; ni++)
-            for (int causal = 0; causal < 2; causal++) {
-                const int D = dims[di], N = seqs[ni];
-                mxattn_problem p;
-                mxattn_problem_init(&p, "int8-fp8", D);
-                p.batch = B; p.heads_q = p.heads_kv = H; p.seq_q = p.seq_k = N;
-                p.causal = causal ? MXATTN_CAUSAL_TOP_LEFT : MXATTN_CAUSAL_NONE;
-                double flops = 4.0 * B * H * (double)N * N * D * (causal ? 0.5 : 1.0);
-                for (int i = -1; i < 3; i++)
-                    for (int overlap = 0; overlap < (i < 0 ? 1 : 2); overlap++) {
-                        char config[160], used[320] = "", running[256];
-                        if (i >= 0) snprintf(config, sizeof config, WG "overlap=%d block_m=128 warps=12 %s", overlap, tiles[i]);
-                        snprintf(running, sizeof running, "overlap speed D=%d N=%d causal=%d %s", D, N, causal,
-                                 i >= 0 ? config : "default");
-                        watch(180, running);
-                        double ms = gpu_time_plan(g_ctx, &g_dev, &p, i >= 0 ? config : NULL, buf[0], buf[1], buf[2],
-                                                  buf[3], used, sizeof used);
-                        alarm(0);
-                        printf("speed B=%d H=%d N=%d D=%d causal=%d %-9s [%s]: %.3f ms, %.1f TOPS\n", B, H, N, D, causal,
-                               i < 0 ? "default" : overlap ? "overlap=1" : "overlap=0", used, ms,
-                               ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0);
-                        fflush(stdout);
-                    }
-            }
-    for (int t = 0; t < 4; t++) mx_mem_free(&g_dev, buf[t]);
-    free(host);
+    static const char *configs[] = {NULL,
+                                    WG "overlap=0 block_m=128 warps=12 block_n=128 stages=2", PP "block_n=128 stages=2",
+                                    WG "overlap=0 block_m=128 warps=12 block_n=128 stages=3", PP "block_n=128 stages=3",
+                                    WG "overlap=0 block_m=128 warps=12 block_n=64 stages=3", PP "block_n=64 stages=3"};
+    speed_sweep("overlap speed", configs, sizeof configs / sizeof *configs);
 }
 
 int main(int argc, char **argv) {
