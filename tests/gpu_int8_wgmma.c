@@ -364,17 +364,8 @@ static void test_long(void **state) {
  * the configuration the plan used. */
 static void speed_sweep(const char *label, const char *const *configs, size_t n_configs) {
     const int B = 4, H = 32, N_MAX = 16384, D_MAX = 128;
-    size_t elems = (size_t)B * H * N_MAX * D_MAX, chunk = (size_t)1 << 20;
-    void *buf[4] = {0};
-    uint16_t *host = malloc(chunk * 2);
-    mx_rng rng;
-    mx_rng_seed(&rng, 7);
-    for (size_t i = 0; i < chunk; i++) host[i] = mx_f32_to_bf16((float)mx_rng_gaussian(&rng));
-    for (int t = 0; t < 4; t++) {
-        assert_int_equal(mx_mem_alloc(&g_dev, elems * 2, &buf[t]), MXATTN_OK);
-        for (size_t off = 0; off < elems; off += chunk)
-            assert_int_equal(mx_memcpy_htod(&g_dev, (char *)buf[t] + off * 2, host, chunk * 2), MXATTN_OK);
-    }
+    void *buf[4];
+    gpu_gaussian_buffers(&g_dev, 4, (size_t)B * H * N_MAX * D_MAX, buf);
     static const int dims[] = {128, 64}, seqs[] = {4096, 16384};
     for (int di = 0; di < 2; di++)
         for (int ni = 0; ni < 2; ni++)
@@ -397,8 +388,7 @@ static void speed_sweep(const char *label, const char *const *configs, size_t n_
                     fflush(stdout);
                 }
             }
-    for (int t = 0; t < 4; t++) mx_mem_free(&g_dev, buf[t]);
-    free(host);
+    gpu_free_buffers(&g_dev, 4, buf);
 }
 
 /* wgmma configurations against the default plan. */

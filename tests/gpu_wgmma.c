@@ -172,18 +172,9 @@ static void test_long(void **state) {
 /* B=4 H=32 N=4096 D=128 bf16: TOPS = 4 B H N^2 D / t (halved for causal), wgmma vs the default plan. */
 static void test_speed(void **state) {
     const int B = 4, H = 32, N = 4096, D = 128;
-    size_t elems = (size_t)B * H * N * D, chunk = (size_t)1 << 20;
-    void *buf[4] = {0};
-    uint16_t *host = malloc(chunk * 2);
-    mx_rng rng;
-    mx_rng_seed(&rng, 7);
+    void *buf[4];
     watch(300, "test_speed", NULL);
-    for (size_t i = 0; i < chunk; i++) host[i] = mx_f32_to_bf16((float)mx_rng_gaussian(&rng));
-    for (int t = 0; t < 4; t++) {
-        assert_int_equal(mx_mem_alloc(&g_dev, elems * 2, &buf[t]), MXATTN_OK);
-        for (size_t off = 0; off < elems; off += chunk)
-            assert_int_equal(mx_memcpy_htod(&g_dev, (char *)buf[t] + off * 2, host, chunk * 2), MXATTN_OK);
-    }
+    gpu_gaussian_buffers(&g_dev, 4, (size_t)B * H * N * D, buf);
     for (int causal = 0; causal < 2; causal++) {
         mxattn_problem p;
         mxattn_problem_init(&p, "f16", D);
@@ -202,8 +193,7 @@ static void test_speed(void **state) {
                    configs[i] ? "wgmma" : "default", used, ms, ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0);
         }
     }
-    for (int t = 0; t < 4; t++) mx_mem_free(&g_dev, buf[t]);
-    free(host);
+    gpu_free_buffers(&g_dev, 4, buf);
 }
 
 /* ---- overlap=1: the two consumer warpgroups take turns on the tensor cores ---- */
@@ -312,17 +302,8 @@ static void test_overlap_long(void **state) {
  * tile beside the same tile with overlap=0 (the D=128 winner first). */
 static void test_overlap_speed(void **state) {
     const int B = 4, H = 32, D = 128, NMAX = 16384;
-    size_t elems = (size_t)B * H * NMAX * D, chunk = (size_t)1 << 20;
-    void *buf[4] = {0};
-    uint16_t *host = malloc(chunk * 2);
-    mx_rng rng;
-    mx_rng_seed(&rng, 7);
-    for (size_t i = 0; i < chunk; i++) host[i] = mx_f32_to_bf16((float)mx_rng_gaussian(&rng));
-    for (int t = 0; t < 4; t++) {
-        assert_int_equal(mx_mem_alloc(&g_dev, elems * 2, &buf[t]), MXATTN_OK);
-        for (size_t off = 0; off < elems; off += chunk)
-            assert_int_equal(mx_memcpy_htod(&g_dev, (char *)buf[t] + off * 2, host, chunk * 2), MXATTN_OK);
-    }
+    void *buf[4];
+    gpu_gaussian_buffers(&g_dev, 4, (size_t)B * H * NMAX * D, buf);
     static const char *tiles[] = {"block_n=128 stages=3", "block_n=128 stages=2", "block_n=64 stages=2"};
     for (int n = 4096; n <= NMAX; n *= 4)
         for (int causal = 0; causal < 2; causal++) {
@@ -342,8 +323,7 @@ static void test_overlap_speed(void **state) {
                 }
         }
     alarm(0);
-    for (int t = 0; t < 4; t++) mx_mem_free(&g_dev, buf[t]);
-    free(host);
+    gpu_free_buffers(&g_dev, 4, buf);
 }
 
 int main(int argc, char **argv) {

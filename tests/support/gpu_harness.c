@@ -1,8 +1,11 @@
 #include "gpu_harness.h"
 #include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cmocka.h>
 #include "util/err.h"
 
 void gpu_open_or_skip(mx_device *dev, const char *test_name) {
@@ -203,4 +206,25 @@ mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, int block_n, const 
     cfg.p_tile = block_n;
     cfg.q_prescale = (float)((double)(1.0f / sqrtf((float)c->head_dim)) * 1.4426950408889634);
     return mx_ref_pipeline_attention(&s, &cfg, q, k, v, o, lse, NULL);
+}
+
+void gpu_gaussian_buffers(const mx_device *dev, int count, size_t elems, void **bufs) {
+    const size_t chunk = (size_t)1 << 20;
+    uint16_t *host = malloc(chunk * 2);
+    assert_non_null(host);
+    mx_rng rng;
+    mx_rng_seed(&rng, 7);
+    for (size_t i = 0; i < chunk; i++) host[i] = mx_f32_to_bf16((float)mx_rng_gaussian(&rng));
+    for (int t = 0; t < count; t++) {
+        assert_int_equal(mx_mem_alloc(dev, elems * 2, &bufs[t]), MXATTN_OK);
+        for (size_t off = 0; off < elems; off += chunk) {
+            size_t n = elems - off < chunk ? elems - off : chunk;
+            assert_int_equal(mx_memcpy_htod(dev, (char *)bufs[t] + off * 2, host, n * 2), MXATTN_OK);
+        }
+    }
+    free(host);
+}
+
+void gpu_free_buffers(const mx_device *dev, int count, void **bufs) {
+    for (int t = 0; t < count; t++) mx_mem_free(dev, bufs[t]);
 }

@@ -48,6 +48,11 @@ mxattn_status gpu_run_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case
 double gpu_time_plan(mxattn_ctx *ctx, const mx_device *dev, const mxattn_problem *p, const char *config,
                      void *q, void *k, void *v, void *o, char *used, size_t used_len);
 void gpu_case_describe(const gpu_case *c, char *out, size_t cap);
+/* `count` device buffers of `elems` bf16 values each, filled with a repeating
+ * 1M-element Gaussian pattern (inputs for timing, not for checking); freed
+ * with gpu_free_buffers.  Fails the calling cmocka test on error. */
+void gpu_gaussian_buffers(const mx_device *dev, int count, size_t elems, void **bufs);
+void gpu_free_buffers(const mx_device *dev, int count, void **bufs);
 /* The quantized-pipeline reference of an INT8 family (int8-f16, int8-fp8) as
  * its kernels quantize: Q per 16 rows (pre-scaled by sm_scale*log2 e, as
  * api/plan.c computes it), K per 16 keys, P per key tile of block_n. */
