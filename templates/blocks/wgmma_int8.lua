@@ -3,7 +3,7 @@
 -- attention for a warpgroup's 64 query rows, one wgmma.mma_async per k32 step.
 --   S  = Q8 K8^T   m64n<BN>k32 .s32.s8.s8, A = Q8 and B = K8 from shared
 --                  memory, both K-major (rows of D32 int8 channels);
---   O += P V       m64n<DV>k32 .f32.e4m3.e4m3, A = P*448 from registers,
+--   O (+)= P V     m64n<DV>k32 .f32.e4m3.e4m3, A = P*448 from registers,
 --                  B = V^T from shared memory, K-major (rows of keys).  FP8
 --                  wgmma has no transpose for B: that is why V^T exists.
 --
@@ -61,21 +61,21 @@ MX_INLINE void wgmma_qk(int (&d)[1][%d][4], u64 desc_a, u64 desc_b, int accumula
 ]], n // 8, regs + 2, n, operand_list(regs, "%%%d", 0), regs, regs + 1, acc_constraints(n // 8, "r"))
 end
 
--- d += A(registers) * B(smem), m64 n`n` k32, e4m3 x e4m3 -> f32, B K-major.
+-- d (+)= A(registers) * B(smem), m64 n`n` k32, e4m3 x e4m3 -> f32, B K-major.
 local function mma_pv(n)
   local regs = n // 2
   return string.format([[
-MX_INLINE void wgmma_pv(float (&d)[1][%d][4], const u32 (&a)[4], u64 desc_b) {
+MX_INLINE void wgmma_pv(float (&d)[1][%d][4], const u32 (&a)[4], u64 desc_b, int accumulate) {
   asm volatile("{ .reg .pred p; setp.ne.b32 p, %%%d, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3 {%s}, {%s}, %%%d, p, 1, 1; }"
                : %s
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
 }
 ]], n // 8, regs + 5, n, operand_list(regs, "%%%d", 0), operand_list(4, "%%%d", regs), regs + 4,
     acc_constraints(n // 8, "f"))
 end
 
--- p.bn: N of S (keys per tile); p.dv: N of O (head dim rounded up to 16).
+-- p.bn: N of S (keys per tile); p.dv: N of P V (O's columns, or a slice of them).
 return function(p)
   return [[
 // mode: the swizzle field (SWZ_QK, SWZ_V: 1 = 128B, 2 = 64B, 3 = 32B).

@@ -150,6 +150,8 @@ end
 --   scores  turns the finished accumulator into s ("" for none)
 --   scale   the factor softmax_scores applies to s (to base 2)
 --   k_step, v_step  a ring slot's size in descriptor units (16 bytes)
+--   pv     the accumulator issue_pv writes (default o: P V adds to O in place)
+--   fold   what adds it to O once it is done (default "": nothing to add)
 local TURNS = [[
     if (n_tiles > 0) {
 ${decls}
@@ -175,7 +177,7 @@ ${decls}
         mbar_wait(bar_v(prev), ((t - 1) / STAGES) & 1);
         sched_wait(wg);
         issue_qk(${acc}, desc_q, desc_k + slot * ${k_step});${pad_qk}// S(t) = Q K(t)^T
-        issue_pv(o, pa, desc_v + prev * ${v_step});${pad_pv}// O += P(t-1) V(t-1)
+        issue_pv(${pv}, pa, desc_v + prev * ${v_step});${pad_pv}// O += P(t-1) V(t-1)
         if (wg == 0 || t + 1 < n_tiles) sched_pass(wg);
         wgmma_wait<1>();               // S(t) is done; P(t-1) V(t-1) may still run
         reg_fence(${acc});
@@ -183,8 +185,9 @@ ${decls}
         mask_tile(s, t, warp_row0, a);
         softmax_scores(s, row_max, row_sum, alpha, ${scale});
         wgmma_wait<0>();
-        reg_fence(o);
+        reg_fence(${pv});
         mbar_arrive(bar_empty(prev));  // this thread's MMAs on tile t-1's slot are complete
+        ${fold}
         rescale_o(o, alpha);
         pack_p(pa, s);
       }
@@ -192,9 +195,10 @@ ${decls}
       // The last P V, outside the turns.
       const int last = (n_tiles - 1) % STAGES;
       mbar_wait(bar_v(last), ((n_tiles - 1) / STAGES) & 1);
-      issue_pv(o, pa, desc_v + last * ${v_step});
+      issue_pv(${pv}, pa, desc_v + last * ${v_step});
       wgmma_wait<0>();
-      reg_fence(o);
+      reg_fence(${pv});
+      ${fold}
       mbar_arrive(bar_empty(last));
     }
 ]]
@@ -208,8 +212,9 @@ local function pad_to(text, col) return string.rep(" ", math.max(col - #text, 1)
 function O.kernel(h)
   local v = {}
   for k, x in pairs(h) do v[k] = x end
+  v.pv, v.fold = h.pv or "o", h.fold or ""
   v.pad_qk = pad_to(string.format("        issue_qk(%s, desc_q, desc_k + slot * %s);", h.acc, h.k_step), 76)
-  v.pad_pv = pad_to(string.format("        issue_pv(o, pa, desc_v + prev * %s);", h.v_step), 76)
+  v.pad_pv = pad_to(string.format("        issue_pv(%s, pa, desc_v + prev * %s);", v.pv, h.v_step), 76)
   -- A hook left empty leaves no blank line behind.
   local lines = {}
   for line in U.fill(TURNS, v):gmatch("([^\n]*)\n") do

@@ -37,9 +37,12 @@ function F.register_estimate(t)
   return mt * (q + dp // 2 + t.block_n // 2) + 32
 end
 
--- The heuristic default: a good first guess before any tuning (the winners
--- of `mxattn tune` on an H200 at N=4096, bench/NOTES.md: 32-row warp tiles,
--- with Q reloaded from shared memory at D=128 to make room for them).
+-- The heuristic default: a good first guess before any tuning.  mma.sync
+-- tiles: D<=64 the winner of `mxattn tune` on an H200 at N=4096 (32-row warp
+-- tiles); 64<D<=128 FlashAttention-2's own tile, 128x64 with 4 warps and Q
+-- reloaded from shared memory, which beat the tuner's earlier 256x32x8 pick
+-- in one bench run (bench/results/h200-2026-11-29-s3: D=128 0.87-0.95x SDPA
+-- flash vs 0.69-0.85x; D=80 1.09-1.14x vs 0.76-0.89x).
 function F.default(t)
   -- On Hopper the warpgroup MMA is the fast path wherever TMA can move the rows.
   -- Knobs given without a variant describe an mma.sync tile, so only a table
@@ -51,7 +54,7 @@ function F.default(t)
   if (t.variant == "wgmma" or hopper_fast) and WG then return WG.default(t) end
   local dp = d_pad(t)
   if dp <= 64 then return { variant = "mma", q_regs = 1, block_m = 128, block_n = 64, warps = 4, stages = 2 } end
-  if dp <= 128 then return { variant = "mma", q_regs = 0, block_m = 256, block_n = 32, warps = 8, stages = 2 } end
+  if dp <= 128 then return { variant = "mma", q_regs = 0, block_m = 128, block_n = 64, warps = 4, stages = 2 } end
   return { variant = "mma", q_regs = 1, block_m = 64, block_n = 32, warps = 4, stages = 2 }
 end
 

@@ -35,6 +35,9 @@ local WS_NAMES = { "WS_Q8", "WS_K8", "WS_QSCALE", "WS_KSCALE", "WS_KMEAN", "WS_V
 local function d32(t) return U.round_up(t.head_dim, 32) end
 local function dv(t) return U.round_up(t.head_dim, 16) end
 local function consumers(t) return t.block_m // 64 end
+-- A tile's P V has its own fp32 accumulator (issue_pv says why): above 128
+-- channels it is computed in two column slices, one accumulator's worth each.
+local function pv_slices(t) return dv(t) > 128 and 2 or 1 end
 local function has_producer(t) return t.warps == 4 * consumers(t) + 4 end
 
 -- Q8/K8 panel width in bytes (= int8 elements): the widest swizzle atom that
@@ -63,6 +66,10 @@ function WG.check(t)
   end
   if t.stages < 2 then
     return string.format("variant=wgmma needs stages>=2 (a TMA ring), not stages=%d", t.stages)
+  end
+  if t.overlap == 1 and pv_slices(t) > 1 then
+    return string.format("variant=wgmma: overlap=1 keeps O, S(t) and P(t-1) V(t-1)'s own accumulator live at once, which head_dim=%d (over 128) does not fit in registers; use overlap=0",
+                         t.head_dim)
   end
   if d32(t) > 128 and t.block_n > 64 then
     return string.format("variant=wgmma: head_dim=%d needs block_n<=64 (O and S of block_n=%d overflow the consumers' registers)",
@@ -175,14 +182,26 @@ MX_INLINE void pack_p(u32 (&pa)[BN / 32][4], const float (&s)[1][NT][4]) {
   }
 }
 
-// O += P V for the V^T tile `desc_v` points at: BN/32 k32 steps, each 32
-// bytes (keys) along V^T's rows; one commit group.
-MX_INLINE void issue_pv(float (&o)[1][DT][4], const u32 (&pa)[BN / 32][4], u64 desc_v) {
-  reg_fence(o);
+// PV = P V for the V^T tile `desc_v` points at: BN/32 k32 steps, each 32
+// bytes (keys) along V^T's rows; one commit group.  PV starts from zero on
+// every tile and add_pv folds it into O in fp32: Hopper's FP8 MMAs keep only
+// ~14 mantissa bits when they add to their accumulator (DeepSeek-V3 measured
+// it for FP8 GEMMs; SageAttention2 accumulates P V the same two-level way),
+// so O accumulated in place across a 16384-key row drifts by ~1e-2 (rel-L1).
+MX_INLINE void issue_pv(float (&pv)[1][PV_DT][4], const u32 (&pa)[BN / 32][4], u64 desc_v) {
+  reg_fence(pv);
   wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < BN / 32; kk++) wgmma_pv(o, pa[kk], desc_v + kk * 32 / 16);
+  for (int kk = 0; kk < BN / 32; kk++) wgmma_pv(pv, pa[kk], desc_v + kk * 32 / 16, kk > 0);
   wgmma_commit();
+}
+
+// O += PV in fp32 (see issue_pv), for column slice `slice` of O.
+MX_INLINE void add_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], int slice = 0) {
+#pragma unroll
+  for (int dt = 0; dt < PV_DT; dt++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) o[0][slice * PV_DT + dt][e] += pv[0][dt][e];
 }
 ]]
 
@@ -215,10 +234,15 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
 
   u32 pa[BN / 32][4];
   pack_p(pa, s);
+  float pv[1][PV_DT][4];
   mbar_wait(bar_v, parity);
-  issue_pv(o, pa, desc_v);
-  wgmma_wait<0>();
-  reg_fence(o);
+#pragma unroll
+  for (int slice = 0; slice < PV_SLICES; slice++) {   // V^T rows (channels) PV_N * slice on
+    issue_pv(pv, pa, desc_v + slice * (PV_N * BN / 16));
+    wgmma_wait<0>();
+    reg_fence(pv);
+    add_pv(o, pv, slice);
+  }
 }
 ]]
 
@@ -351,11 +375,12 @@ ${EPILOGUE}
 -- the K scales of tile t load before the turn's waits, and the dequantization
 -- and softmax of S(t) run after the turn is passed on, under the other
 -- warpgroup's MMAs and this one's P V.  Same numerics as attend_tile: O is
--- scaled by alpha(t) after P(t-1) V(t-1) and before P(t) V(t) in both.
+-- scaled by alpha(t) after P(t-1) V(t-1) and before P(t) V(t) in both, and
+-- each tile's P V lands in its own accumulator, added to O in fp32.
 local OV = require("blocks.wgmma_overlap")
 local KERNEL_PP = "// Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query blocks first.\n" .. OV.kernel({
-  decls = "      float s[1][NT][4], alpha[2], kscale[BN / 16];\n      int acc[1][NT][4];\n      u32 pa[BN / 32][4];",
-  acc = "acc", fetch0 = "load_kscale(kscale, ks, 0);", fetch = "load_kscale(kscale, ks, t);",
+  decls = "      float s[1][NT][4], alpha[2], kscale[BN / 16], pv[1][PV_DT][4];\n      int acc[1][NT][4];\n      u32 pa[BN / 32][4];",
+  acc = "acc", pv = "pv", fold = "add_pv(o, pv);", fetch0 = "load_kscale(kscale, ks, 0);", fetch = "load_kscale(kscale, ks, t);",
   scores = "dequant_scores(s, acc, qscale, kscale);", scale = "1.f",
   k_step = "K_BYTES / 16", v_step = "V_BYTES / 16",
 })
@@ -388,6 +413,7 @@ constexpr int MT = 1;                   // one 64-row warpgroup tile: 16 rows pe
 constexpr int KQ = D32 / 32;            // k32 steps of S = Q K^T
 constexpr int NT = BN / 8;              // 8-key chunks of S
 constexpr int DT = DV / 8;              // 8-column chunks of O
+constexpr int PV_SLICES = ${PV_SLICES}, PV_N = DV / PV_SLICES, PV_DT = PV_N / 8;   // a tile's P V: column slices
 constexpr int RSV = BN + 16;            // (blocks/pv_fp8.lua's mma.sync tile; unused here)
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH_K}, FP8_V = true;
 enum { ${WS} };                         // workspace sections
@@ -395,7 +421,7 @@ enum { ${WS} };                         // workspace sections
       PRODUCER = ws_producer, REGS_P = regs_p, REGS_C = regs_c, WQK = w, SWZ_QK = SWIZZLE_MODE[w],
       SWZ_V = SWIZZLE_MODE[t.block_n] or 3, Q_BYTES = l.q_bytes, K_BYTES = l.k_bytes, V_BYTES = l.v_bytes,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar, CAUSAL = t.causal == 1, LSE = t.lse == 1,
-      SMOOTH_K = t.smooth_k == 1, WS = table.concat(ws, ", ") })
+      SMOOTH_K = t.smooth_k == 1, PV_SLICES = pv_slices(t), WS = table.concat(ws, ", ") })
   local pp = t.overlap == 1
   local kernel = U.fill(pp and KERNEL_PP or ws_producer and KERNEL_WS or KERNEL,
                         { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE })
@@ -409,7 +435,7 @@ enum { ${WS} };                         // workspace sections
     require("blocks.pv_fp8")(t),                       -- pack_e4m3x4 and pv_finish
     require("blocks.quant_kernels")({ name = name }),
     require("blocks.tma_mbarrier")(t),
-    require("blocks.wgmma_int8")({ bn = t.block_n, dv = dv(t) }),
+    require("blocks.wgmma_int8")({ bn = t.block_n, dv = dv(t) // pv_slices(t) }),
     require("blocks.softmax")(t),
     require("blocks.epilogue")(t),
     PIECES,
