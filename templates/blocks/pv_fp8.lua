@@ -39,29 +39,19 @@ MX_INLINE void pv_tile(float (&o)[MT][DT][4], const float (&s)[MT][NT][4], const
       pa[mt][kk][2] = pack_e4m3x4(s[mt][j + 2][0], s[mt][j + 2][1], s[mt][j + 3][0], s[mt][j + 3][1]);
       pa[mt][kk][3] = pack_e4m3x4(s[mt][j + 2][2], s[mt][j + 2][3], s[mt][j + 3][2], s[mt][j + 3][3]);
     }
-  // Each 16-channel slice of the tile's P V sums its BN keys from zero and
-  // then adds to O in fp32: Hopper's FP8 MMAs keep only ~14 mantissa bits
-  // when they add to their accumulator, so O accumulated in place over a
-  // long row drifts (see the wgmma variant's issue_pv).
 #pragma unroll
-  for (int dd = 0; dd < DV / 16; dd++) {
-    float pv[MT][2][4] = {};
+  for (int kk = 0; kk < BN / 32; kk++)
 #pragma unroll
-    for (int kk = 0; kk < BN / 32; kk++) {
+    for (int dd = 0; dd < DV / 16; dd++) {
       // Matrices: channels 0-7 k 0-15, channels 0-7 k 16-31, channels 8-15 k 0-15, 8-15 k 16-31.
       u32 b[4];
       ldsm_x4(b, smem_addr(vt + (dd * 16 + lane % 8 + (lane / 16) * 8) * RSV + kk * 32 + ((lane / 8) % 2) * 16));
 #pragma unroll
       for (int mt = 0; mt < MT; mt++) {
-        mma_16832_e4m3(pv[mt][0], pa[mt][kk], b[0], b[1]);
-        mma_16832_e4m3(pv[mt][1], pa[mt][kk], b[2], b[3]);
+        mma_16832_e4m3(o[mt][2 * dd], pa[mt][kk], b[0], b[1]);
+        mma_16832_e4m3(o[mt][2 * dd + 1], pa[mt][kk], b[2], b[3]);
       }
     }
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) { o[mt][2 * dd][e] += pv[mt][0][e]; o[mt][2 * dd + 1][e] += pv[mt][1][e]; }
-  }
 }
 
 // O's dequantization: code products carry P*448 and V / vscale[c].
