@@ -99,7 +99,9 @@ end
 
 function WG.register_estimate(t)
   -- O accumulators, S (s32 then fp32), P's E4M3 registers, K scales, softmax state, descriptors and addressing.
-  -- overlap=1 keeps the same set live across a turn (P(t-1) beside S(t)), so one estimate serves both.
+  -- A tile's P V accumulator takes S's registers once S is packed (overlap=0); overlap=1 keeps it
+  -- live beside S(t) and P(t-1), which the consumers' setmaxnreg 240 absorbs (no spills at any
+  -- tile, test_templates_int8_wgmma).  A screen against the 255 limit, not an allocation.
   return dv(t) // 2 + t.block_n // 2 + t.block_n // 8 + t.block_n // 16 + 40
 end
 
