@@ -49,4 +49,85 @@ C.PRODUCER = [[
     }
 ]]
 
+-- The start of every kernel's set-up: the shared-memory carve-up and its
+-- barriers, which block this is, and how many key tiles it sees.  ${where}:
+-- the family's own per-block values (lines, or ""), needed before its loads.
+C.BLOCK_SETUP = [[
+  extern __shared__ __align__(1024) u8 smem[];
+  // Swizzled tiles need 1024-byte alignment (the 128B pattern spans 8 rows).
+  const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
+  const u32 sQ = base + SM_Q, sK = base + SM_K, sV = base + SM_V;
+  const u32 bar_q = base + SM_BAR;     // then full_k[STAGES], full_v[STAGES], empty[STAGES]
+  auto bar_k = [&](int s) { return bar_q + 8 * (1 + s); };
+  auto bar_v = [&](int s) { return bar_q + 8 * (1 + STAGES + s); };
+  auto bar_empty = [&](int s) { return bar_q + 8 * (1 + 2 * STAGES + s); };
+  const int warp = threadIdx.x / 32;
+  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
+  const int m0 = m_block * BM;
+${where}  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
+
+  // Keys this block can see: all, or (causal) up to its last row's diagonal.
+  int n_end = a.seq_k;
+  if (CAUSAL && m0 + BM + a.causal_offset < n_end) n_end = m0 + BM + a.causal_offset;
+  const int n_tiles = n_end > 0 ? (n_end + BN - 1) / BN : 0;
+
+]]
+
+-- The overlap=0 kernels of a family whose attend_tile(o, row_max, row_sum,
+-- desc_q, desc_k, desc_v, bar_k, bar_v, parity, t, warp_row0, ..., a) runs one
+-- key tile.  Hooks besides ${NAME}, ${SETUP}, ${CONSUME} and ${EPILOGUE}:
+--   preamble        text before the kernel ("" for none)
+--   k_step, v_step  a ring slot's size in descriptor units (16 bytes)
+--   args            attend_tile's family arguments before `a` ("" for none)
+-- Step 1: every warp consumes; thread 0 also issues the copies, refilling a
+-- slot after the block barrier that ends the iteration which read it.
+C.KERNEL = [[
+${preamble}extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
+${SETUP}
+  if (threadIdx.x == 0) {
+    load_q();
+    for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) load_kv(s);
+  }
+${CONSUME}
+  for (int t = 0; t < n_tiles; t++) {
+    if (threadIdx.x == 0 && t + STAGES - 1 < n_tiles) load_kv(t + STAGES - 1);
+    const int slot = t % STAGES;
+    attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * ${k_step}, desc_v + slot * ${v_step},
+                bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, ${args}a);
+    __syncthreads();                   // every warpgroup is done with this slot
+  }
+${EPILOGUE}
+}
+]]
+
+-- Step 2: warp specialization.  Warpgroup 0 only issues copies (one thread),
+-- waiting on each slot's `empty` barrier before refilling it, and gives its
+-- registers to the consumers (setmaxnreg); the consumer warpgroups never
+-- meet at a block barrier, so one's softmax overlaps the other's MMAs.
+C.KERNEL_WS = [[
+${preamble}extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
+${SETUP}
+]] .. C.PRODUCER .. [[
+  } else {                             // consumer warpgroups
+    if (REGS_CONSUMER) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS_CONSUMER));
+${CONSUME}
+    for (int t = 0; t < n_tiles; t++) {
+      const int slot = t % STAGES;
+      attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * ${k_step}, desc_v + slot * ${v_step},
+                  bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, ${args}a);
+      mbar_arrive(bar_empty(slot));    // this thread's MMAs on the slot are complete
+    }
+${EPILOGUE}
+  }
+}
+]]
+
+-- The last lines of every kernel's epilogue: O (and the LSE) to memory.
+C.WRITE_OUTPUT = [[
+  u16 *o_head = (u16 *)a.o + batch * a.o_sb + head * a.o_sh;
+  float *lse_head = a.lse + ((i64)batch * a.heads_q + head) * a.seq_q;
+  write_output(o, row_max, row_sum, o_head, a.o_ss, lse_head, warp_row0, a.seq_q);
+]]
+
 return C

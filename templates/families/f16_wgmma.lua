@@ -149,26 +149,8 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
 ]]
 
 -- What both kernels do first: where things are, which keys this block sees.
-local SETUP = [[
-  extern __shared__ __align__(1024) u8 smem[];
-  // Swizzled tiles need 1024-byte alignment (the 128B pattern spans 8 rows).
-  const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
-  const u32 sQ = base + SM_Q, sK = base + SM_K, sV = base + SM_V;
-  const u32 bar_q = base + SM_BAR;     // then full_k[STAGES], full_v[STAGES], empty[STAGES]
-  auto bar_k = [&](int s) { return bar_q + 8 * (1 + s); };
-  auto bar_v = [&](int s) { return bar_q + 8 * (1 + STAGES + s); };
-  auto bar_empty = [&](int s) { return bar_q + 8 * (1 + 2 * STAGES + s); };
-  const int warp = threadIdx.x / 32;
-  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
-  const int m0 = m_block * BM;
-  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
-
-  // Keys this block can see: all, or (causal) up to its last row's diagonal.
-  int n_end = a.seq_k;
-  if (CAUSAL && m0 + BM + a.causal_offset < n_end) n_end = m0 + BM + a.causal_offset;
-  const int n_tiles = n_end > 0 ? (n_end + BN - 1) / BN : 0;
-
+local WC = require("blocks.wgmma_common")
+local SETUP = U.fill(WC.BLOCK_SETUP, { where = "" }) .. [[
   // Load K and V tile `tile` into ring slot tile % STAGES: one box per panel.
   auto load_kv = [&](int tile) {
     const int s = tile % STAGES;
@@ -187,7 +169,7 @@ local SETUP = [[
     for (int p = 0; p < PANELS; p++) tma_load_4d(sQ + p * BM * ROW_BYTES, map_q, p * W, m0, head, batch, bar_q);
   };
 
-]] .. require("blocks.wgmma_common").RING_INIT .. [[
+]] .. WC.RING_INIT .. [[
 ]]
 
 -- The consumer side: one warpgroup's 64 rows over every key tile.
@@ -207,57 +189,10 @@ local CONSUME = [[
   mbar_wait(bar_q, 0);
 ]]
 
-local EPILOGUE = [[
-  u16 *o_head = (u16 *)a.o + batch * a.o_sb + head * a.o_sh;
-  float *lse_head = a.lse + ((i64)batch * a.heads_q + head) * a.seq_q;
-  write_output(o, row_max, row_sum, o_head, a.o_ss, lse_head, warp_row0, a.seq_q);
-]]
+local EPILOGUE = WC.WRITE_OUTPUT
 
--- Step 1: every warp consumes; thread 0 also issues the copies, refilling a
--- slot after the block barrier that ends the iteration which read it.
-local KERNEL = [[
-extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
-${SETUP}
-  if (threadIdx.x == 0) {
-    load_q();
-    for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) load_kv(s);
-  }
-${CONSUME}
-  for (int t = 0; t < n_tiles; t++) {
-    if (threadIdx.x == 0 && t + STAGES - 1 < n_tiles) load_kv(t + STAGES - 1);
-    const int slot = t % STAGES;
-    attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * KV_BYTES / 16, desc_v + slot * KV_BYTES / 16,
-                bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, a);
-    __syncthreads();                   // every warpgroup is done with this slot
-  }
-${EPILOGUE}
-}
-]]
-
--- Step 2: warp specialization.  Warpgroup 0 only issues copies (one thread),
--- waiting on each slot's `empty` barrier before refilling it, and gives its
--- registers to the consumers (setmaxnreg); the consumer warpgroups never
--- meet at a block barrier, so one's softmax overlaps the other's MMAs.
-local KERNEL_WS = [[
-extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
-${SETUP}
-]] .. require("blocks.wgmma_common").PRODUCER .. [[
-  } else {                             // consumer warpgroups
-    if (REGS_CONSUMER) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS_CONSUMER));
-${CONSUME}
-    for (int t = 0; t < n_tiles; t++) {
-      const int slot = t % STAGES;
-      attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * KV_BYTES / 16, desc_v + slot * KV_BYTES / 16,
-                  bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, a);
-      mbar_arrive(bar_empty(slot));    // this thread's MMAs on the slot are complete
-    }
-${EPILOGUE}
-  }
-}
-]]
-
--- Step 3 (overlap=1): step 2 with the two consumer warpgroups taking turns
--- on the tensor cores (blocks/wgmma_overlap.lua).  Turn t issues S(t) and
+-- Step 3 (overlap=1): step 2 (blocks/wgmma_common.lua) with the two consumer
+-- warpgroups taking turns on the tensor cores (blocks/wgmma_overlap.lua).  Turn t issues S(t) and
 -- O += P(t-1) V(t-1); the softmax of S(t) runs after the turn is passed on,
 -- under the other warpgroup's MMAs and this one's P V.
 local OV = require("blocks.wgmma_overlap")
@@ -299,8 +234,9 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE};
       W = w, Q_BYTES = l.q_bytes, KV_BYTES = l.kv_bytes, SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar,
       CAUSAL = t.causal == 1, LSE = t.lse == 1 })
   local pp = t.overlap == 1
-  local kernel = U.fill(pp and KERNEL_PP or ws and KERNEL_WS or KERNEL,
-                        { NAME = WG.kernel_name(t, canonical), SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE })
+  local kernel = U.fill(pp and KERNEL_PP or ws and WC.KERNEL_WS or WC.KERNEL,
+                        { NAME = WG.kernel_name(t, canonical), SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE,
+                          preamble = "", k_step = "KV_BYTES / 16", v_step = "KV_BYTES / 16", args = "" })
   -- overlap=1 replaces attend_tile with the pieces of a turn; overlap=0
   -- renders exactly what it did before the knob existed.
   local per_tile = pp and OV.block({ sched_bar = 1, issue = OV.F16_ISSUE, pack = OV.F16_PACK }) or ATTEND

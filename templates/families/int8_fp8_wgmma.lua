@@ -252,28 +252,11 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
 ]]
 
 -- What both kernels do first: where things are, which keys this block sees.
-local SETUP = [[
-  extern __shared__ __align__(1024) u8 smem[];
-  // Swizzled tiles need atom-aligned panels: round the base up to 1024 bytes.
-  const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
-  const u32 sQ = base + SM_Q, sK = base + SM_K, sV = base + SM_V;
-  const u32 bar_q = base + SM_BAR;     // then full_k[STAGES], full_v[STAGES], empty[STAGES]
-  auto bar_k = [&](int s) { return bar_q + 8 * (1 + s); };
-  auto bar_v = [&](int s) { return bar_q + 8 * (1 + STAGES + s); };
-  auto bar_empty = [&](int s) { return bar_q + 8 * (1 + 2 * STAGES + s); };
-  const int warp = threadIdx.x / 32;
-  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
-  const int m0 = m_block * BM;
+local WC = require("blocks.wgmma_common")
+local SETUP = U.fill(WC.BLOCK_SETUP, { where = [[
   const int nqp = pad_q(a.seq_q), nkp = pad_k(a.seq_k);
   const i64 qh = (i64)batch * a.heads_q + head, kh = (i64)batch * a.heads_kv + kv_head;
-  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
-
-  // Keys this block can see: all, or (causal) up to its last row's diagonal.
-  int n_end = a.seq_k;
-  if (CAUSAL && m0 + BM + a.causal_offset < n_end) n_end = m0 + BM + a.causal_offset;
-  const int n_tiles = n_end > 0 ? (n_end + BN - 1) / BN : 0;
-
+]] }) .. [[
   // K8 and V^T of tile `tile` into ring slot tile % STAGES: a box per K panel,
   // one box (DV channel rows x BN keys) for V^T.  The workspace is padded to
   // whole tiles, so every box is in bounds and brings all its bytes.
@@ -292,7 +275,7 @@ local SETUP = [[
     for (int p = 0; p < PANELS_QK; p++) tma_load_4d(sQ + p * BM * WQK, map_q, p * WQK, m0, head, batch, bar_q);
   };
 
-]] .. require("blocks.wgmma_common").RING_INIT .. [[
+]] .. WC.RING_INIT .. [[
 ]]
 
 -- The consumer side: one warpgroup's 64 rows over every key tile.
@@ -324,66 +307,19 @@ local EPILOGUE = [[
 #pragma unroll
     for (int h = 0; h < 2; h++) row_max[0][h] += corr[warp_row0 + lane / 4 + 8 * h];
   }
-  u16 *o_head = (u16 *)a.o + batch * a.o_sb + head * a.o_sh;
-  float *lse_head = a.lse + ((i64)batch * a.heads_q + head) * a.seq_q;
-  write_output(o, row_max, row_sum, o_head, a.o_ss, lse_head, warp_row0, a.seq_q);
-]]
+]] .. WC.WRITE_OUTPUT
 
--- Step 1: every warp consumes; thread 0 also issues the copies, refilling a
--- slot after the block barrier that ends the iteration which read it.
-local KERNEL = [[
-// Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query blocks first.
-extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
-${SETUP}
-  if (threadIdx.x == 0) {
-    load_q();
-    for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) load_kv(s);
-  }
-${CONSUME}
-  for (int t = 0; t < n_tiles; t++) {
-    if (threadIdx.x == 0 && t + STAGES - 1 < n_tiles) load_kv(t + STAGES - 1);
-    const int slot = t % STAGES;
-    attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * K_BYTES / 16, desc_v + slot * V_BYTES / 16,
-                bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, qscale, ks, a);
-    __syncthreads();                   // every warpgroup is done with this slot
-  }
-${EPILOGUE}
-}
-]]
-
--- Step 2: warp specialization.  Warpgroup 0 only issues copies (one thread),
--- waiting on each slot's `empty` barrier before refilling it, and gives its
--- registers to the consumers (setmaxnreg); the consumer warpgroups never
--- meet at a block barrier, so one's softmax overlaps the other's MMAs.
-local KERNEL_WS = [[
-// Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query blocks first.
-extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
-${SETUP}
-]] .. require("blocks.wgmma_common").PRODUCER .. [[
-  } else {                             // consumer warpgroups
-    if (REGS_CONSUMER) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS_CONSUMER));
-${CONSUME}
-    for (int t = 0; t < n_tiles; t++) {
-      const int slot = t % STAGES;
-      attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * K_BYTES / 16, desc_v + slot * V_BYTES / 16,
-                  bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, qscale, ks, a);
-      mbar_arrive(bar_empty(slot));    // this thread's MMAs on the slot are complete
-    }
-${EPILOGUE}
-  }
-}
-]]
-
--- Step 3 (overlap=1): step 2 with the two consumer warpgroups taking turns
--- on the tensor cores, FlashAttention-3's schedule as the f16 family runs it
--- (blocks/wgmma_overlap.lua).  Turn t issues S(t) and O += P(t-1) V(t-1);
+-- Step 3 (overlap=1): step 2 (blocks/wgmma_common.lua) with the two consumer
+-- warpgroups taking turns on the tensor cores, FlashAttention-3's schedule as
+-- the f16 family runs it (blocks/wgmma_overlap.lua).  Turn t issues S(t) and O += P(t-1) V(t-1);
 -- the K scales of tile t load before the turn's waits, and the dequantization
 -- and softmax of S(t) run after the turn is passed on, under the other
 -- warpgroup's MMAs and this one's P V.  Same numerics as attend_tile: O is
 -- scaled by alpha(t) after P(t-1) V(t-1) and before P(t) V(t) in both, and
 -- each tile's P V lands in its own accumulator, added to O in fp32.
 local OV = require("blocks.wgmma_overlap")
-local KERNEL_PP = "// Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query blocks first.\n" .. OV.kernel({
+local GRID_NOTE = "// Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query blocks first.\n"
+local KERNEL_PP = GRID_NOTE .. OV.kernel({
   decls = "      float s[1][NT][4], alpha[2], kscale[BN / 16], pv[1][PV_DT][4];\n      int acc[1][NT][4];\n      u32 pa[BN / 32][4];",
   acc = "acc", pv = "pv", fold = "add_pv(o, pv);", fetch0 = "load_kscale(kscale, ks, 0);", fetch = "load_kscale(kscale, ks, t);",
   scores = "dequant_scores(s, acc, qscale, kscale);", scale = "1.f",
@@ -428,8 +364,9 @@ enum { ${WS} };                         // workspace sections
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar, CAUSAL = t.causal == 1, LSE = t.lse == 1,
       SMOOTH_K = t.smooth_k == 1, PV_SLICES = pv_slices(t), WS = table.concat(ws, ", ") })
   local pp = t.overlap == 1
-  local kernel = U.fill(pp and KERNEL_PP or ws_producer and KERNEL_WS or KERNEL,
-                        { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE })
+  local kernel = U.fill(pp and KERNEL_PP or ws_producer and WC.KERNEL_WS or WC.KERNEL,
+                        { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
+                          k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, " })
   return table.concat({
     "// mxattn generated kernels. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
     require("blocks.prelude")(t),
