@@ -299,17 +299,10 @@ static const int HEAD_DIMS[] = {64, 80, 96, 128, 144, 256};
 /* Every head dim (Q8/K8 panels of 64, 32, 32, 128, 32 and 2 x 128 bytes; P V
  * in two column slices above 128), each with its own mix of the rest. */
 static void test_head_dims(void **state) {
-    static const int seqs[][2] = {{127, 127}, {17, 1000}, {1000, 17}, {1, 127}, {128, 256}, {300, 300}, {257, 513}};
     int failures = 0;
     for (int i = 0; i < N_HEAD_DIMS; i++)
         for (int rep = 0; rep < 3; rep++) {
-            int j = i + rep;
-            gpu_case c = {.family = "int8-fp8", .batch = 1 + j % 2, .heads_kv = 1 + j % 2, .head_dim = HEAD_DIMS[i],
-                          .causal = (mxattn_causal)(j % 3), .dtype = j % 4 == 3 ? MXATTN_F16 : MXATTN_BF16,
-                          .layout = (mxattn_layout)(j % 2), .pad = (j % 3) * 8, .lse = (j + 1) % 2};
-            c.heads_q = c.heads_kv * (j % 3 == 0 ? 1 : j % 3 == 1 ? 4 : 8);
-            c.seq_q = seqs[j % 7][0];
-            c.seq_k = seqs[j % 7][1];
+            gpu_case c = gpu_head_dim_case("int8-fp8", HEAD_DIMS[i], i + rep);
             failures += check_case(&c, config_for(c.head_dim, i + rep), (uint64_t)time(NULL) + 10 * i + rep);
         }
     assert_int_equal(failures, 0);
@@ -317,16 +310,10 @@ static void test_head_dims(void **state) {
 
 /* Ragged lengths that fill no tile, Nq != Nk, and both causal alignments. */
 static void test_lengths_and_causal(void **state) {
-    static const int lens[] = {1, 17, 127, 1000};
-    int failures = 0, i = 0;
-    for (int a = 0; a < 4; a++)
-        for (int b = 0; b < 4; b++) {
-            gpu_case c = {.family = "int8-fp8", .batch = 1, .heads_q = 2, .heads_kv = 1, .seq_q = lens[a],
-                          .seq_k = lens[b], .head_dim = i % 2 ? 64 : 128, .causal = (mxattn_causal)(i % 3),
-                          .dtype = MXATTN_BF16, .layout = (mxattn_layout)(i / 3 % 2), .pad = 8, .lse = 1};
-            failures += check_case(&c, config_for(c.head_dim, i), (uint64_t)time(NULL) + 100 + i);
-            i++;
-        }
+    int failures = 0;
+    gpu_case c;
+    for (int i = 0; gpu_lengths_case("int8-fp8", 4, i, &c); i++)
+        failures += check_case(&c, config_for(c.head_dim, i), (uint64_t)time(NULL) + 100 + i);
     assert_int_equal(failures, 0);
 }
 
@@ -455,17 +442,10 @@ static void test_exp_poly(void **state) {
  * and LSE. */
 static void test_overlap_head_dims(void **state) {
     static const int dims[] = {64, 72, 80, 96, 104, 120, 128};
-    static const int seqs[][2] = {{127, 127}, {17, 1000}, {1000, 17}, {1, 127}, {128, 256}, {300, 300}, {257, 513}};
     int failures = 0;
     for (int i = 0; i < 7; i++)
         for (int rep = 0; rep < 3; rep++) {
-            int j = i + rep;
-            gpu_case c = {.family = "int8-fp8", .batch = 1 + j % 2, .heads_kv = 1 + j % 2, .head_dim = dims[i],
-                          .causal = (mxattn_causal)(j % 3), .dtype = j % 4 == 3 ? MXATTN_F16 : MXATTN_BF16,
-                          .layout = (mxattn_layout)(j % 2), .pad = (j % 3) * 8, .lse = (j + 1) % 2};
-            c.heads_q = c.heads_kv * (j % 3 == 0 ? 1 : j % 3 == 1 ? 4 : 8);
-            c.seq_q = seqs[j % 7][0];
-            c.seq_k = seqs[j % 7][1];
+            gpu_case c = gpu_head_dim_case("int8-fp8", dims[i], i + rep);
             failures += check_case(&c, pp_config_for(rep), (uint64_t)time(NULL) + 500 + 10 * i + rep);
         }
     assert_int_equal(failures, 0);
@@ -474,17 +454,10 @@ static void test_overlap_head_dims(void **state) {
 /* Ragged lengths (blocks with no key tile at all under bottom-right causal,
  * one tile, many), Nq != Nk, both causal alignments, always with the LSE. */
 static void test_overlap_lengths(void **state) {
-    static const int lens[] = {1, 17, 127, 1000, 4097};
-    int failures = 0, i = 0;
-    for (int a = 0; a < 5; a++)
-        for (int b = 0; b < 5; b++) {
-            if (lens[a] * (long)lens[b] > 1000L * 4097) continue;  /* CPU reference time */
-            gpu_case c = {.family = "int8-fp8", .batch = 1, .heads_q = 2, .heads_kv = 1, .seq_q = lens[a],
-                          .seq_k = lens[b], .head_dim = i % 2 ? 64 : 128, .causal = (mxattn_causal)(i % 3),
-                          .dtype = MXATTN_BF16, .layout = (mxattn_layout)(i / 3 % 2), .pad = 8, .lse = 1};
-            failures += check_case(&c, pp_config_for(i), (uint64_t)time(NULL) + 600 + i);
-            i++;
-        }
+    int failures = 0;
+    gpu_case c;
+    for (int i = 0; gpu_lengths_case("int8-fp8", 5, i, &c); i++)
+        failures += check_case(&c, pp_config_for(i), (uint64_t)time(NULL) + 600 + i);
     assert_int_equal(failures, 0);
 }
 

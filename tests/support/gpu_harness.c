@@ -25,6 +25,32 @@ void gpu_case_describe(const gpu_case *c, char *out, size_t cap) {
 
 /* Strides of a padded tensor: each row, head and batch slice carries `pad`
  * unused elements, so nothing is contiguous and every stride is exercised. */
+gpu_case gpu_head_dim_case(const char *family, int head_dim, int j) {
+    static const int seqs[][2] = {{127, 127}, {17, 1000}, {1000, 17}, {1, 127}, {128, 256}, {300, 300}, {257, 513}};
+    gpu_case c = {.family = family, .batch = 1 + j % 2, .heads_kv = 1 + j % 2, .head_dim = head_dim,
+                  .causal = (mxattn_causal)(j % 3), .dtype = j % 4 == 3 ? MXATTN_F16 : MXATTN_BF16,
+                  .layout = (mxattn_layout)(j % 2), .pad = (j % 3) * 8, .lse = (j + 1) % 2};
+    c.heads_q = c.heads_kv * (j % 3 == 0 ? 1 : j % 3 == 1 ? 4 : 8);
+    c.seq_q = seqs[j % 7][0];
+    c.seq_k = seqs[j % 7][1];
+    return c;
+}
+
+int gpu_lengths_case(const char *family, int n_lens, int i, gpu_case *c) {
+    static const int lens[] = {1, 17, 127, 1000, 4097};
+    int k = 0;
+    for (int a = 0; a < n_lens; a++)
+        for (int b = 0; b < n_lens; b++) {
+            if (lens[a] * (long)lens[b] > 1000L * 4097) continue;  /* CPU reference time */
+            if (k++ < i) continue;
+            *c = (gpu_case){.family = family, .batch = 1, .heads_q = 2, .heads_kv = 1, .seq_q = lens[a],
+                            .seq_k = lens[b], .head_dim = i % 2 ? 64 : 128, .causal = (mxattn_causal)(i % 3),
+                            .dtype = MXATTN_BF16, .layout = (mxattn_layout)(i / 3 % 2), .pad = 8, .lse = 1};
+            return 1;
+        }
+    return 0;
+}
+
 static mxattn_strides padded_strides(const gpu_case *c, int heads, int seq) {
     mxattn_strides s;
     int64_t row = c->head_dim + c->pad;

@@ -48,6 +48,15 @@ mxattn_status gpu_run_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case
 double gpu_time_plan(mxattn_ctx *ctx, const mx_device *dev, const mxattn_problem *p, const char *config,
                      void *q, void *k, void *v, void *o, char *used, size_t used_len);
 void gpu_case_describe(const gpu_case *c, char *out, size_t cap);
+/* Mix j of the warpgroup kernels' head-dim sweeps: batch, KV heads and query
+ * heads per KV head, causal alignment, dtype, layout, padding, LSE and the
+ * lengths (ragged, Nq != Nk, one row) all turn over with j. */
+gpu_case gpu_head_dim_case(const char *family, int head_dim, int j);
+/* Case i of the ragged-lengths sweeps: Nq and Nk each from the first n_lens
+ * of {1, 17, 127, 1000, 4097} (the pairs above 1000 x 4097 left out for the
+ * CPU reference's time), D 128 or 64, both causal alignments, both layouts,
+ * padded strides, the LSE.  Returns 0 past the last case. */
+int gpu_lengths_case(const char *family, int n_lens, int i, gpu_case *c);
 /* `count` device buffers of `elems` bf16 values each, filled with a repeating
  * 1M-element Gaussian pattern (inputs for timing, not for checking); freed
  * with gpu_free_buffers.  Fails the calling cmocka test on error. */
