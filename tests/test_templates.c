@@ -9,17 +9,11 @@
 #include <string.h>
 #include <cmocka.h>
 #include "gen/gen.h"
+#include "support/gen_harness.h"
 #include "runtime/kernel_args.h"
 #include "runtime/nvrtc.h"
 
 static mx_gen *g;
-
-static char *call(const char *fn, const char *a1, const char *a2) {
-    char *out = NULL;
-    mxattn_status st = mx_gen_call(g, fn, a1, a2, &out);
-    if (st != MXATTN_OK) fail_msg("%s(%s): %s", fn, a1 ? a1 : "", mxattn_last_error());
-    return out;
-}
 
 static void test_f16_grid_renders_deterministically(void **state) {
     static const int dims[] = {8, 17, 40, 64, 80, 96, 100, 128, 160, 192, 256};
@@ -36,8 +30,8 @@ static void test_f16_grid_renders_deterministically(void **state) {
                 assert_non_null(strstr(mxattn_last_error(), "invalid configuration"));
                 continue;
             }
-            a = call("render", params, NULL);
-            b = call("render", canon, NULL);
+            a = gen_call(g, "render", params, NULL);
+            b = gen_call(g, "render", canon, NULL);
             assert_string_equal(a, b);                     /* byte-identical for the same table */
             assert_non_null(strstr(a, "params: family=f16"));
             assert_null(strstr(a, "#include"));           /* self-contained */
@@ -47,31 +41,24 @@ static void test_f16_grid_renders_deterministically(void **state) {
     assert_true(rendered >= 40);
 }
 
-static void expect_invalid(const char *params, const char *needle) {
-    char *out = NULL;
-    assert_int_equal(mx_gen_call(g, "render", params, NULL, &out), MXATTN_ERROR_INVALID_VALUE);
-    if (!strstr(mxattn_last_error(), needle)) fail_msg("'%s': message '%s' lacks '%s'", params, mxattn_last_error(), needle);
-    assert_null(out);
-}
-
 static void test_invalid_tables_name_the_parameter(void **state) {
-    expect_invalid("family=f16 head_dim=0", "head_dim");
-    expect_invalid("family=f16 head_dim=257", "head_dim");
-    expect_invalid("family=f16", "head_dim");
-    expect_invalid("family=f17 head_dim=64", "family");
-    expect_invalid("family=f16 head_dim=64 block_m=48", "block_m");
-    expect_invalid("family=f16 head_dim=64 block_m=128 warps=2", "block_m");
-    expect_invalid("family=f16 head_dim=64 dtype=fp32", "dtype");
-    expect_invalid("family=f16 head_dim=64 arch=sm_999", "arch");
-    expect_invalid("family=f16 head_dim=66 align=8", "align");
-    expect_invalid("family=f16 head_dim=64 bogus=1", "bogus");
-    expect_invalid("family=f16 head_dim=256 block_m=128 warps=4 block_n=64 stages=1", "registers");
-    expect_invalid("family=f16 head_dim=256 block_m=128 warps=8 block_n=128 stages=3", "shared memory");
+    gen_expect_invalid(g, "family=f16 head_dim=0", "head_dim");
+    gen_expect_invalid(g, "family=f16 head_dim=257", "head_dim");
+    gen_expect_invalid(g, "family=f16", "head_dim");
+    gen_expect_invalid(g, "family=f17 head_dim=64", "family");
+    gen_expect_invalid(g, "family=f16 head_dim=64 block_m=48", "block_m");
+    gen_expect_invalid(g, "family=f16 head_dim=64 block_m=128 warps=2", "block_m");
+    gen_expect_invalid(g, "family=f16 head_dim=64 dtype=fp32", "dtype");
+    gen_expect_invalid(g, "family=f16 head_dim=64 arch=sm_999", "arch");
+    gen_expect_invalid(g, "family=f16 head_dim=66 align=8", "align");
+    gen_expect_invalid(g, "family=f16 head_dim=64 bogus=1", "bogus");
+    gen_expect_invalid(g, "family=f16 head_dim=256 block_m=128 warps=4 block_n=64 stages=1", "registers");
+    gen_expect_invalid(g, "family=f16 head_dim=256 block_m=128 warps=8 block_n=128 stages=3", "shared memory");
 }
 
 static void test_candidates_start_with_the_default(void **state) {
-    char *cands = call("candidates", "family=f16 head_dim=128 causal=1", NULL);
-    char *knobs = call("knobs", "family=f16 head_dim=128 causal=1", NULL);
+    char *cands = gen_call(g, "candidates", "family=f16 head_dim=128 causal=1", NULL);
+    char *knobs = gen_call(g, "knobs", "family=f16 head_dim=128 causal=1", NULL);
     assert_true(strncmp(cands, knobs, strlen(knobs)) == 0);
     int lines = 1;
     for (char *p = cands; *p; p++) lines += *p == '\n';
@@ -87,7 +74,7 @@ static void test_candidates_start_with_the_default(void **state) {
 }
 
 static void test_launch_geometry(void **state) {
-    char *lp = call("launch", "family=f16 head_dim=64 block_m=64 warps=4 block_n=64 stages=2",
+    char *lp = gen_call(g, "launch", "family=f16 head_dim=64 block_m=64 warps=4 block_n=64 stages=2",
                     "batch=3 heads_q=5 heads_kv=1 seq_q=1000 seq_k=17");
     unsigned gx, gy, gz, threads, smem;
     char name[128];
@@ -104,7 +91,7 @@ static void test_launch_geometry(void **state) {
 
 /* Compiles a kernel and returns its PTX (NULL and a skip when NVRTC is absent). */
 static char *compile_ptx(const char *params, const char *arch, const char *append) {
-    char *src = call("render", params, NULL);
+    char *src = gen_call(g, "render", params, NULL);
     if (append) {
         src = realloc(src, strlen(src) + strlen(append) + 1);
         strcat(src, append);
@@ -184,7 +171,7 @@ static void test_kernel_args_layout_matches(void **state) {
     char *ptx = compile_ptx("family=f16 head_dim=64", "sm_90a", check);
     if (!ptx) skip();
     free(ptx);
-    char *src = call("render", "family=f16 head_dim=64", NULL);
+    char *src = gen_call(g, "render", "family=f16 head_dim=64", NULL);
     const char *kb = strstr(src, "struct mx_kernel_args {");
     assert_non_null(kb);
     const char *ke = strstr(kb, "};");

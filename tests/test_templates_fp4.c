@@ -10,18 +10,12 @@
 #include <string.h>
 #include <cmocka.h>
 #include "gen/gen.h"
+#include "support/gen_harness.h"
 #include "runtime/nvrtc.h"
 
 static mx_gen *g;
 static const char *FAMILIES[] = {"nvfp4", "mxfp4", "nvfp4-int8qk"};
 static const int DIMS[] = {64, 80, 96, 128, 256};
-
-static char *call(const char *fn, const char *a1, const char *a2) {
-    char *out = NULL;
-    mxattn_status st = mx_gen_call(g, fn, a1, a2, &out);
-    if (st != MXATTN_OK) fail_msg("%s(%s): %s", fn, a1 ? a1 : "", mxattn_last_error());
-    return out;
-}
 
 static void test_grid_renders_deterministically(void **state) {
     static const char *extra[] = {"", "causal=1 lse=1", "p_scale=direct", "lse=1 smooth_k=0 dtype=f16 out_dtype=f16",
@@ -32,9 +26,9 @@ static void test_grid_renders_deterministically(void **state) {
             for (size_t j = 0; j < sizeof extra / sizeof *extra; j++) {
                 char params[256], *a, *b, *canon;
                 snprintf(params, sizeof params, "family=%s head_dim=%d %s", FAMILIES[f], DIMS[i], extra[j]);
-                canon = call("validate", params, NULL);
-                a = call("render", params, NULL);
-                b = call("render", canon, NULL);
+                canon = gen_call(g, "validate", params, NULL);
+                a = gen_call(g, "render", params, NULL);
+                b = gen_call(g, "render", canon, NULL);
                 assert_string_equal(a, b);
                 char want[64];
                 snprintf(want, sizeof want, "params: family=%s", FAMILIES[f]);
@@ -48,20 +42,13 @@ static void test_grid_renders_deterministically(void **state) {
     assert_int_equal(rendered, 90);
 }
 
-static void expect_invalid(const char *params, const char *needle) {
-    char *out = NULL;
-    assert_int_equal(mx_gen_call(g, "render", params, NULL, &out), MXATTN_ERROR_INVALID_VALUE);
-    if (!strstr(mxattn_last_error(), needle)) fail_msg("'%s': message '%s' lacks '%s'", params, mxattn_last_error(), needle);
-    assert_null(out);
-}
-
 static void test_illegal_knobs_are_named(void **state) {
-    expect_invalid("family=nvfp4 head_dim=64 block_n=16", "block_n=16");
-    expect_invalid("family=mxfp4 head_dim=64 block_n=16", "multiple of 32");
-    expect_invalid("family=nvfp4 head_dim=64 arch=sm_120a block_n=32", "multiple of 64");
-    expect_invalid("family=nvfp4-int8qk head_dim=64 arch=sm_120a block_n=32", "block_n=32");
+    gen_expect_invalid(g, "family=nvfp4 head_dim=64 block_n=16", "block_n=16");
+    gen_expect_invalid(g, "family=mxfp4 head_dim=64 block_n=16", "multiple of 32");
+    gen_expect_invalid(g, "family=nvfp4 head_dim=64 arch=sm_120a block_n=32", "multiple of 64");
+    gen_expect_invalid(g, "family=nvfp4-int8qk head_dim=64 arch=sm_120a block_n=32", "block_n=32");
     /* Every candidate the enumerator offers renders. */
-    char *cands = call("candidates", "family=mxfp4 head_dim=96 arch=sm_120a", NULL);
+    char *cands = gen_call(g, "candidates", "family=mxfp4 head_dim=96 arch=sm_120a", NULL);
     int n = 0;
     for (char *line = strtok(cands, "\n"); line; line = strtok(NULL, "\n"), n++) {
         char params[512], *canon = NULL;
@@ -76,7 +63,7 @@ static void test_illegal_knobs_are_named(void **state) {
 
 /* Launch plan: kmean (smooth-K), quant_kv, quant_q, attention; eight 256-aligned sections. */
 static void test_launch_plan(void **state) {
-    char *lp = call("launch", "family=nvfp4 head_dim=80 lse=1 block_m=64 warps=4 block_n=32 stages=2",
+    char *lp = gen_call(g, "launch", "family=nvfp4 head_dim=80 lse=1 block_m=64 warps=4 block_n=32 stages=2",
                     "batch=2 heads_q=8 heads_kv=2 seq_q=100 seq_k=70");
     int kernels = 0, sections = 0;
     unsigned long long ws = 0, off, last = 0;
@@ -105,7 +92,7 @@ static void test_launch_plan(void **state) {
     /* Q codes alone: 2*8 heads x 128 rows x 64 bytes (head dim padded to 128). */
     assert_true(ws >= 2ull * 8 * 128 * 64);
     free(lp);
-    lp = call("launch", "family=mxfp4 head_dim=64 smooth_k=0", "batch=1 heads_q=1 heads_kv=1 seq_q=1 seq_k=1");
+    lp = gen_call(g, "launch", "family=mxfp4 head_dim=64 smooth_k=0", "batch=1 heads_q=1 heads_kv=1 seq_q=1 seq_k=1");
     kernels = 0;
     for (char *p = lp; (p = strstr(p, "kernel ")); p++) kernels++;
     assert_int_equal(kernels, 3);   /* no kmean without smooth-K */
@@ -116,9 +103,9 @@ static void test_launch_plan(void **state) {
 static char *compile_ptx(const char *params, const char *arch, int *spills) {
     char full[512];
     snprintf(full, sizeof full, "%s arch=%s", params, arch);
-    char *src = call("render", full, NULL);
-    char *canon = call("validate", full, NULL);
-    char *lp = call("launch", canon, "batch=1 heads_q=1 heads_kv=1 seq_q=1 seq_k=1");
+    char *src = gen_call(g, "render", full, NULL);
+    char *canon = gen_call(g, "validate", full, NULL);
+    char *lp = gen_call(g, "launch", canon, "batch=1 heads_q=1 heads_kv=1 seq_q=1 seq_k=1");
     char name[128] = "";
     for (char *line = strtok(lp, "\n"); line; line = strtok(NULL, "\n"))
         sscanf(line, "kernel %127s", name);        /* the last kernel: attention */

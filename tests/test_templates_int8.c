@@ -10,16 +10,11 @@
 #include <string.h>
 #include <cmocka.h>
 #include "gen/gen.h"
+#include "support/gen_harness.h"
 #include "runtime/nvrtc.h"
 
 static mx_gen *g;
 static const char *FAMILIES[] = {"int8-f16", "int8-fp8"};
-
-static char *call(const char *fn, const char *a1, const char *a2) {
-    char *out = NULL;
-    if (mx_gen_call(g, fn, a1, a2, &out) != MXATTN_OK) fail_msg("%s(%s): %s", fn, a1 ? a1 : "", mxattn_last_error());
-    return out;
-}
 
 static void test_grid_renders_deterministically(void **state) {
     static const int dims[] = {64, 80, 96, 128, 256};
@@ -35,8 +30,8 @@ static void test_grid_renders_deterministically(void **state) {
                     assert_non_null(strstr(mxattn_last_error(), "invalid configuration"));
                     continue;
                 }
-                a = call("render", params, NULL);
-                b = call("render", canon, NULL);
+                a = gen_call(g, "render", params, NULL);
+                b = gen_call(g, "render", canon, NULL);
                 assert_string_equal(a, b);
                 assert_non_null(strstr(a, "params: family=int8-"));
                 assert_null(strstr(a, "#include"));
@@ -48,21 +43,14 @@ static void test_grid_renders_deterministically(void **state) {
     assert_true(rendered >= 50);
 }
 
-static void expect_invalid(const char *params, const char *needle) {
-    char *out = NULL;
-    assert_int_equal(mx_gen_call(g, "render", params, NULL, &out), MXATTN_ERROR_INVALID_VALUE);
-    if (!strstr(mxattn_last_error(), needle)) fail_msg("'%s': message '%s' lacks '%s'", params, mxattn_last_error(), needle);
-    assert_null(out);
-}
-
 static void test_illegal_tables_say_why(void **state) {
-    expect_invalid("family=int8-fp8 head_dim=64 block_m=64 warps=4 block_n=16", "block_n a multiple of 32");
-    expect_invalid("family=int8-fp8 head_dim=64 arch=sm_80", "sm_89");
-    expect_invalid("family=int8-fp8 head_dim=64 arch=sm_86", "sm_89");
-    char *src = call("render", "family=int8-f16 head_dim=64 arch=sm_80 block_m=64 warps=4 block_n=16", NULL);
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 block_m=64 warps=4 block_n=16", "block_n a multiple of 32");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 arch=sm_80", "sm_89");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 arch=sm_86", "sm_89");
+    char *src = gen_call(g, "render", "family=int8-f16 head_dim=64 arch=sm_80 block_m=64 warps=4 block_n=16", NULL);
     free(src);
     /* Every candidate the tuner would time is legal, and none of int8-fp8's has block_n=16. */
-    char *cands = call("candidates", "family=int8-fp8 head_dim=128", NULL);
+    char *cands = gen_call(g, "candidates", "family=int8-fp8 head_dim=128", NULL);
     int n = 0;
     for (char *line = strtok(cands, "\n"); line; line = strtok(NULL, "\n"), n++)
         assert_null(strstr(line, "block_n=16 "));
@@ -78,7 +66,7 @@ static unsigned long long plan_value(const char *plan, const char *fmt) {
 }
 
 static void test_launch_plan(void **state) {
-    char *lp = call("launch", "family=int8-fp8 head_dim=80 block_m=64 warps=4 block_n=32 stages=2",
+    char *lp = gen_call(g, "launch", "family=int8-fp8 head_dim=80 block_m=64 warps=4 block_n=32 stages=2",
                     "batch=2 heads_q=6 heads_kv=2 seq_q=100 seq_k=17");
     char n1[128], n2[128], n3[128];
     unsigned g[3][3], threads[3], smem[3];
@@ -109,8 +97,8 @@ static void test_launch_plan(void **state) {
 
 /* Compiles a table; returns its PTX (NULL: no NVRTC) and the attention kernel's usage. */
 static char *compile(const char *params, const char *arch, mx_ptxas_usage *usage) {
-    char *src = call("render", params, NULL);
-    char *lp = call("launch", params, "batch=1 heads_q=1 heads_kv=1 seq_q=128 seq_k=128 head_dim=64");
+    char *src = gen_call(g, "render", params, NULL);
+    char *lp = gen_call(g, "launch", params, "batch=1 heads_q=1 heads_kv=1 seq_q=128 seq_k=128 head_dim=64");
     char name[128] = "";
     const char *k = strstr(lp, "kernel ");
     for (const char *next; k && (next = strstr(k + 1, "kernel ")); k = next) {}

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "gen/gen.h"
+#include "support/gen_harness.h"
 #include "runtime/nvrtc.h"
 
 static mx_gen *g;
@@ -24,13 +25,6 @@ static mx_gen *g;
 
 static const int DIMS[] = {64, 80, 96, 128, 256};
 #define N_DIMS (int)(sizeof DIMS / sizeof *DIMS)
-
-__attribute__((noinline)) static char *call(const char *fn, const char *a1, const char *a2) {
-    char *out = NULL;
-    mxattn_status st = mx_gen_call(g, fn, a1, a2, &out);
-    if (st != MXATTN_OK) fail_msg("%s(%s): %s", fn, a1 ? a1 : "", mxattn_last_error());
-    return out;
-}
 
 /* The knobs of a head dim's largest legal tile (block_n 64 above D=128). */
 static const char *knobs_for(int d) {
@@ -44,8 +38,9 @@ static void test_renders_deterministically(void **state) {
         for (size_t j = 0; j < sizeof extra / sizeof *extra; j++) {
             char params[256];
             snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d %s %s", DIMS[i], knobs_for(DIMS[i]), extra[j]);
-            char *canon = call("validate", params, NULL);
-            char *a = call("render", params, NULL), *b = call("render", canon, NULL), *c = call("render", params, NULL);
+            char *canon = gen_call(g, "validate", params, NULL);
+            char *a = gen_call(g, "render", params, NULL), *b = gen_call(g, "render", canon, NULL);
+            char *c = gen_call(g, "render", params, NULL);
             assert_string_equal(a, b);
             assert_string_equal(a, c);
             assert_non_null(strstr(a, "params: family=int8-fp8"));
@@ -87,7 +82,7 @@ static void test_quant_kernels_unchanged(void **state) {
         char p_mma[256], p_wg[256];
         snprintf(p_mma, sizeof p_mma, "family=int8-fp8 %s variant=mma block_m=128 warps=8 block_n=64 stages=2", shapes[i]);
         snprintf(p_wg, sizeof p_wg, "family=int8-fp8 %s variant=wgmma block_m=128 warps=8 block_n=64 stages=2", shapes[i]);
-        char *a = call("render", p_mma, NULL), *b = call("render", p_wg, NULL);
+        char *a = gen_call(g, "render", p_mma, NULL), *b = gen_call(g, "render", p_wg, NULL);
         char *qa = quant_part(a), *qb = quant_part(b);
         assert_non_null(qa);
         assert_non_null(qb);
@@ -118,7 +113,7 @@ static void test_launch_plan_and_tensor_maps(void **state) {
         snprintf(mma_params, sizeof mma_params, "family=int8-fp8 head_dim=%d variant=mma block_m=128 warps=8 block_n=64 stages=2",
                  cases[i].d);
         const char *problem = "batch=3 heads_q=8 heads_kv=2 seq_q=1000 seq_k=17";
-        char *lp = call("launch", params, problem), *lp_mma = call("launch", mma_params, problem);
+        char *lp = gen_call(g, "launch", params, problem), *lp_mma = gen_call(g, "launch", mma_params, problem);
         /* Same workspace and sections as the mma variant with the same block_m/block_n. */
         assert_int_equal(plan_value(lp, "workspace "), plan_value(lp_mma, "workspace "));
         for (int s = 1; s < 8; s++) {
@@ -154,25 +149,23 @@ static void test_launch_plan_and_tensor_maps(void **state) {
     }
 }
 
-static void expect_invalid(const char *params, const char *needle) {
-    char *out = NULL;
-    assert_int_equal(mx_gen_call(g, "validate", params, NULL, &out), MXATTN_ERROR_INVALID_VALUE);
-    if (!strstr(mxattn_last_error(), needle))
-        fail_msg("'%s': message '%s' lacks '%s'", params, mxattn_last_error(), needle);
-    assert_null(out);
-}
-
 static void test_invalid_tables_name_the_parameter(void **state) {
-    expect_invalid("family=int8-fp8 head_dim=64 arch=sm_89 " KNOBS, "arch");
-    expect_invalid("family=int8-fp8 head_dim=64 variant=wgmma block_m=32 warps=8 block_n=64 stages=2", "block_m");
-    expect_invalid("family=int8-fp8 head_dim=64 variant=wgmma block_m=256 warps=8 block_n=64 stages=2", "block_m");
-    expect_invalid("family=int8-fp8 head_dim=64 variant=wgmma block_m=128 warps=4 block_n=64 stages=2", "warps");
-    expect_invalid("family=int8-fp8 head_dim=64 variant=wgmma block_m=64 warps=12 block_n=64 stages=2", "warps");
-    expect_invalid("family=int8-fp8 head_dim=64 variant=wgmma block_m=128 warps=8 block_n=16 stages=2", "block_n");
-    expect_invalid("family=int8-fp8 head_dim=64 variant=wgmma block_m=128 warps=8 block_n=64 stages=1", "stages");
-    expect_invalid("family=int8-fp8 head_dim=256 variant=wgmma block_m=128 warps=8 block_n=128 stages=2", "block_n");
-    expect_invalid("family=int8-fp8 head_dim=64 variant=wgmma q_regs=0 block_m=128 warps=8 block_n=64 stages=2", "q_regs");
-    expect_invalid("family=int8-f16 head_dim=64 " KNOBS, "variant");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 arch=sm_89 " KNOBS, "arch");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=32 warps=8 block_n=64 stages=2",
+                          "block_m");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=256 warps=8 block_n=64 stages=2",
+                          "block_m");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=128 warps=4 block_n=64 stages=2", "warps");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=64 warps=12 block_n=64 stages=2", "warps");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=128 warps=8 block_n=16 stages=2",
+                          "block_n");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=128 warps=8 block_n=64 stages=1",
+                          "stages");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=256 variant=wgmma block_m=128 warps=8 block_n=128 stages=2",
+                          "block_n");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma q_regs=0 block_m=128 warps=8 block_n=64 stages=2",
+                          "q_regs");
+    gen_expect_invalid(g, "family=int8-f16 head_dim=64 " KNOBS, "variant");
 }
 
 /* On sm_90a the default is wgmma (checked on the H200) and every wgmma
@@ -182,10 +175,10 @@ static void test_default_is_wgmma_on_hopper(void **state) {
     for (int i = 0; i < 2; i++) {
         char params[128];
         snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d", dims[i]);
-        char *knobs = call("knobs", params, NULL);
+        char *knobs = gen_call(g, "knobs", params, NULL);
         assert_non_null(strstr(knobs, "variant=wgmma"));
         free(knobs);
-        char *cands = call("candidates", params, NULL);
+        char *cands = gen_call(g, "candidates", params, NULL);
         int seen_mma = 0, n_wgmma = 0, n = 0;
         for (char *line = strtok(cands, "\n"); line; line = strtok(NULL, "\n"), n++) {
             int wg = strstr(line, "variant=wgmma") != NULL;
@@ -197,11 +190,11 @@ static void test_default_is_wgmma_on_hopper(void **state) {
         assert_true(n > n_wgmma);
         free(cands);
     }
-    char *elsewhere = call("knobs", "family=int8-fp8 head_dim=128 arch=sm_89", NULL);
+    char *elsewhere = gen_call(g, "knobs", "family=int8-fp8 head_dim=128 arch=sm_89", NULL);
     assert_non_null(strstr(elsewhere, "variant=mma"));
     free(elsewhere);
     /* Asking for the variant alone gives its own default tile. */
-    char *knobs = call("knobs", "family=int8-fp8 head_dim=128 variant=wgmma", NULL);
+    char *knobs = gen_call(g, "knobs", "family=int8-fp8 head_dim=128 variant=wgmma", NULL);
     assert_non_null(strstr(knobs, "variant=wgmma"));
     assert_non_null(strstr(knobs, "block_m=64"));
     free(knobs);
@@ -210,8 +203,8 @@ static void test_default_is_wgmma_on_hopper(void **state) {
 /* Compiles the attention kernel (the launch plan's last) with NVRTC; returns
  * 0 (and the caller skips) when NVRTC is absent. */
 static int compile(const char *params, mx_compile_result *r) {
-    char *src = call("render", params, NULL);
-    char *lp = call("launch", params, "batch=1 heads_q=1 heads_kv=1 seq_q=128 seq_k=128");
+    char *src = gen_call(g, "render", params, NULL);
+    char *lp = gen_call(g, "launch", params, "batch=1 heads_q=1 heads_kv=1 seq_q=128 seq_k=128");
     char kernel[128] = "";
     const char *k = strstr(lp, "kernel ");
     for (const char *next; k && (next = strstr(k + 1, "kernel ")); k = next) {}
@@ -292,19 +285,25 @@ static void test_overlap_validates(void **state) {
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
         char params[256];
         snprintf(params, sizeof params, "family=int8-fp8 %s", ok[i]);
-        char *canon = call("validate", params, NULL);
+        char *canon = gen_call(g, "validate", params, NULL);
         assert_non_null(strstr(canon, "overlap=1"));
         free(canon);
     }
-    expect_invalid("family=int8-fp8 head_dim=128 variant=wgmma overlap=1 block_m=128 warps=8 block_n=64 stages=2", "overlap");
-    expect_invalid("family=int8-fp8 head_dim=128 variant=wgmma overlap=1 block_m=64 warps=8 block_n=64 stages=2", "overlap");
-    expect_invalid("family=int8-fp8 head_dim=64 variant=wgmma overlap=1 block_m=64 warps=4 block_n=64 stages=2", "overlap");
-    expect_invalid("family=int8-fp8 head_dim=128 variant=mma overlap=1 block_m=128 warps=8 block_n=64 stages=2", "overlap");
-    expect_invalid("family=int8-fp8 head_dim=128 arch=sm_89 overlap=1 block_m=128 warps=8 block_n=64 stages=2", "overlap");
-    expect_invalid("family=int8-f16 head_dim=128 overlap=1 block_m=128 warps=8 block_n=64 stages=2", "overlap");
+    gen_expect_invalid(g,
+                       "family=int8-fp8 head_dim=128 variant=wgmma overlap=1 block_m=128 warps=8 block_n=64 stages=2",
+                       "overlap");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma overlap=1 block_m=64 warps=8 block_n=64 stages=2",
+                          "overlap");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma overlap=1 block_m=64 warps=4 block_n=64 stages=2",
+                          "overlap");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=mma overlap=1 block_m=128 warps=8 block_n=64 stages=2",
+                          "overlap");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 arch=sm_89 overlap=1 block_m=128 warps=8 block_n=64 stages=2",
+                          "overlap");
+    gen_expect_invalid(g, "family=int8-f16 head_dim=128 overlap=1 block_m=128 warps=8 block_n=64 stages=2", "overlap");
     /* Over 128 channels O, S(t) and P(t-1) V(t-1)'s accumulator do not fit at once. */
-    expect_invalid("family=int8-fp8 head_dim=144 " PP "block_n=64 stages=2", "overlap=1");
-    expect_invalid("family=int8-fp8 head_dim=256 " PP "block_n=32 stages=2", "overlap=1");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=144 " PP "block_n=64 stages=2", "overlap=1");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=256 " PP "block_n=32 stages=2", "overlap=1");
 }
 
 /* Deterministic, another kernel than overlap=0 (another name, so another
@@ -321,9 +320,10 @@ static void test_overlap_renders(void **state) {
             snprintf(plain, sizeof plain, "family=int8-fp8 head_dim=%d variant=wgmma block_m=128 warps=12 %s", DIMS[i],
                      extra[j]);
             snprintf(mma, sizeof mma, "family=int8-fp8 head_dim=%d variant=mma block_m=128 warps=8 %s", DIMS[i], extra[j]);
-            char *canon = call("validate", params, NULL);
-            char *a = call("render", params, NULL), *b = call("render", canon, NULL), *c = call("render", plain, NULL);
-            char *m = call("render", mma, NULL);
+            char *canon = gen_call(g, "validate", params, NULL);
+            char *a = gen_call(g, "render", params, NULL), *b = gen_call(g, "render", canon, NULL);
+            char *c = gen_call(g, "render", plain, NULL);
+            char *m = gen_call(g, "render", mma, NULL);
             assert_string_equal(a, b);
             assert_non_null(strstr(a, "overlap=1"));
             assert_non_null(strstr(a, "sched_wait(wg)"));
@@ -358,7 +358,7 @@ static void test_overlap_ranks_above_its_plain_tile(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char params[64], with[160], without[160];
         snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d arch=sm_90a", cases[i].d);
-        char *cands = call("candidates", params, NULL);
+        char *cands = gen_call(g, "candidates", params, NULL);
         assert_non_null(strstr(cands, "overlap=0"));
         assert_true(strncmp(cands, "variant=wgmma overlap=0 exp_poly=0", 34) == 0);
         snprintf(with, sizeof with, "variant=wgmma overlap=1 exp_poly=0 block_m=128 %s", cases[i].tile);
@@ -376,7 +376,7 @@ static void test_overlap_ranks_above_its_plain_tile(void **state) {
         }
         free(cands);
     }
-    char *cands = call("candidates", "family=int8-fp8 head_dim=256 arch=sm_90a", NULL);
+    char *cands = gen_call(g, "candidates", "family=int8-fp8 head_dim=256 arch=sm_90a", NULL);
     assert_non_null(strstr(cands, "overlap=0"));
     assert_null(strstr(cands, "overlap=1"));
     free(cands);
@@ -467,10 +467,10 @@ static int count_ex2(const char *ptx) {
  * 8-key columns leave ex2 for the polynomial, in both schedules, without
  * spills; exp_poly=0 is the kernel as it was. */
 static void test_exp_poly(void **state) {
-    expect_invalid("family=int8-fp8 head_dim=128 variant=mma exp_poly=1 block_m=128 warps=8 block_n=64 stages=2",
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=mma exp_poly=1 block_m=128 warps=8 block_n=64 stages=2",
                    "exp_poly");
-    expect_invalid("family=f16 head_dim=128 exp_poly=1", "exp_poly");
-    expect_invalid("family=int8-f16 head_dim=128 exp_poly=2", "exp_poly");
+    gen_expect_invalid(g, "family=f16 head_dim=128 exp_poly=1", "exp_poly");
+    gen_expect_invalid(g, "family=int8-f16 head_dim=128 exp_poly=2", "exp_poly");
     static const char *schedules[] = {"variant=wgmma block_m=64 warps=4 block_n=128 stages=2",
                                       PP "block_n=128 stages=2"};
     for (int s = 0; s < 2; s++) {

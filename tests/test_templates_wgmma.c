@@ -10,6 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "gen/gen.h"
+#include "support/gen_harness.h"
 #include "runtime/nvrtc.h"
 
 static mx_gen *g;
@@ -19,13 +20,6 @@ static mx_gen *g;
 static const int DIMS[] = {64, 72, 80, 96, 128, 192, 256};
 #define N_DIMS (int)(sizeof DIMS / sizeof *DIMS)
 
-__attribute__((noinline)) static char *call(const char *fn, const char *a1, const char *a2) {
-    char *out = NULL;
-    mxattn_status st = mx_gen_call(g, fn, a1, a2, &out);
-    if (st != MXATTN_OK) fail_msg("%s(%s): %s", fn, a1 ? a1 : "", mxattn_last_error());
-    return out;
-}
-
 static void test_renders_deterministically(void **state) {
     static const char *extra[] = {"", "causal=1 lse=1", "dtype=f16 out_dtype=f16", "dtype=f16 out_dtype=bf16 causal=1",
                                   "block_m=64 warps=4 block_n=32 stages=3"};
@@ -33,8 +27,9 @@ static void test_renders_deterministically(void **state) {
         for (size_t j = 0; j < sizeof extra / sizeof *extra; j++) {
             char params[256];
             snprintf(params, sizeof params, "family=f16 head_dim=%d " KNOBS " %s", DIMS[i], extra[j]);
-            char *canon = call("validate", params, NULL);
-            char *a = call("render", params, NULL), *b = call("render", canon, NULL), *c = call("render", params, NULL);
+            char *canon = gen_call(g, "validate", params, NULL);
+            char *a = gen_call(g, "render", params, NULL), *b = gen_call(g, "render", canon, NULL);
+            char *c = gen_call(g, "render", params, NULL);
             assert_string_equal(a, b);
             assert_string_equal(a, c);
             assert_non_null(strstr(a, "params: family=f16"));
@@ -52,7 +47,7 @@ static void test_launch_asks_for_tensor_maps(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char params[256], want[64];
         snprintf(params, sizeof params, "family=f16 head_dim=%d " KNOBS, cases[i].d);
-        char *lp = call("launch", params, "batch=3 heads_q=8 heads_kv=2 seq_q=1000 seq_k=17");
+        char *lp = gen_call(g, "launch", params, "batch=3 heads_q=8 heads_kv=2 seq_q=1000 seq_k=17");
         unsigned gx, gy, gz, threads, smem;
         char name[128];
         const char *k = strstr(lp, "kernel ");
@@ -73,30 +68,27 @@ static void test_launch_asks_for_tensor_maps(void **state) {
     }
 }
 
-static void expect_invalid(const char *params, const char *needle) {
-    char *out = NULL;
-    assert_int_equal(mx_gen_call(g, "validate", params, NULL, &out), MXATTN_ERROR_INVALID_VALUE);
-    if (!strstr(mxattn_last_error(), needle))
-        fail_msg("'%s': message '%s' lacks '%s'", params, mxattn_last_error(), needle);
-    assert_null(out);
-}
-
 static void test_invalid_tables_name_the_parameter(void **state) {
-    expect_invalid("family=f16 head_dim=64 arch=sm_80 " KNOBS, "arch");
-    expect_invalid("family=f16 head_dim=64 align=4 " KNOBS, "align");
-    expect_invalid("family=f16 head_dim=64 variant=wgmma q_regs=1 block_m=128 warps=8 block_n=64 stages=2", "q_regs");
-    expect_invalid("family=f16 head_dim=64 variant=wgmma q_regs=0 block_m=32 warps=8 block_n=64 stages=2", "block_m");
-    expect_invalid("family=f16 head_dim=64 variant=wgmma q_regs=0 block_m=128 warps=4 block_n=64 stages=2", "warps");
-    expect_invalid("family=f16 head_dim=64 variant=wgmma q_regs=0 block_m=64 warps=12 block_n=64 stages=2", "warps");
-    expect_invalid("family=f16 head_dim=64 variant=wgmma q_regs=0 block_m=128 warps=8 block_n=64 stages=1", "stages");
-    expect_invalid("family=f16 head_dim=256 variant=wgmma q_regs=0 block_m=128 warps=8 block_n=128 stages=2",
+    gen_expect_invalid(g, "family=f16 head_dim=64 arch=sm_80 " KNOBS, "arch");
+    gen_expect_invalid(g, "family=f16 head_dim=64 align=4 " KNOBS, "align");
+    gen_expect_invalid(g, "family=f16 head_dim=64 variant=wgmma q_regs=1 block_m=128 warps=8 block_n=64 stages=2",
+                          "q_regs");
+    gen_expect_invalid(g, "family=f16 head_dim=64 variant=wgmma q_regs=0 block_m=32 warps=8 block_n=64 stages=2",
+                          "block_m");
+    gen_expect_invalid(g, "family=f16 head_dim=64 variant=wgmma q_regs=0 block_m=128 warps=4 block_n=64 stages=2",
+                          "warps");
+    gen_expect_invalid(g, "family=f16 head_dim=64 variant=wgmma q_regs=0 block_m=64 warps=12 block_n=64 stages=2",
+                          "warps");
+    gen_expect_invalid(g, "family=f16 head_dim=64 variant=wgmma q_regs=0 block_m=128 warps=8 block_n=64 stages=1",
+                          "stages");
+    gen_expect_invalid(g, "family=f16 head_dim=256 variant=wgmma q_regs=0 block_m=128 warps=8 block_n=128 stages=2",
                    "shared memory");
-    expect_invalid("family=int8-f16 head_dim=64 " KNOBS, "variant");
+    gen_expect_invalid(g, "family=int8-f16 head_dim=64 " KNOBS, "variant");
 }
 
 /* Compiles with NVRTC; returns 0 (and skips) when NVRTC is absent. */
 static int compile(const char *params, mx_compile_result *r) {
-    char *src = call("render", params, NULL);
+    char *src = gen_call(g, "render", params, NULL);
     mx_compile_options opt = {.arch = "sm_90a", .want_ptx = 1};
     const char *name = strstr(src, "mxattn_f16_d");
     char kernel[64] = "";
@@ -169,7 +161,7 @@ static void test_overlap0_source_is_pinned(void **state) {
     };
     int stale = 0;
     for (size_t i = 0; i < sizeof pins / sizeof *pins; i++) {
-        char *a = call("render", pins[i].params, NULL);
+        char *a = gen_call(g, "render", pins[i].params, NULL);
         unsigned long long h = fnv1a(a);
         assert_null(strstr(a, "sched_wait"));
         if (h != pins[i].hash) {
@@ -193,9 +185,10 @@ static void test_overlap_renders(void **state) {
             snprintf(params, sizeof params, "family=f16 head_dim=%d " PP "%s", DIMS[i], extra[j]);
             snprintf(plain, sizeof plain, "family=f16 head_dim=%d variant=wgmma q_regs=0 block_m=128 warps=12 %s",
                      DIMS[i], extra[j]);
-            char *canon = call("validate", params, NULL);
+            char *canon = gen_call(g, "validate", params, NULL);
             assert_non_null(strstr(canon, "overlap=1"));
-            char *a = call("render", params, NULL), *b = call("render", canon, NULL), *c = call("render", plain, NULL);
+            char *a = gen_call(g, "render", params, NULL), *b = gen_call(g, "render", canon, NULL);
+            char *c = gen_call(g, "render", plain, NULL);
             assert_string_equal(a, b);
             assert_non_null(strstr(a, "overlap=1"));
             assert_non_null(strstr(a, "sched_wait(wg)"));
@@ -213,15 +206,19 @@ static void test_overlap_renders(void **state) {
 }
 
 static void test_overlap_needs_two_consumers_and_a_producer(void **state) {
-    expect_invalid("family=f16 head_dim=128 variant=wgmma q_regs=0 overlap=1 block_m=128 warps=8 block_n=64 stages=2",
-                   "overlap");
-    expect_invalid("family=f16 head_dim=128 variant=wgmma q_regs=0 overlap=1 block_m=64 warps=8 block_n=64 stages=2",
-                   "overlap");
-    expect_invalid("family=f16 head_dim=64 variant=wgmma q_regs=0 overlap=1 block_m=64 warps=4 block_n=64 stages=2",
-                   "overlap");
-    expect_invalid("family=f16 head_dim=128 variant=mma q_regs=0 overlap=1 block_m=128 warps=8 block_n=64 stages=2",
-                   "overlap");
-    char *ok = call("validate", "family=f16 head_dim=128 " PP "block_n=128 stages=3", NULL);
+    gen_expect_invalid(g,
+                       "family=f16 head_dim=128 variant=wgmma q_regs=0 overlap=1 block_m=128 warps=8 block_n=64 stages=2",
+                       "overlap");
+    gen_expect_invalid(g,
+                       "family=f16 head_dim=128 variant=wgmma q_regs=0 overlap=1 block_m=64 warps=8 block_n=64 stages=2",
+                       "overlap");
+    gen_expect_invalid(g,
+                       "family=f16 head_dim=64 variant=wgmma q_regs=0 overlap=1 block_m=64 warps=4 block_n=64 stages=2",
+                       "overlap");
+    gen_expect_invalid(g,
+                       "family=f16 head_dim=128 variant=mma q_regs=0 overlap=1 block_m=128 warps=8 block_n=64 stages=2",
+                       "overlap");
+    char *ok = gen_call(g, "validate", "family=f16 head_dim=128 " PP "block_n=128 stages=3", NULL);
     free(ok);
 }
 
@@ -229,7 +226,7 @@ static void test_overlap_needs_two_consumers_and_a_producer(void **state) {
  * without it; the first line, the default, is the H200-checked overlap=1
  * tile (block_m=128, warps=12, block_n=128, stages=3). */
 static void test_overlap_ranks_above_its_plain_tile(void **state) {
-    char *cands = call("candidates", "family=f16 head_dim=128 arch=sm_90a", NULL);
+    char *cands = gen_call(g, "candidates", "family=f16 head_dim=128 arch=sm_90a", NULL);
     assert_non_null(strstr(cands, "overlap=0"));
     assert_true(strncmp(cands, "variant=wgmma q_regs=0 overlap=1 block_m=128 block_n=128 warps=12 stages=3", 74) == 0);
     const char *with = strstr(cands, "variant=wgmma q_regs=0 overlap=1 block_m=128 block_n=128 warps=12 stages=2");

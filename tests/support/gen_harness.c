@@ -1,0 +1,20 @@
+#include "gen_harness.h"
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+char *gen_call(mx_gen *g, const char *fn, const char *a1, const char *a2) {
+    char *out = NULL;
+    mxattn_status st = mx_gen_call(g, fn, a1, a2, &out);
+    if (st != MXATTN_OK) fail_msg("%s(%s): %s", fn, a1 ? a1 : "", mxattn_last_error());
+    return out;
+}
+
+void gen_expect_invalid(mx_gen *g, const char *params, const char *needle) {
+    char *out = NULL;
+    assert_int_equal(mx_gen_call(g, "render", params, NULL, &out), MXATTN_ERROR_INVALID_VALUE);
+    if (!strstr(mxattn_last_error(), needle)) fail_msg("'%s': message '%s' lacks '%s'", params, mxattn_last_error(), needle);
+    assert_null(out);
+}

@@ -1,0 +1,14 @@
+/* Helpers of the template tests (test_templates*.c): calls into the template
+ * engine that fail the calling cmocka test with the engine's message. */
+#ifndef MXATTN_TESTS_GEN_HARNESS_H
+#define MXATTN_TESTS_GEN_HARNESS_H
+
+#include "gen/gen.h"
+
+/* mx_gen_call(g, fn, a1, a2), failing the test on error; the caller frees the result. */
+char *gen_call(mx_gen *g, const char *fn, const char *a1, const char *a2);
+/* Asserts that rendering `params` is refused as an invalid value, with a
+ * message that contains `needle`, and returns no source. */
+void gen_expect_invalid(mx_gen *g, const char *params, const char *needle);
+
+#endif
