@@ -11,7 +11,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,17 +20,13 @@
 #include "support/gpu_harness.h"
 #include "tuner/tune_logic.h"
 #include "util/err.h"
+#include "support/temp_dir.h"
 
 static const int HEAD_DIMS[] = {64, 80, 96, 128, 192};
 #define N_DIMS (int)(sizeof HEAD_DIMS / sizeof HEAD_DIMS[0])
 #define CAP 24   /* candidates per head dim: the prior's best 24, default first */
 
 static char g_dir[64], g_tuned_db[128], g_cold_db[128];
-
-static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
-    (void)sb; (void)type; (void)ftw;
-    return remove(path);
-}
 
 static mxattn_problem problem_for(int head_dim) {
     mxattn_problem p;
@@ -171,8 +166,7 @@ int main(void) {
     gpu_open_or_skip(&dev, "gpu_tune");
     printf("# %s (%s), %d SMs, L2 %d MB\n", dev.name, dev.arch, dev.sm_count, dev.l2_bytes >> 20);
     mx_device_close(&dev);
-    strcpy(g_dir, "/tmp/mxattn-gpu-tune-XXXXXX");
-    if (!mkdtemp(g_dir)) return 1;
+    if (temp_dir_make(g_dir, sizeof g_dir, "mxattn-gpu-tune")) return 1;
     snprintf(g_tuned_db, sizeof g_tuned_db, "%s/tuned.db", g_dir);
     snprintf(g_cold_db, sizeof g_cold_db, "%s/cold.db", g_dir);
     const struct CMUnitTest tests[] = {
@@ -181,6 +175,6 @@ int main(void) {
         cmocka_unit_test(test_later_plans_use_the_database),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    nftw(g_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    temp_dir_remove(g_dir);
     return failed;
 }

@@ -9,7 +9,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 
 #include "cache/cache.h"
 #include "util/err.h"
+#include "support/temp_dir.h"
 
 #define WRITERS 6
 #define ROWS_PER_WRITER 200
@@ -27,22 +27,16 @@
 static char g_dir[64];
 static char g_db[128];
 
-static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
-    (void)sb; (void)type; (void)ftw;
-    return remove(path);
-}
-
 static int make_dir(void **state) {
     (void)state;
-    strcpy(g_dir, "/tmp/mxattn-concurrent-XXXXXX");
-    if (!mkdtemp(g_dir)) return -1;
+    if (temp_dir_make(g_dir, sizeof g_dir, "mxattn-concurrent")) return -1;
     snprintf(g_db, sizeof g_db, "%s/shared/mxattn.db", g_dir);
     return 0;
 }
 
 static int remove_dir(void **state) {
     (void)state;
-    return nftw(g_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return temp_dir_remove(g_dir);
 }
 
 static mx_tune_key key_for(int writer, int row) {

@@ -9,7 +9,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,19 +18,14 @@
 
 #include "cache/cache.h"
 #include "util/err.h"
+#include "support/temp_dir.h"
 
 static char g_dir[64];
 static char g_db[128];
 
-static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
-    (void)sb; (void)type; (void)ftw;
-    return remove(path);
-}
-
 static int make_dir(void **state) {
     (void)state;
-    strcpy(g_dir, "/tmp/mxattn-recovery-XXXXXX");
-    if (!mkdtemp(g_dir)) return -1;
+    if (temp_dir_make(g_dir, sizeof g_dir, "mxattn-recovery")) return -1;
     snprintf(g_db, sizeof g_db, "%s/mxattn.db", g_dir);
     return 0;
 }
@@ -39,7 +33,7 @@ static int make_dir(void **state) {
 static int remove_dir(void **state) {
     (void)state;
     chmod(g_dir, 0700);
-    return nftw(g_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return temp_dir_remove(g_dir);
 }
 
 static void write_file(const char *path, const void *data, size_t n) {

@@ -6,7 +6,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <ftw.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,24 +14,19 @@
 
 #include "cache/cache.h"
 #include "util/err.h"
+#include "support/temp_dir.h"
 #include "util/sha256.h"
 
 static char g_dir[64];
 
-static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
-    (void)sb; (void)type; (void)ftw;
-    return remove(path);
-}
-
 static int make_dir(void **state) {
     (void)state;
-    strcpy(g_dir, "/tmp/mxattn-transfer-XXXXXX");
-    return mkdtemp(g_dir) ? 0 : -1;
+    return temp_dir_make(g_dir, sizeof g_dir, "mxattn-transfer");
 }
 
 static int remove_dir(void **state) {
     (void)state;
-    return nftw(g_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return temp_dir_remove(g_dir);
 }
 
 static const char *in_dir(const char *name) {

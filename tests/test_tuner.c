@@ -9,7 +9,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <ftw.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -23,18 +22,14 @@
 #include "tuner/tune.h"
 #include "tuner/tune_logic.h"
 #include "util/err.h"
+#include "support/temp_dir.h"
 
 static char g_dir[64];
 
-static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
-    (void)sb; (void)type; (void)ftw;
-    return remove(path);
-}
 static int make_dir(void **state) {
-    strcpy(g_dir, "/tmp/mxattn-tuner-XXXXXX");
-    return mkdtemp(g_dir) ? 0 : -1;
+    return temp_dir_make(g_dir, sizeof g_dir, "mxattn-tuner");
 }
-static int remove_dir(void **state) { return nftw(g_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static int remove_dir(void **state) { return temp_dir_remove(g_dir); }
 static void db_path(char *out, size_t cap) { snprintf(out, cap, "%s/tune.db", g_dir); }
 
 static mx_measurement meas(const char *config, const char *status, double ms, double spread) {

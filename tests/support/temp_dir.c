@@ -1,0 +1,18 @@
+#include "temp_dir.h"
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+int temp_dir_make(char *dir, size_t cap, const char *prefix) {
+    int n = snprintf(dir, cap, "/tmp/%s-XXXXXX", prefix);
+    if (n < 0 || (size_t)n >= cap) return -1;
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
+    (void)sb; (void)type; (void)ftw;
+    return remove(path);
+}
+
+int temp_dir_remove(const char *dir) { return nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }

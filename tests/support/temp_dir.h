@@ -1,0 +1,13 @@
+/* Scratch directories for the tests that write databases and files. */
+#ifndef MXATTN_TESTS_TEMP_DIR_H
+#define MXATTN_TESTS_TEMP_DIR_H
+
+#include <stddef.h>
+
+/* Creates a fresh directory "/tmp/<prefix>-XXXXXX" and writes its path to
+ * dir (cap bytes).  Returns 0, or -1 when the path does not fit or mkdtemp fails. */
+int temp_dir_make(char *dir, size_t cap, const char *prefix);
+/* Removes dir and everything below it; returns nftw's result. */
+int temp_dir_remove(const char *dir);
+
+#endif
