@@ -32,6 +32,12 @@ struct mx_cache {
     "AND layout=?14 AND seq_bucket=?15"
 #define MX_TUNE_KEY_NCOLS 15
 
+/* The eleven columns of a kernel row, in the order mx_read_kernel_numbers
+ * and the readers of a row's text and blob columns (0, 1, 3, 4, 5) expect. */
+#define MX_KERNEL_COLUMNS                                                           \
+    "key, arch, nvrtc_version, kernel_names, cubin, cubin_sha256, compile_ms, "    \
+    "registers, shared_bytes, spill_bytes, created_at"
+
 void mx_cache_lock(mx_cache *cache);
 void mx_cache_unlock(mx_cache *cache);
 
@@ -63,6 +69,8 @@ int mx_bind_tune_key(sqlite3_stmt *stmt, const mx_tune_key *key);
 mxattn_status mx_read_tune_key(sqlite3_stmt *stmt, int first, mx_tune_key *key);
 /* Copies a text column into dst[cap]; 0 if it does not fit or holds a NUL. */
 int mx_column_text_copy(sqlite3_stmt *stmt, int col, char *dst, size_t cap);
+/* The numeric fields of a kernel row selected as MX_KERNEL_COLUMNS. */
+void mx_read_kernel_numbers(sqlite3_stmt *stmt, mx_kernel_record *k);
 /* INVALID_VALUE unless every text field is NUL-terminated and non-empty where required. */
 mxattn_status mx_check_tune_key(const mx_tune_key *key);
 

@@ -27,9 +27,7 @@ static mxattn_status check_record(const mx_kernel_record *rec) {
 mxattn_status mx_kernel_insert(sqlite3 *db, const mx_kernel_record *rec, int *changed) {
     sqlite3_stmt *stmt;
     mxattn_status st = mx_db_prepare(db,
-        "INSERT OR IGNORE INTO kernels(key, arch, nvrtc_version, kernel_names, cubin, cubin_sha256,"
-        " compile_ms, registers, shared_bytes, spill_bytes, created_at)"
-        " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)", &stmt);
+        "INSERT OR IGNORE INTO kernels(" MX_KERNEL_COLUMNS ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)", &stmt);
     if (st) return st;
     sqlite3_bind_text(stmt, 1, rec->key, -1, SQLITE_STATIC);
     sqlite3_bind_text(stmt, 2, rec->arch, -1, SQLITE_STATIC);
@@ -86,6 +84,15 @@ static void delete_bad_kernel(sqlite3 *db, const char *key, const char *stored_h
     else mx_db_rollback(db);
 }
 
+void mx_read_kernel_numbers(sqlite3_stmt *stmt, mx_kernel_record *k) {
+    k->nvrtc_version = sqlite3_column_int(stmt, 2);
+    k->compile_ms = sqlite3_column_double(stmt, 6);
+    k->registers = sqlite3_column_int(stmt, 7);
+    k->shared_bytes = sqlite3_column_int(stmt, 8);
+    k->spill_bytes = sqlite3_column_int(stmt, 9);
+    k->created_at = sqlite3_column_int64(stmt, 10);
+}
+
 static mxattn_status copy_row(sqlite3_stmt *stmt, mx_kernel_record *out) {
     const void *blob = sqlite3_column_blob(stmt, 4);
     int size = sqlite3_column_bytes(stmt, 4);
@@ -94,12 +101,7 @@ static mxattn_status copy_row(sqlite3_stmt *stmt, mx_kernel_record *out) {
         !mx_column_text_copy(stmt, 3, out->kernel_names, sizeof out->kernel_names) ||
         !mx_column_text_copy(stmt, 5, out->cubin_sha256, sizeof out->cubin_sha256) || size <= 0)
         return mx_fail(MXATTN_ERROR_CACHE_CORRUPT, "cache: kernel row has a malformed field");
-    out->nvrtc_version = sqlite3_column_int(stmt, 2);
-    out->compile_ms = sqlite3_column_double(stmt, 6);
-    out->registers = sqlite3_column_int(stmt, 7);
-    out->shared_bytes = sqlite3_column_int(stmt, 8);
-    out->spill_bytes = sqlite3_column_int(stmt, 9);
-    out->created_at = sqlite3_column_int64(stmt, 10);
+    mx_read_kernel_numbers(stmt, out);
     if (!(out->cubin = malloc((size_t)size))) return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "cache: out of memory");
     memcpy(out->cubin, blob, (size_t)size);
     out->cubin_size = (size_t)size;
@@ -126,8 +128,7 @@ static mxattn_status get_kernel_locked(mx_cache *cache, const char *key, const c
     memset(out, 0, sizeof *out);
     sqlite3_stmt *stmt;
     mxattn_status st = mx_db_prepare(cache->db,
-        "SELECT key, arch, nvrtc_version, kernel_names, cubin, cubin_sha256, compile_ms,"
-        " registers, shared_bytes, spill_bytes, created_at FROM kernels WHERE key=?1", &stmt);
+        "SELECT " MX_KERNEL_COLUMNS " FROM kernels WHERE key=?1", &stmt);
     if (st) return st;
     sqlite3_bind_text(stmt, 1, key, -1, SQLITE_STATIC);
     int rc = sqlite3_step(stmt);

@@ -69,8 +69,7 @@ mxattn_status mx_schema_migrate(sqlite3 *db) {
  * fails if the table is missing, a view, or lacks one. */
 static const char *expected_columns(const char *table, int version) {
     if (!strcmp(table, "kernels"))
-        return "SELECT key, arch, nvrtc_version, kernel_names, cubin, cubin_sha256, compile_ms,"
-               " registers, shared_bytes, spill_bytes, created_at FROM kernels LIMIT 0";
+        return "SELECT " MX_KERNEL_COLUMNS " FROM kernels LIMIT 0";
     if (!strcmp(table, "measurements"))
         return "SELECT " MX_TUNE_KEY_COLUMNS ", config, status, median_ms, spread, registers,"
                " measured_at FROM measurements LIMIT 0";

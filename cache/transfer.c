@@ -51,9 +51,7 @@ static mxattn_status copy_into_export(sqlite3 *db, int with_kernels) {
         "INSERT INTO export.tune_results(" MX_TUNE_KEY_COLUMNS ", config, median_ms, tops, default_ms, tuned_at)"
         " SELECT " MX_TUNE_KEY_COLUMNS ", config, median_ms, tops, default_ms, tuned_at FROM main.tune_results";
     static const char KERNELS[] =
-        "INSERT INTO export.kernels(key, arch, nvrtc_version, kernel_names, cubin, cubin_sha256, compile_ms,"
-        " registers, shared_bytes, spill_bytes, created_at) SELECT key, arch, nvrtc_version, kernel_names,"
-        " cubin, cubin_sha256, compile_ms, registers, shared_bytes, spill_bytes, created_at FROM main.kernels";
+        "INSERT INTO export.kernels(" MX_KERNEL_COLUMNS ") SELECT " MX_KERNEL_COLUMNS " FROM main.kernels";
     mxattn_status st = mx_db_exec(db, "BEGIN");
     if (!st) st = mx_db_exec(db, TUNE);
     if (!st && with_kernels) st = mx_db_exec(db, KERNELS);
@@ -215,12 +213,7 @@ static mxattn_status read_verified_kernel(sqlite3_stmt *s, mx_kernel_record *k) 
     if (strcmp(actual, k->cubin_sha256))
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "kernel %.16s...: cubin hash %.16s... does not match the stored %.16s...",
                        k->key, actual, k->cubin_sha256);
-    k->nvrtc_version = sqlite3_column_int(s, 2);
-    k->compile_ms = sqlite3_column_double(s, 6);
-    k->registers = sqlite3_column_int(s, 7);
-    k->shared_bytes = sqlite3_column_int(s, 8);
-    k->spill_bytes = sqlite3_column_int(s, 9);
-    k->created_at = sqlite3_column_int64(s, 10);
+    mx_read_kernel_numbers(s, k);
     return MXATTN_OK;
 }
 
@@ -228,8 +221,7 @@ static mxattn_status copy_kernels(sqlite3 *src, sqlite3 *dst, mx_import_report *
     mxattn_status st = reject_oversized_kernels(src);
     sqlite3_stmt *stmt;
     if (st || (st = mx_db_prepare(src,
-            "SELECT key, arch, nvrtc_version, kernel_names, cubin, cubin_sha256, compile_ms, registers,"
-            " shared_bytes, spill_bytes, created_at FROM kernels", &stmt)))
+            "SELECT " MX_KERNEL_COLUMNS " FROM kernels", &stmt)))
         return st;
     int rc;
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
