@@ -7,29 +7,24 @@ local U = require("util")
 local S = require("space")
 local F = {}
 
--- The Hopper variant lives in its own file; loaded here so the template hash
--- covers it, and optional so this family works while it is being written.
-local has_wgmma, WG = pcall(require, "families.f16_wgmma")
-if not has_wgmma then WG = nil end
+-- The Hopper variant lives in its own file; loaded here so the template hash covers it.
+local WG = require("families.f16_wgmma")
 
 local function d_pad(t) return U.round_up(t.head_dim, 16) end
 local function row_stride(t) return d_pad(t) + 8 end  -- 16-byte pad: ldmatrix rows hit distinct banks
 
 function F.check(t)
-  if t.variant == "wgmma" then
-    if not WG then return "variant=wgmma: not built yet" end
-    return WG.check(t)
-  end
+  if t.variant == "wgmma" then return WG.check(t) end
   return S.check_rows_per_warp(t)
 end
 
 function F.smem_bytes(t)
-  if t.variant == "wgmma" and WG then return WG.smem_bytes(t) end
+  if t.variant == "wgmma" then return WG.smem_bytes(t) end
   return (t.block_m + 2 * t.stages * t.block_n) * row_stride(t) * 2
 end
 
 function F.register_estimate(t)
-  if t.variant == "wgmma" and WG then return WG.register_estimate(t) end
+  if t.variant == "wgmma" then return WG.register_estimate(t) end
   local mt = t.block_m // (16 * t.warps)
   local dp = d_pad(t)
   -- Q fragments (when kept) + O accumulators + S/P tile, plus addressing and softmax state.
@@ -49,9 +44,9 @@ function F.default(t)
   -- that leaves every knob open gets the wgmma default.
   local open = t.block_m == nil and t.block_n == nil and t.warps == nil and t.stages == nil and t.q_regs == nil
   -- (Head dims under 64 compile for wgmma but have not been checked on a GPU.)
-  local hopper_fast = WG and t.arch == "sm_90a" and t.align == 8 and t.variant == nil and open
+  local hopper_fast = t.arch == "sm_90a" and t.align == 8 and t.variant == nil and open
                       and d_pad(t) >= 64
-  if (t.variant == "wgmma" or hopper_fast) and WG then return WG.default(t) end
+  if t.variant == "wgmma" or hopper_fast then return WG.default(t) end
   local dp = d_pad(t)
   if dp <= 64 then return { variant = "mma", q_regs = 1, block_m = 128, block_n = 64, warps = 4, stages = 2 } end
   if dp <= 128 then return { variant = "mma", q_regs = 0, block_m = 128, block_n = 64, warps = 4, stages = 2 } end
@@ -61,7 +56,7 @@ end
 -- Cheap analytic prior for ranking candidates before timing: blocks that fit
 -- on an SM times the reuse a tile buys.  Only the order matters.
 function F.prior(t)
-  if t.variant == "wgmma" and WG then return WG.prior(t) end
+  if t.variant == "wgmma" then return WG.prior(t) end
   return U.occupancy_prior(t, F.smem_bytes(t), F.register_estimate(t))
 end
 

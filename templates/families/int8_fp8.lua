@@ -9,29 +9,24 @@
 local S = require("space")
 local F = require("blocks.attn_int8")("int8-fp8", "fp8")
 
--- Loaded here so the template hash covers it, and optional so this family
--- works while it is being written.
-local has_wgmma, WG = pcall(require, "families.int8_fp8_wgmma")
-if not has_wgmma then WG = nil end
+-- Loaded here so the template hash covers it.
+local WG = require("families.int8_fp8_wgmma")
 
 local mma = { smem_bytes = F.smem_bytes, register_estimate = F.register_estimate, default = F.default,
               prior = F.prior, render = F.render, launches = F.launches }
 
 function F.check(t)
-  if t.variant == "wgmma" then
-    if not WG then return "variant=wgmma: not built yet" end
-    return WG.check(t)
-  end
+  if t.variant == "wgmma" then return WG.check(t) end
   return S.check_rows_per_warp(t)
 end
 
 function F.smem_bytes(t)
-  if t.variant == "wgmma" and WG then return WG.smem_bytes(t) end
+  if t.variant == "wgmma" then return WG.smem_bytes(t) end
   return mma.smem_bytes(t)
 end
 
 function F.register_estimate(t)
-  if t.variant == "wgmma" and WG then return WG.register_estimate(t) end
+  if t.variant == "wgmma" then return WG.register_estimate(t) end
   return mma.register_estimate(t)
 end
 
@@ -39,13 +34,13 @@ end
 -- given without a variant describe an mma.sync tile); elsewhere mma.
 function F.default(t)
   local open = t.block_m == nil and t.block_n == nil and t.warps == nil and t.stages == nil
-  local hopper_fast = WG and t.arch == "sm_90a" and t.variant == nil and open
-  if (t.variant == "wgmma" or hopper_fast) and WG then return WG.default(t) end
+  local hopper_fast = t.arch == "sm_90a" and t.variant == nil and open
+  if t.variant == "wgmma" or hopper_fast then return WG.default(t) end
   return mma.default(t)
 end
 
 function F.prior(t)
-  if t.variant == "wgmma" and WG then return WG.prior(t) end
+  if t.variant == "wgmma" then return WG.prior(t) end
   return mma.prior(t)
 end
 
