@@ -79,6 +79,20 @@ MX_INLINE void quantize_row_block(const u16 *g, i64 ss, int rows, const float *m
   if (blk == 0)
     for (int j = DP / PB; j < SPK; j++) scales[j] = 0;   // scale padding
 }
+
+// V^T's block `kb` (keys kb*PB..) of channel c of KV head bh into its PB/2
+// code bytes and scale byte; keys past seq_k and channels past D count as 0.
+MX_INLINE void quantize_vt_block(const mx_kernel_args &a, int nk, int bh, int kb, int c) {
+  const u16 *v = (const u16 *)a.v + (bh / a.heads_kv) * a.v_sb + (bh % a.heads_kv) * a.v_sh;
+  float x[PB];
+#pragma unroll
+  for (int i = 0; i < PB; i++) {
+    const int key = kb * PB + i;
+    x[i] = key < a.seq_k && c < D ? load_in(v + (i64)key * a.v_ss + c) : 0.f;
+  }
+  u8 *codes = ws_at(a, WS_VC) + ((i64)bh * DV + c) * (nk / 2) + kb * (PB / 2);
+  ws_at(a, WS_VS)[((i64)bh * (nk / PB) + kb) * DV + c] = (u8)quantize_block(x, codes);
+}
 ]]
 
 local FP4_QUANT_KV = [[
@@ -101,15 +115,7 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_quant_kv(const mx_kern
     const i64 rest = id / DV;
     const int kb = (int)(rest % (nk / PB)), bh = (int)(rest / (nk / PB));
     if (bh >= bhs) return;
-    const u16 *v = (const u16 *)a.v + (bh / a.heads_kv) * a.v_sb + (bh % a.heads_kv) * a.v_sh;
-    float x[PB];
-#pragma unroll
-    for (int i = 0; i < PB; i++) {
-      const int key = kb * PB + i;
-      x[i] = key < a.seq_k && c < D ? load_in(v + (i64)key * a.v_ss + c) : 0.f;
-    }
-    u8 *codes = ws_at(a, WS_VC) + ((i64)bh * DV + c) * (nk / 2) + kb * (PB / 2);
-    ws_at(a, WS_VS)[((i64)bh * (nk / PB) + kb) * DV + c] = (u8)quantize_block(x, codes);
+    quantize_vt_block(a, nk, bh, kb, c);
   }
 }
 ]]
@@ -184,15 +190,7 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_quant_kv(const mx_kern
     const int c = (int)(id % DV);
     const i64 rest = id / DV;
     const int kb = (int)(rest % (nk / PB)), bh = (int)(rest / (nk / PB));
-    const u16 *v = (const u16 *)a.v + (bh / a.heads_kv) * a.v_sb + (bh % a.heads_kv) * a.v_sh;
-    float x[PB];
-#pragma unroll
-    for (int i = 0; i < PB; i++) {
-      const int key = kb * PB + i;
-      x[i] = key < a.seq_k && c < D ? load_in(v + (i64)key * a.v_ss + c) : 0.f;
-    }
-    u8 *codes = ws_at(a, WS_VC) + ((i64)bh * DV + c) * (nk / 2) + kb * (PB / 2);
-    ws_at(a, WS_VS)[((i64)bh * (nk / PB) + kb) * DV + c] = (u8)quantize_block(x, codes);
+    quantize_vt_block(a, nk, bh, kb, c);
   }
 }
 
