@@ -284,11 +284,7 @@ local CONSUME = [[
   const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;  // a 16-row group: one Q scale
   const float qscale = ((const float *)ws_at(a, WS_QSCALE))[qh * (nqp / 16) + warp_row0 / 16];
   const float *ks = (const float *)ws_at(a, WS_KSCALE) + kh * (nkp / 16);
-  float o[1][DT][4], row_max[1][2], row_sum[1][2];
-#pragma unroll
-  for (int dt = 0; dt < DT; dt++) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.f;
-  row_max[0][0] = row_max[0][1] = MX_NEG_INF;
-  row_sum[0][0] = row_sum[0][1] = 0.f;
+]] .. WC.CONSUMER_STATE .. [[
   // Descriptors of this warpgroup's 64 Q rows and of ring slot 0's K8 and
   // V^T; a k-step or a slot only adds to the start address (the low 14 bits).
   const u64 desc_q = smem_desc(sQ + wg * 64 * WQK, 8 * WQK, SWZ_QK);
