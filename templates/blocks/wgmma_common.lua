@@ -1,7 +1,8 @@
 -- Pieces every warpgroup-MMA kernel shares, as text: the wgmma fences and
--- the register pins around them, and the set-up of the TMA ring's barriers
+-- the register pins around them, the set-up of the TMA ring's barriers
 -- (Q's, each slot's full K and V, and each slot's empty barrier that every
--- consumer thread arrives on).
+-- consumer thread arrives on), the producer warpgroup, and the skeleton of
+-- the overlap=0 kernels that a family fills with its loads and attend_tile.
 local C = {}
 
 C.SYNC = [[
