@@ -178,6 +178,14 @@ mxattn_status mx_int8_quantize_per_token(const float *x, int rows, int cols, int
                                          int8_t *q, float *scales);
 mxattn_status mx_e4m3_quantize_per_channel(const float *x, int rows, int cols, int64_t row_stride,
                                            uint8_t *codes, float *scales);
+/* V as two E4M3 terms on the same per-channel scale: hi = e4m3(x / scale) as
+ * above, lo = e4m3(x / scale - hi) (fp32), so x ~ (hi + lo) * scale.  The
+ * residual's codes stay in E4M3's normal range for all but the smallest x,
+ * and both terms share one scale, so a kernel can add their P.V products in
+ * one accumulator.  On Gaussian inputs this removes V's share of int8-fp8's
+ * error (bench/NOTES.md). */
+mxattn_status mx_e4m3x2_quantize_per_channel(const float *x, int rows, int cols, int64_t row_stride,
+                                             uint8_t *hi, uint8_t *lo, float *scales);
 
 /* ===== Smooth-K ==========================================================
  * K's per-channel mean over its rows (accumulated in fp64, stored as fp32) is
@@ -226,7 +234,8 @@ mxattn_status mx_ref_attention(const mx_ref_shape *s, const float *q, const floa
  * FP4 V: quantized along the sequence, i.e. V^T's rows (one per channel) in
  *   blocks of 16/32 consecutive keys, because P.V reduces over the keys and
  *   a block scale must be constant along the reduction.
- * FP8 V: per-channel E4M3.  FP8 P: P*448 encoded E4M3, divided by 448 after.
+ * FP8 V: per-channel E4M3 (E4M3X2: two terms, mx_e4m3x2_quantize_per_channel).
+ * FP8 P: P*448 encoded E4M3, divided by 448 after.
  *
  * The online softmax.  A kernel quantizes P one key tile at a time, from
  * exp(S - m) with m the running row max, and normalises at the end.
@@ -248,7 +257,7 @@ typedef enum {
     MX_P_EXACT = 0, MX_P_F16, MX_P_BF16, MX_P_E4M3,
     MX_P_NVFP4_DIRECT, MX_P_NVFP4_TWO_LEVEL, MX_P_MXFP4_DIRECT, MX_P_MXFP4_TWO_LEVEL
 } mx_p_mode;
-typedef enum { MX_V_EXACT = 0, MX_V_F16, MX_V_BF16, MX_V_E4M3, MX_V_NVFP4, MX_V_MXFP4 } mx_v_mode;
+typedef enum { MX_V_EXACT = 0, MX_V_F16, MX_V_BF16, MX_V_E4M3, MX_V_NVFP4, MX_V_MXFP4, MX_V_E4M3X2 } mx_v_mode;
 
 typedef struct {
     mx_round_mode input_round;

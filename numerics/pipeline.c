@@ -178,14 +178,21 @@ static mxattn_status prepare_v(workspace *w, const mx_ref_config *c, const float
         for (size_t i = 0; i < n; i++)
             w->vhat[i] = c->v == MX_V_F16 ? mx_round_f16(x[i]) : mx_round_bf16(x[i]);
         return MXATTN_OK;
-    case MX_V_E4M3: {
-        uint8_t *codes = malloc(n ? n : 1);
+    case MX_V_E4M3:
+    case MX_V_E4M3X2: {
+        int two = c->v == MX_V_E4M3X2;
+        uint8_t *codes = malloc(n ? n : 1), *lo = two ? malloc(n ? n : 1) : NULL;
         float *scales = malloc((size_t)d * sizeof(float));
-        mxattn_status st = codes && scales ? mx_e4m3_quantize_per_channel(x, nk, d, d, codes, scales)
-            : mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "pipeline reference: out of memory");
+        mxattn_status st = !codes || !scales || (two && !lo)
+            ? mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "pipeline reference: out of memory")
+            : two ? mx_e4m3x2_quantize_per_channel(x, nk, d, d, codes, lo, scales)
+                  : mx_e4m3_quantize_per_channel(x, nk, d, d, codes, scales);
         if (st == MXATTN_OK)
-            for (size_t i = 0; i < n; i++) w->vhat[i] = (double)mx_e4m3_to_f32(codes[i]) * scales[i % (size_t)d];
-        free(codes); free(scales);
+            for (size_t i = 0; i < n; i++) {
+                double code = (double)mx_e4m3_to_f32(codes[i]) + (two ? (double)mx_e4m3_to_f32(lo[i]) : 0.0);
+                w->vhat[i] = code * scales[i % (size_t)d];
+            }
+        free(codes); free(lo); free(scales);
         return st;
     }
     case MX_V_NVFP4:

@@ -199,6 +199,19 @@ mxattn_status mx_e4m3_quantize_per_channel(const float *x, int rows, int cols, i
     return MXATTN_OK;
 }
 
+mxattn_status mx_e4m3x2_quantize_per_channel(const float *x, int rows, int cols, int64_t row_stride,
+                                             uint8_t *hi, uint8_t *lo, float *scales) {
+    mxattn_status st = mx_e4m3_quantize_per_channel(x, rows, cols, row_stride, hi, scales);
+    if (st != MXATTN_OK) return st;
+    if (!lo) return mx_fail(MXATTN_ERROR_NULL_POINTER, "e4m3x2 per-channel quantize: lo is NULL");
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            size_t i = (size_t)r * (size_t)cols + (size_t)c;
+            lo[i] = scales[c] > 0 ? mx_f32_to_e4m3(x[(int64_t)r * row_stride + c] / scales[c] - mx_e4m3_to_f32(hi[i])) : 0;
+        }
+    return MXATTN_OK;
+}
+
 /* ---- smooth-K ------------------------------------------------------------ */
 void mx_channel_mean(const float *x, int rows, int cols, int64_t row_stride, float *mean) {
     for (int c = 0; c < cols; c++) {

@@ -252,6 +252,25 @@ static void test_e4m3_per_channel_by_hand(void **state) {
     assert_bytes(codes, want, 6);
 }
 
+/* Two terms: hi as the one-term quantizer, lo the E4M3 code of what hi
+ * missed, on the same scale (1.0625 and -1.1875 are E4M3 ties: hi rounds
+ * them to even, lo holds the 2^-4 left over, code 0x18). */
+static void test_e4m3x2_per_channel_by_hand(void **state) {
+    (void)state;
+    const float x[6] = {448, 896, 1.0625f, 3, -1.1875f, -2};
+    uint8_t hi[6], lo[6], one[6];
+    float scales[2], one_scales[2];
+    assert_int_equal(mx_e4m3x2_quantize_per_channel(x, 3, 2, 2, hi, lo, scales), MXATTN_OK);
+    assert_int_equal(mx_e4m3_quantize_per_channel(x, 3, 2, 2, one, one_scales), MXATTN_OK);
+    assert_true(scales[0] == 1.0f && scales[1] == 2.0f);
+    assert_bytes(hi, one, 6);
+    const uint8_t want_hi[6] = {0x7E, 0x7E, 0x38, 0x3C, 0xBA, 0xB8}, want_lo[6] = {0, 0, 0x18, 0, 0x18, 0};
+    assert_bytes(hi, want_hi, 6);
+    assert_bytes(lo, want_lo, 6);
+    for (int i = 0; i < 6; i++)
+        assert_true((mx_e4m3_to_f32(hi[i]) + mx_e4m3_to_f32(lo[i])) * scales[i % 2] == x[i]);
+}
+
 /* Q.(K - mean)^T + Q.mean^T = Q.K^T, up to fp32 rounding of K - mean. */
 static void test_smooth_k_is_exact(void **state) {
     (void)state;
@@ -304,6 +323,7 @@ int main(void) {
         cmocka_unit_test(test_p_direct_squeeze),
         cmocka_unit_test(test_int8_blocks_by_hand),
         cmocka_unit_test(test_e4m3_per_channel_by_hand),
+        cmocka_unit_test(test_e4m3x2_per_channel_by_hand),
         cmocka_unit_test(test_smooth_k_is_exact),
         cmocka_unit_test(test_bad_arguments),
     };
