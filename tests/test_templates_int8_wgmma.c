@@ -225,6 +225,18 @@ static int last_int(const char *params, const char *key) {
     return v;
 }
 
+/* The PTX has S's s8 wgmma at block_n keys and P V's e4m3 wgmma at the P V
+ * width: the head dim rounded up to 16, in two column slices above 128. */
+static void expect_wgmma_shapes(const char *params, const char *ptx, int head_dim) {
+    int block_n = last_int(params, "block_n="), dv = (head_dim + 15) / 16 * 16;
+    if (dv > 128) dv /= 2;
+    char want[128];
+    snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%dk32.s32.s8.s8", block_n);
+    if (!strstr(ptx, want)) fail_msg("%s: PTX lacks %s", params, want);
+    snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3", dv);
+    if (!strstr(ptx, want)) fail_msg("%s: PTX lacks %s", params, want);
+}
+
 static void test_nvrtc_sm90a_emits_int8_and_fp8_wgmma(void **state) {
     static const char *extra[] = {"", "causal=1 lse=1", "dtype=f16 out_dtype=f16 lse=1 smooth_k=0",
                                   "block_m=64 warps=4 block_n=128 stages=3 causal=1",
@@ -242,14 +254,7 @@ static void test_nvrtc_sm90a_emits_int8_and_fp8_wgmma(void **state) {
             free(canon);
             mx_compile_result r;
             if (!compile(params, &r)) skip();
-            /* Above 128 channels a tile's P V runs in two column slices. */
-            int block_n = last_int(params, "block_n="), dv = (DIMS[i] + 15) / 16 * 16;
-            if (dv > 128) dv /= 2;
-            char want[128];
-            snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%dk32.s32.s8.s8", block_n);
-            if (!strstr(r.ptx, want)) fail_msg("%s: PTX lacks %s", params, want);
-            snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3", dv);
-            if (!strstr(r.ptx, want)) fail_msg("%s: PTX lacks %s", params, want);
+            expect_wgmma_shapes(params, r.ptx, DIMS[i]);
             assert_non_null(strstr(r.ptx, "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"));
             assert_non_null(strstr(r.ptx, "mbarrier.try_wait.parity"));
             assert_non_null(strstr(r.ptx, "wgmma.fence.sync.aligned"));
@@ -421,15 +426,11 @@ static void test_overlap_compiles(void **state) {
         {72, "block_n=64 stages=2"}, {96, "block_n=128 stages=2 lse=1"},
         {96, "block_n=64 stages=2 causal=1 lse=1"}, {128, "block_n=32 stages=3"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char params[256], want[128];
+        char params[256];
         snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d " PP "%s", cases[i].d, cases[i].extra);
         mx_compile_result r;
         if (!compile(params, &r)) skip();
-        int block_n = last_int(params, "block_n="), dv = (cases[i].d + 15) / 16 * 16;
-        snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%dk32.s32.s8.s8", block_n);
-        if (!strstr(r.ptx, want)) fail_msg("%s: PTX lacks %s", params, want);
-        snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3", dv);
-        if (!strstr(r.ptx, want)) fail_msg("%s: PTX lacks %s", params, want);
+        expect_wgmma_shapes(params, r.ptx, cases[i].d);
         assert_non_null(strstr(r.ptx, "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"));
         assert_non_null(strstr(r.ptx, "wgmma.wait_group.sync.aligned 1;"));
         assert_non_null(strstr(r.ptx, "cvt.rn.satfinite.e4m3x2.f32"));
