@@ -335,6 +335,10 @@ static void test_overlap_renders(void **state) {
             assert_non_null(strstr(a, "sched_pass(wg)"));
             assert_non_null(strstr(a, "wgmma_wait<1>()"));
             assert_non_null(strstr(a, "dequant_scores(s, acc, qscale, kscale)"));
+            assert_non_null(strstr(a, "constexpr float P_UNIT = 448.f;"));
+            /* overlap=0 runs the softmax on the s32 accumulators, P*448 by the exponent. */
+            assert_non_null(strstr(c, "softmax_tile_acc(s, acc, t, warp_row0, a, row_max, row_sum, alphas, qscale, kscale)"));
+            assert_non_null(strstr(c, "constexpr float P_UNIT = 1.f;"));
             assert_non_null(strstr(a, "load_kscale(kscale, ks, t)"));
             assert_null(strstr(a, "attend_tile"));
             assert_null(strstr(c, "sched_wait"));

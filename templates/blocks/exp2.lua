@@ -12,7 +12,7 @@ local U = require("util")
 local E = {}
 
 local FUNCTIONS = [[
-// 2^x for x <= 0 without ex2: x = j + f with j = rint(x) (adding 1.5*2^23
+// 2^x for x < 128 (scores reach log2 448 above the row max at most) without ex2: x = j + f with j = rint(x) (adding 1.5*2^23
 // rounds to an integer and leaves j in the low mantissa bits) and |f| <= 1/2;
 // 2^f by a degree-3 polynomial (relative error 1.0e-4, exactly 1 at f = 0),
 // then j added to the exponent field.  Below -125 (a masked score is -inf)
@@ -41,8 +41,9 @@ end
 function E.apply(text, t)
   if not t or (t.exp_poly or 0) == 0 then return text end
   local out, n = text:gsub("fast_exp2%(fmaf%(s%[", "score_exp2(nt, fmaf(s[")
-  assert(n > 0, "exp2.apply: no score exponential in the text")
-  return out
+  local out2, n2 = out:gsub("fast_exp2%(s%[", "score_exp2(nt, s[")
+  assert(n + n2 > 0, "exp2.apply: no score exponential in the text")
+  return out2
 end
 
 return E

@@ -9,11 +9,13 @@
 -- The 1/448 and the per-channel V scale are applied once, in the epilogue.
 return function()
   return [[
-// Four probabilities as E4M3 codes of p*448, p0 in the low byte.
-MX_INLINE u32 pack_e4m3x4(float p0, float p1, float p2, float p3) {
+// Four probabilities as E4M3 codes of p*unit, p0 in the low byte.  unit is
+// 448 (E4M3's largest value) for p in [0, 1]; 1 where P comes already scaled
+// (the wgmma kernel's exponentials, families/int8_fp8_wgmma.lua).
+MX_INLINE u32 pack_e4m3x4(float p0, float p1, float p2, float p3, float unit = 448.f) {
   u16 lo, hi;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(p1 * 448.f), "f"(p0 * 448.f));
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(p3 * 448.f), "f"(p2 * 448.f));
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(p1 * unit), "f"(p0 * unit));
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(p3 * unit), "f"(p2 * unit));
   return (u32)lo | ((u32)hi << 16);
 }
 MX_INLINE void mma_16832_e4m3(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
@@ -54,15 +56,16 @@ MX_INLINE void pv_tile(float (&o)[MT][DT][4], const float (&s)[MT][NT][4], const
     }
 }
 
-// O's dequantization: code products carry P*448 and V / vscale[c].
-MX_INLINE void pv_finish(float (&o)[MT][DT][4], const float *vscale) {
+// O's dequantization: code products carry P*unit and V / vscale[c].  unit
+// 1: the row sum carries P's factor too, and it cancels in O / l.
+MX_INLINE void pv_finish(float (&o)[MT][DT][4], const float *vscale, float unit = 448.f) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int dt = 0; dt < DT; dt++) {
     float f0, f1;   // channels dt*8 + 2t and +1: one 8-byte load
     asm("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(f0), "=f"(f1) : "l"(vscale + dt * 8 + (lane % 4) * 2));
-    f0 *= 1.f / 448.f;
-    f1 *= 1.f / 448.f;
+    f0 *= 1.f / unit;
+    f1 *= 1.f / unit;
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) { o[mt][dt][0] *= f0; o[mt][dt][1] *= f1; o[mt][dt][2] *= f0; o[mt][dt][3] *= f1; }
   }

@@ -4,6 +4,8 @@
 -- per-thread partial sum (the four lanes of a row are summed once, at the end).
 
 -- The common head of every form: accumulators and masking.
+local U = require("util")
+
 local HEAD = [[
 // O = 0, no row has seen a key yet (max -inf, sum 0).
 MX_INLINE void init_accumulators(float (&o)[MT][DT][4], float (&row_max)[MT][2], float (&row_sum)[MT][2]) {
@@ -54,7 +56,7 @@ local ROWS = [[
       for (int nt = 0; nt < NT; nt++)
 #pragma unroll
         for (int e = 2 * h; e < 2 * h + 2; e++) {
-          s[mt][nt][e] = fast_exp2(fmaf(s[mt][nt][e], scale_log2, -base));
+          s[mt][nt][e] = fast_exp2(fmaf(s[mt][nt][e], scale_log2, ${MINUS_BASE}));
           sum += s[mt][nt][e];
         }
       row_sum[mt][h] = row_sum[mt][h] * alpha + sum;
@@ -65,7 +67,7 @@ local ONLINE = [[
 // the running sum and the output accumulator by exp2(old_max - new_max).
 MX_INLINE void online_softmax(float (&s)[MT][NT][4], float (&row_max)[MT][2], float (&row_sum)[MT][2],
                               float (&o)[MT][DT][4], float scale_log2) {
-]] .. ROWS .. [[
+]] .. U.fill(ROWS, { MINUS_BASE = "-base" }) .. [[
       // Once a row's maximum settles (most tiles after the first few), alpha
       // is exactly 1: skip the DT*2 multiplies when no lane of the warp needs them.
       if (__any_sync(0xffffffffu, alpha != 1.f))
@@ -82,9 +84,11 @@ MX_INLINE void online_softmax(float (&s)[MT][NT][4], float (&row_max)[MT][2], fl
 local SPLIT = [[
 
 // online_softmax without touching O: each row's factor for O lands in alphas.
+// P comes out times 2^shift (and the row sum with it), for a kernel that
+// wants P on a wider range than [0, 1] at no cost (families/int8_fp8_wgmma.lua).
 MX_INLINE void softmax_tile(float (&s)[MT][NT][4], float (&row_max)[MT][2], float (&row_sum)[MT][2],
-                            float (&alphas)[MT][2], float scale_log2) {
-]] .. ROWS .. [[
+                            float (&alphas)[MT][2], float scale_log2, float shift = 0.f) {
+]] .. U.fill(ROWS, { MINUS_BASE = "shift - base" }) .. [[
       alphas[mt][h] = alpha;
     }
 }

@@ -90,10 +90,11 @@ C.CONSUMER_STATE = [[
 --   preamble        text before the kernel ("" for none)
 --   k_step, v_step  a ring slot's size in descriptor units (16 bytes)
 --   args            attend_tile's family arguments before `a` ("" for none)
+--   min_blocks      blocks per SM that ptxas must fit the registers of (KERNEL)
 -- Step 1: every warp consumes; thread 0 also issues the copies, refilling a
 -- slot after the block barrier that ends the iteration which read it.
 C.KERNEL = [[
-${preamble}extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
+${preamble}extern "C" __global__ void __launch_bounds__(THREADS, ${min_blocks}) ${NAME}(const __grid_constant__ mx_kernel_args a) {
 ${SETUP}
   if (threadIdx.x == 0) {
     load_q();

@@ -97,6 +97,17 @@ function WG.smem_bytes(t)
   return layout(t).total + 1024
 end
 
+-- Blocks per SM the one-warpgroup kernel is compiled for: as many as shared
+-- memory holds, at most three.  Three warpgroups per SM hide the softmax
+-- (WG.default says how much that measured), and ptxas left to itself can
+-- land a few registers past the 168 that three need (softmax_acc's two
+-- paths: 172 at D=128), halving the SM's warpgroups for nothing.  Four
+-- would cap the registers at 128, which spills.
+local function min_blocks(t)
+  if consumers(t) > 1 or has_producer(t) then return 1 end
+  return math.max(1, math.min(3, (228 * 1024) // (WG.smem_bytes(t) + 1024)))
+end
+
 function WG.register_estimate(t)
   -- O accumulators, S (s32 then fp32), P's E4M3 registers, K scales, softmax state, descriptors and addressing.
   -- A tile's P V accumulator takes S's registers once S is packed (overlap=0); overlap=1 keeps it
@@ -169,16 +180,83 @@ MX_INLINE void dequant_scores(float (&s)[1][NT][4], const int (&acc)[1][NT][4], 
   }
 }
 
-// P*448 -> E4M3, the A fragment of k32 step kk from S chunks 4kk..4kk+3
-// (key order of V^T's permutation, see blocks/pv_fp8.lua).
+// The online softmax of a key tile that needs no mask, straight from S's s32
+// accumulators in as few instructions per score as we could: the kernel is
+// bound by issue (bench/NOTES.md), and converting, dequantizing, subtracting
+// the max and scaling P onto E4M3's range each cost one per score before.
+//  - The row max is taken over each 16-key group's integers and scaled once
+//    per group: the scales are positive, so max(acc) * scale is the largest
+//    product, rounded as each product would be.
+//  - Conversion, dequantization and minus-max are one FFMA: the bits
+//    0x4B400000 + acc are the float 1.5*2^23 + acc (exact_s32_to_f32 says
+//    why), times scale, minus c = 1.5*2^23 * scale + max - log2(448).
+//  - The log2(448) makes each exponential P*448, E4M3's range, with no
+//    multiply; the row sum carries the same factor, which cancels in O / l
+//    (pv_finish's unit is 1; the epilogue takes log2 448 back out of the LSE).
+// The price: c rounds to fp32, so an exponent is off by up to about one INT8
+// product unit (scale): ~1e-4 relative in P where E4M3 rounds by up to 6%
+// and the INT8 quantization moves a score by many units.
+constexpr float LOG2_448 = 8.8073549220576f;
+MX_INLINE void softmax_acc(float (&s)[1][NT][4], const int (&acc)[1][NT][4], float (&row_max)[1][2],
+                           float (&row_sum)[1][2], float (&alphas)[1][2], float qscale, const float (&kscale)[BN / 16]) {
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    float m = MX_NEG_INF;
+#pragma unroll
+    for (int g = 0; g < BN / 16; g++) {
+      const int top = max(max(acc[0][2 * g][2 * h], acc[0][2 * g][2 * h + 1]),
+                          max(acc[0][2 * g + 1][2 * h], acc[0][2 * g + 1][2 * h + 1]));
+      m = fmaxf(m, exact_s32_to_f32(top) * (qscale * kscale[g]));
+    }
+    m = fmaxf(row_max[0][h], quad_max(m));   // finite: the tile has a key for every row
+    alphas[0][h] = fast_exp2(row_max[0][h] - m);
+    row_max[0][h] = m;
+    float sum = 0.f;
+#pragma unroll
+    for (int g = 0; g < BN / 16; g++) {
+      // c from kscale rather than scale: one product fewer live at a time
+      // (the ping-pong kernel has no register to spare during its turns).
+      const float scale = qscale * kscale[g], c = fmaf(12582912.f * qscale, kscale[g], m - LOG2_448);
+#pragma unroll
+      for (int nt = 2 * g; nt < 2 * g + 2; nt++)
+#pragma unroll
+        for (int e = 2 * h; e < 2 * h + 2; e++) {
+          s[0][nt][e] = __int_as_float(0x4B400000 + acc[0][nt][e]);
+          s[0][nt][e] = fast_exp2(fmaf(s[0][nt][e], scale, -c));
+          sum += s[0][nt][e];
+        }
+    }
+    row_sum[0][h] = row_sum[0][h] * alphas[0][h] + sum;
+  }
+}
+
+// The online softmax of key tile t into s (P times 448, as softmax_acc's)
+// and alphas (O's factors, rescale_o).  The few tiles with padding keys or,
+// under causal, keys past a row's diagonal take the plain way: dequantize,
+// mask with -inf, softmax_tile with the same log2 448 shift.
+MX_INLINE void softmax_tile_acc(float (&s)[1][NT][4], const int (&acc)[1][NT][4], int t, int warp_row0,
+                                const mx_kernel_args &a, float (&row_max)[1][2], float (&row_sum)[1][2],
+                                float (&alphas)[1][2], float qscale, const float (&kscale)[BN / 16]) {
+  if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset)) {
+    dequant_scores(s, acc, qscale, kscale);
+    mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
+    softmax_tile(s, row_max, row_sum, alphas, 1.f, LOG2_448);
+  } else {
+    softmax_acc(s, acc, row_max, row_sum, alphas, qscale, kscale);
+  }
+}
+
+// P*448 -> E4M3 (P_UNIT: the factor P still needs), the A fragment of k32
+// step kk from S chunks 4kk..4kk+3 (key order of V^T's permutation,
+// blocks/pv_fp8.lua).
 MX_INLINE void pack_p(u32 (&pa)[BN / 32][4], const float (&s)[1][NT][4]) {
 #pragma unroll
   for (int kk = 0; kk < BN / 32; kk++) {
     const int j = 4 * kk;
-    pa[kk][0] = pack_e4m3x4(s[0][j][0], s[0][j][1], s[0][j + 1][0], s[0][j + 1][1]);
-    pa[kk][1] = pack_e4m3x4(s[0][j][2], s[0][j][3], s[0][j + 1][2], s[0][j + 1][3]);
-    pa[kk][2] = pack_e4m3x4(s[0][j + 2][0], s[0][j + 2][1], s[0][j + 3][0], s[0][j + 3][1]);
-    pa[kk][3] = pack_e4m3x4(s[0][j + 2][2], s[0][j + 2][3], s[0][j + 3][2], s[0][j + 3][3]);
+    pa[kk][0] = pack_e4m3x4(s[0][j][0], s[0][j][1], s[0][j + 1][0], s[0][j + 1][1], P_UNIT);
+    pa[kk][1] = pack_e4m3x4(s[0][j][2], s[0][j][3], s[0][j + 1][2], s[0][j + 1][3], P_UNIT);
+    pa[kk][2] = pack_e4m3x4(s[0][j + 2][0], s[0][j + 2][1], s[0][j + 3][0], s[0][j + 3][1], P_UNIT);
+    pa[kk][3] = pack_e4m3x4(s[0][j + 2][2], s[0][j + 2][3], s[0][j + 3][2], s[0][j + 3][3], P_UNIT);
 #pragma unroll
     for (int i = 0; i < 4; i++) reg_fence(pa[kk][i]);
   }
@@ -227,15 +305,8 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
   issue_qk(acc, desc_q, desc_k);
   wgmma_wait<0>();
   reg_fence(acc);
-  float s[1][NT][4];
-  dequant_scores(s, acc, qscale, kscale);
-
-  // Mask the tile's tail (padding keys) and, under causal, keys past the diagonal.
-  if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset))
-    mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
-
-  // Scores are already base 2: scale 1.
-  online_softmax(s, row_max, row_sum, o, 1.f);
+  float s[1][NT][4], alphas[1][2];
+  softmax_tile_acc(s, acc, t, warp_row0, a, row_max, row_sum, alphas, qscale, kscale);
 
   u32 pa[BN / 32][4];
   pack_p(pa, s);
@@ -244,6 +315,7 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
 #pragma unroll
   for (int slice = 0; slice < PV_SLICES; slice++) {   // V^T rows (channels) PV_N * slice on
     issue_pv(pv, pa, desc_v + slice * (PV_N * BN / 16));
+    if (slice == 0) rescale_o(o, alphas);              // under the MMA: P V has its own accumulator
     wgmma_wait<0>();
     reg_fence(pv);
     add_pv(o, pv, slice);
@@ -294,7 +366,7 @@ local CONSUME = [[
 ]]
 
 local EPILOGUE = [[
-  pv_finish(o, (const float *)ws_at(a, WS_VSCALE) + kh * D32);
+  pv_finish(o, (const float *)ws_at(a, WS_VSCALE) + kh * D32, P_UNIT);
   // Smooth-K: softmax cancels the per-row term q.mean, so O ignores it; the
   // LSE does not, so it goes back into the row max (which only the LSE reads).
   if (WRITE_LSE && SMOOTH_K) {
@@ -303,6 +375,8 @@ local EPILOGUE = [[
 #pragma unroll
     for (int h = 0; h < 2; h++) row_max[0][h] += corr[warp_row0 + lane / 4 + 8 * h];
   }
+  // The row sum carries P's factor 448 (softmax_acc); the LSE must not.
+  if (WRITE_LSE && P_UNIT == 1.f) row_max[0][0] -= LOG2_448, row_max[0][1] -= LOG2_448;
 ]] .. WC.WRITE_OUTPUT
 
 -- Step 3 (overlap=1): step 2 (blocks/wgmma_common.lua) with the two consumer
@@ -353,16 +427,21 @@ constexpr int DT = DV / 8;              // 8-column chunks of O
 constexpr int PV_SLICES = ${PV_SLICES}, PV_N = DV / PV_SLICES, PV_DT = PV_N / 8;   // a tile's P V: column slices
 constexpr int RSV = BN + 16;            // (blocks/pv_fp8.lua's mma.sync tile; unused here)
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH_K}, FP8_V = true;
+// What P still needs on its way to E4M3: 1 where softmax_acc's exponentials
+// are P*448 already (overlap=0), 448 for softmax_scores' P in [0, 1] (the
+// ping-pong's turns have no register left for softmax_acc's constants).
+constexpr float P_UNIT = ${P_UNIT};
 enum { ${WS} };                         // workspace sections
 ]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps, STAGES = t.stages,
       PRODUCER = ws_producer, REGS_P = regs_p, REGS_C = regs_c, WQK = w, SWZ_QK = SWIZZLE_MODE[w],
       SWZ_V = SWIZZLE_MODE[t.block_n] or 3, Q_BYTES = l.q_bytes, K_BYTES = l.k_bytes, V_BYTES = l.v_bytes,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar, CAUSAL = t.causal == 1, LSE = t.lse == 1,
-      SMOOTH_K = t.smooth_k == 1, PV_SLICES = pv_slices(t), WS = table.concat(ws, ", ") })
+      SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", PV_SLICES = pv_slices(t), WS = table.concat(ws, ", ") })
   local pp = t.overlap == 1
   local kernel = U.fill(pp and KERNEL_PP or ws_producer and WC.KERNEL_WS or WC.KERNEL,
                         { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
-                          k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, " })
+                          k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, ",
+                          min_blocks = min_blocks(t) })
   return table.concat({
     "// mxattn generated kernels. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
     require("blocks.prelude")(t),
@@ -374,9 +453,9 @@ enum { ${WS} };                         // workspace sections
     require("blocks.quant_kernels")({ name = name }),
     require("blocks.tma_mbarrier")(t),
     require("blocks.wgmma_int8")({ bn = t.block_n, dv = dv(t) // pv_slices(t) }),
-    require("blocks.softmax")(t),
+    require("blocks.softmax")(t, { split = true }),   -- rescale_o
     require("blocks.epilogue")(t),
-    PIECES,
+    require("blocks.exp2").apply(PIECES, t),          -- exp_poly reaches softmax_acc's exponentials
     pp and OV.block({ sched_bar = 1, issue = "", pack = "", t = t }) or ATTEND,
     kernel,
   }, "\n")
