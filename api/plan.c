@@ -51,6 +51,10 @@ static mxattn_status choose_config(mxattn_plan *plan, const char *explicit_confi
     mx_tune_result tuned;
     mx_ctx_tune_key(ctx, plan->dev, &plan->pr, &key);
     if (mx_cache_get_tune(env.cache, &key, &tuned) == MXATTN_OK) {
+        /* v_terms, like smooth_k, is an accuracy choice outside the tuning
+         * key, so a tuned tile serves both; but only the wgmma kernel has a
+         * second V term, and tuning here would overwrite the one-term row. */
+        if (plan->pr.p.v_terms != 1 && !strstr(tuned.config, "variant=wgmma")) return MXATTN_OK;
         snprintf(config, cap, "%s", tuned.config);
         plan->info.config_source = "tuned";
         return MXATTN_OK;

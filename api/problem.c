@@ -18,6 +18,7 @@ mxattn_status mxattn_problem_init(mxattn_problem *p, const char *family, int hea
     p->seq_q = p->seq_k = 1;
     p->dtype = p->out_dtype = MXATTN_BF16;
     p->smooth_k = 1;
+    p->v_terms = 1;
     return MXATTN_OK;
 }
 
@@ -124,10 +125,10 @@ void mx_problem_shape_params(const mx_problem *pr, const char *arch, char *out, 
     const mxattn_problem *p = &pr->p;
     snprintf(out, cap,
              "family=%s arch=%s head_dim=%d dtype=%s out_dtype=%s causal=%d lse=%d align=%d "
-             "p_scale=%s smooth_k=%d gqa=%d layout=%s",
+             "p_scale=%s smooth_k=%d v_terms=%d gqa=%d layout=%s",
              pr->family, arch, p->head_dim, mx_dtype_name(p->dtype), mx_dtype_name(p->out_dtype),
              p->causal != MXATTN_CAUSAL_NONE, p->return_lse ? 1 : 0, pr->align,
-             p->direct_p ? "direct" : "two-level", p->smooth_k ? 1 : 0, p->heads_q / p->heads_kv,
+             p->direct_p ? "direct" : "two-level", p->smooth_k ? 1 : 0, p->v_terms, p->heads_q / p->heads_kv,
              p->layout == MXATTN_LAYOUT_BHND ? "bhnd" : "bnhd");
 }
 

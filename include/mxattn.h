@@ -84,6 +84,8 @@ typedef struct {
     int return_lse;            /* 1: mxattn_run writes the natural-log LSE, fp32 [batch, heads_q, seq_q] */
     int direct_p;              /* FP4 families: quantize P with the direct scale (for comparison only) */
     int smooth_k;              /* quantized families: subtract K's channel mean (default 1) */
+    int v_terms;               /* int8-fp8: V as 1 (default) or 2 E4M3 terms; 2 removes V's rounding
+                                  error (accuracy past SageAttention2's) for ~2x the P V MMAs; wgmma only */
 } mxattn_problem;
 
 /* Library-wide options; NULL in mxattn_create() means all defaults. */

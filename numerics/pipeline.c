@@ -427,6 +427,7 @@ mxattn_status mx_ref_family_attention(const char *family, const mxattn_problem *
     mxattn_status st = mx_ref_family_config(family ? family : p->family, p->direct_p, p->smooth_k,
                                             p->dtype, &c);
     if (st != MXATTN_OK) return st;
+    if (p->v_terms == 2 && c.v == MX_V_E4M3) c.v = MX_V_E4M3X2;
     c.p_tile = p_tile;
     mx_ref_shape s;
     mx_ref_shape_from_problem(p, &s);

@@ -33,6 +33,8 @@ S.params = {
     help = "FP4 families: scale of the softmax operand P" },
   { name = "smooth_k", role = "shape", values = { 1, 0 }, default = 1,
     help = "quantized families: subtract K's per-channel mean before quantizing" },
+  { name = "v_terms", role = "shape", values = { 1, 2 }, default = 1, families = { ["int8-fp8"] = true },
+    help = "int8-fp8: V in one E4M3 term, or two (the second, on the same per-channel scale, holds the first's rounding error: V as exact as bf16, P V's MMAs x2; variant=wgmma, head_dim<=128)" },
   { name = "gqa", role = "problem", min = 1, max = 256, default = 1,
     help = "query heads per KV head (grouped-query attention)" },
   { name = "layout", role = "problem", values = { "bhnd", "bnhd" }, default = "bhnd",

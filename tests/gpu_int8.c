@@ -37,6 +37,7 @@ typedef struct {
     int d, heads_q, heads_kv, seq_q, seq_k, smooth_k;
     mxattn_dtype dtype;
     float scale_log2;        /* 1: Q's codes can hit exact ties */
+    int v_terms;             /* int8-fp8: 2 adds V's second E4M3 term (0 reads as 1) */
 } quant_case;
 
 static float round_in(mxattn_dtype t, float x) { return t == MXATTN_F16 ? mx_round_f16(x) : mx_round_bf16(x); }
@@ -96,7 +97,8 @@ static long compare_workspace(const quant_case *c, const mx_launch_plan *lp, con
     size_t big = (size_t)(c->seq_q > c->seq_k ? c->seq_q : c->seq_k) * d;
     float *x = malloc(big * 4), *mean = calloc((size_t)c->heads_kv * d, 4), *scales = malloc(big * 4);
     int8_t *codes = malloc(big);
-    uint8_t *e4 = malloc(big);
+    uint8_t *e4 = malloc(big), *e4_lo = malloc(big);
+    int terms = c->v_terms == 2 ? 2 : 1;
     double *corr = malloc(big * 8);
     for (int h = 0; h < c->heads_kv; h++) {
         const float *kh = k + (size_t)h * c->seq_k * d, *vh = v + (size_t)h * c->seq_k * d;
@@ -116,15 +118,20 @@ static long compare_workspace(const quant_case *c, const mx_launch_plan *lp, con
         for (int b = 0; b < nkp / 16; b++)
             EXPECT(same_float(ks[b], b * 16 < c->seq_k ? scales[b] : 0.f), "kscale h%d block%d", h, b);
         if (!fp8) continue;
-        mx_e4m3_quantize_per_channel(vh, c->seq_k, d, d, e4, scales);
+        if (terms == 2) mx_e4m3x2_quantize_per_channel(vh, c->seq_k, d, d, e4, e4_lo, scales);
+        else mx_e4m3_quantize_per_channel(vh, c->seq_k, d, d, e4, scales);
         const float *vs = (const float *)(ws + lp->ws_off[5]) + (size_t)h * d32;
-        const uint8_t *vt = ws + lp->ws_off[6] + (size_t)h * dv * nkp;
+        const uint8_t *vt = ws + lp->ws_off[6] + (size_t)h * terms * dv * nkp;
         for (int ch = 0; ch < d32; ch++) EXPECT(same_float(vs[ch], ch < d ? scales[ch] : 0.f), "vscale h%d c%d %g vs %g", h, ch, vs[ch], ch < d ? scales[ch] : 0.f);
         for (int ch = 0; ch < dv; ch++)
             for (int pos = 0; pos < nkp; pos++) {
                 int key = permuted_key(pos);
                 int want = key < c->seq_k && ch < d ? e4[(size_t)key * d + ch] : 0;
                 EXPECT(vt[(size_t)ch * nkp + pos] == want, "v8t h%d c%d pos%d (key %d) 0x%02x vs 0x%02x", h, ch, pos, key, vt[(size_t)ch * nkp + pos], want);
+                if (terms == 1) continue;
+                int want_lo = key < c->seq_k && ch < d ? e4_lo[(size_t)key * d + ch] : 0;
+                uint8_t got_lo = vt[(size_t)(dv + ch) * nkp + pos];
+                EXPECT(got_lo == want_lo, "v8t lo h%d c%d pos%d (key %d) 0x%02x vs 0x%02x", h, ch, pos, key, got_lo, want_lo);
             }
     }
     for (int h = 0; h < c->heads_q; h++) {
@@ -147,7 +154,7 @@ static long compare_workspace(const quant_case *c, const mx_launch_plan *lp, con
         for (int i = 0; i < c->seq_q; i++)
             if (!isnan(corr[i])) EXPECT(fabs(cw[i] - corr[i]) <= 1e-4 * (1 + fabs(corr[i])), "corr h%d row%d %g vs %g", h, i, cw[i], corr[i]);
     }
-    free(x); free(mean); free(scales); free(codes); free(e4); free(corr);
+    free(x); free(mean); free(scales); free(codes); free(e4); free(e4_lo); free(corr);
     return bad;
 }
 
@@ -168,8 +175,9 @@ static long run_quant_case(mx_gen *gen, pthread_mutex_t *lock, const quant_case 
     char params[512], sizes[256];
     int align = c->d % 8 == 0 ? 8 : c->d % 4 == 0 ? 4 : c->d % 2 == 0 ? 2 : 1;
     const char *dt = c->dtype == MXATTN_F16 ? "f16" : "bf16";
-    snprintf(params, sizeof params, "family=%s arch=%s head_dim=%d dtype=%s out_dtype=%s causal=0 lse=1 align=%d smooth_k=%d gqa=%d",
-             c->family, g_dev.arch, c->d, dt, dt, align, c->smooth_k, c->heads_q / c->heads_kv);
+    snprintf(params, sizeof params, "family=%s arch=%s head_dim=%d dtype=%s out_dtype=%s causal=0 lse=1 align=%d smooth_k=%d gqa=%d%s",
+             c->family, g_dev.arch, c->d, dt, dt, align, c->smooth_k, c->heads_q / c->heads_kv,
+             c->v_terms == 2 ? " v_terms=2" : "");
     snprintf(sizes, sizeof sizes, "batch=1 heads_q=%d heads_kv=%d seq_q=%d seq_k=%d head_dim=%d",
              c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->d);
     MX_TRY(mx_jit_build(&env, params, sizes, &kern));
@@ -195,8 +203,9 @@ static long run_quant_case(mx_gen *gen, pthread_mutex_t *lock, const quant_case 
     ws = malloc(wsb);
     MX_TRY(mx_memcpy_dtoh(&g_dev, ws, dws, wsb));
     bad = compare_workspace(c, &kern.launch, ws, bm, bn, q, k, v);
-    printf("%s %s D=%d Hq=%d Hkv=%d Nq=%d Nk=%d smooth_k=%d scale_log2=%g [%s]: %ld mismatches\n", bad ? "FAIL" : "ok  ",
-           c->family, c->d, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->smooth_k, c->scale_log2, kern.knobs, bad);
+    printf("%s %s D=%d Hq=%d Hkv=%d Nq=%d Nk=%d smooth_k=%d v_terms=%d scale_log2=%g [%s]: %ld mismatches\n",
+           bad ? "FAIL" : "ok  ", c->family, c->d, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->smooth_k,
+           c->v_terms == 2 ? 2 : 1, c->scale_log2, kern.knobs, bad);
 fail:
     if (st != MXATTN_OK) printf("FAIL %s D=%d: %s: %s\n", c->family, c->d, mxattn_status_string(st), mxattn_last_error());
     mx_jit_release(&env, &kern);
@@ -207,23 +216,29 @@ fail:
 
 static void test_quantizers_bit_exact(void **state) {
     static const quant_case cases[] = {
-        {"int8-fp8", 64, 2, 1, 37, 50, 1, MXATTN_BF16, 0.18033688f},
-        {"int8-fp8", 80, 4, 2, 64, 100, 0, MXATTN_F16, 1.f},
-        {"int8-fp8", 128, 2, 2, 200, 333, 1, MXATTN_BF16, 1.f},
-        {"int8-f16", 96, 3, 1, 48, 17, 1, MXATTN_F16, 0.14724840f},
-        {"int8-f16", 256, 2, 1, 50, 64, 0, MXATTN_BF16, 1.f},
+        {"int8-fp8", 64, 2, 1, 37, 50, 1, MXATTN_BF16, 0.18033688f, 1},
+        {"int8-fp8", 80, 4, 2, 64, 100, 0, MXATTN_F16, 1.f, 1},
+        {"int8-fp8", 128, 2, 2, 200, 333, 1, MXATTN_BF16, 1.f, 1},
+        {"int8-f16", 96, 3, 1, 48, 17, 1, MXATTN_F16, 0.14724840f, 1},
+        {"int8-f16", 256, 2, 1, 50, 64, 0, MXATTN_BF16, 1.f, 1},
         /* Head dims that are not multiples of 8: the quantizer's 8-, 4- and
          * 2-byte loads and the V^T packing with fewer channels per lane. */
-        {"int8-fp8", 100, 2, 1, 45, 77, 1, MXATTN_BF16, 0.14426950f},
-        {"int8-fp8", 50, 1, 1, 33, 70, 1, MXATTN_F16, 1.f},
-        {"int8-f16", 17, 2, 2, 20, 19, 1, MXATTN_BF16, 0.3f},
+        {"int8-fp8", 100, 2, 1, 45, 77, 1, MXATTN_BF16, 0.14426950f, 1},
+        {"int8-fp8", 50, 1, 1, 33, 70, 1, MXATTN_F16, 1.f, 1},
+        {"int8-f16", 17, 2, 2, 20, 19, 1, MXATTN_BF16, 0.3f, 1},
+        /* V in two E4M3 terms (variant=wgmma, the default here): the second
+         * term's rows, with the special values (Inf in V channel 2). */
+        {"int8-fp8", 128, 2, 1, 70, 333, 1, MXATTN_BF16, 0.18033688f, 2},
+        {"int8-fp8", 72, 1, 1, 40, 45, 0, MXATTN_F16, 1.f, 2},
     };
     mx_gen *gen = NULL;
     pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     assert_int_equal(mx_gen_open(&gen), MXATTN_OK);
     long failures = 0;
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        if (cases[i].v_terms == 2 && strcmp(g_dev.arch, "sm_90a") != 0) continue;   /* wgmma only */
         failures += run_quant_case(gen, &lock, &cases[i], 1000 + i) != 0;
+    }
     mx_gen_close(gen);
     assert_int_equal(failures, 0);
 }

@@ -498,6 +498,46 @@ static void test_exp_poly(void **state) {
     }
 }
 
+/* v_terms=2 (V as two E4M3 terms): legal only for int8-fp8's wgmma kernels
+ * up to D=128; the P V k-loop runs twice (twice the e4m3 wgmmas in the PTX)
+ * over a V^T box of twice the rows, in both schedules, without spills. */
+static int count_e4m3_wgmma(const char *ptx) {
+    int n = 0;
+    for (const char *p = strstr(last_entry(ptx), "e4m3.e4m3"); p; p = strstr(p + 1, "e4m3.e4m3")) n++;
+    return n;
+}
+
+static void test_v_terms(void **state) {
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=mma v_terms=2 block_m=128 warps=8 block_n=64 stages=2",
+                       "v_terms");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=192 variant=wgmma v_terms=2 block_m=64 warps=8 block_n=64 stages=3",
+                       "v_terms");
+    gen_expect_invalid(g, "family=f16 head_dim=128 v_terms=2", "v_terms");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 v_terms=3", "v_terms");
+    static const char *schedules[] = {"variant=wgmma block_m=64 warps=4 block_n=128 stages=2",
+                                      PP "block_n=64 stages=2 causal=1 lse=1"};
+    for (int s = 0; s < 2; s++) {
+        int wgmmas[2];
+        for (int terms = 1; terms <= 2; terms++) {
+            char params[256];
+            snprintf(params, sizeof params, "family=int8-fp8 head_dim=128 v_terms=%d %s", terms, schedules[s]);
+            mx_compile_result r;
+            if (!compile(params, &r)) skip();
+            wgmmas[terms - 1] = count_e4m3_wgmma(r.ptx);
+            assert_int_equal(r.usage.spill_store_bytes, 0);
+            mx_compile_result_free(&r);
+            char *lp = gen_call(g, "launch", params, "batch=1 heads_q=1 heads_kv=1 seq_q=128 seq_k=256");
+            char want[64];   /* V^T's map: 128 * terms channel rows, one box */
+            int bn = s == 0 ? 128 : 64;
+            snprintf(want, sizeof want, "tmapws 2 6 1 256 %d 1 1 %d %d %d", 128 * terms, bn, 128 * terms, bn);
+            assert_non_null(strstr(lp, want));
+            free(lp);
+        }
+        assert_true(wgmmas[0] > 0);
+        assert_int_equal(wgmmas[1], 2 * wgmmas[0]);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_renders_deterministically),
@@ -511,6 +551,7 @@ int main(void) {
         cmocka_unit_test(test_overlap_ranks_above_its_plain_tile),
         cmocka_unit_test(test_overlap_compiles),
         cmocka_unit_test(test_exp_poly),
+        cmocka_unit_test(test_v_terms),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

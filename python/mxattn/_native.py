@@ -96,6 +96,7 @@ class Problem(ctypes.Structure):
         ("return_lse", ctypes.c_int),
         ("direct_p", ctypes.c_int),
         ("smooth_k", ctypes.c_int),
+        ("v_terms", ctypes.c_int),
     ]
 
 

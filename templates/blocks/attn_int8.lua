@@ -17,7 +17,8 @@
 --   3 kscale  f32  [B][Hkv][nkp/16]
 --   4 kmean   f32  [B][Hkv][D32]     (0 past D, or without smooth_k)
 --   5 vscale  f32  [B][Hkv][D32]     (int8-fp8: amax/448; else empty)
---   6 v8t     e4m3 [B][Hkv][DV][nkp] (int8-fp8: V^T, permuted keys; else empty)
+--   6 v8t     e4m3 [B][Hkv][v_terms*DV][nkp] (int8-fp8: V^T, permuted keys, then
+--             with v_terms=2 the second term's rows; else empty)
 --   7 corr    f32  [B][Hq][nqp]      (q.mean in base 2, for the LSE)
 -- Padding rows/columns hold code 0 and scale 0, written by the quant kernel.
 local U = require("util")
@@ -210,6 +211,7 @@ constexpr int NT = BN / 8;              // 8-key score tiles
 constexpr int DT = DV / 8;              // 8-column output tiles
 constexpr int V_TILE_BYTES = ${VTB};
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH_K}, FP8_V = ${FP8_V};
+constexpr int V_TERMS = 1;              // E4M3 terms of V (two: variant=wgmma only)
 enum { ${WS} };                         // workspace sections
 ]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps,
       STAGES = t.stages, VTB = pv.v_tile_bytes(t), CAUSAL = t.causal == 1, LSE = t.lse == 1,
@@ -246,7 +248,8 @@ enum { ${WS} };                         // workspace sections
     local fp8 = pv_kind == "fp8" and 1 or 0
     local sizes = {
       b * hq * nqp * d32(t), b * hkv * nkp * d32(t), b * hq * (nqp // 16) * 4, b * hkv * (nkp // 16) * 4,
-      b * hkv * d32(t) * 4, fp8 * b * hkv * d32(t) * 4, fp8 * b * hkv * dv(t) * nkp, b * hq * nqp * 4,
+      b * hkv * d32(t) * 4, fp8 * b * hkv * d32(t) * 4, fp8 * b * hkv * (t.v_terms or 1) * dv(t) * nkp,
+      b * hq * nqp * 4,
     }
     local off, at = {}, 0
     for i, n in ipairs(sizes) do off[i] = at; at = at + U.round_up(n, 256) end

@@ -16,6 +16,14 @@ MX_INLINE u32 to_e4m3(float x) {
   asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.f), "f"(x));
   return r & 0xffu;
 }
+// An E4M3 code's value (exact in f16, then f32).
+MX_INLINE float from_e4m3(u32 code) {
+  u32 h2;
+  float f;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"((u16)code));
+  asm("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %1; cvt.f32.f16 %0, lo; }" : "=f"(f) : "r"(h2));
+  return f;
+}
 MX_INLINE int permuted_key(int pos) { return 2 * (pos / 4) + (pos & 1) + 8 * ((pos >> 1) & 1); }
 
 // One warp: keys [key0, key0 + 16) of every channel.  A lane owns VV adjacent
@@ -23,6 +31,8 @@ MX_INLINE int permuted_key(int pos) { return 2 * (pos / 4) + (pos & 1) + 8 * ((p
 // elements of one key) and packs each channel's 16 codes into one 16-byte
 // store: V^T's rows are channels, so that store is already transposed.
 // vt points at channel 0, key key0 of this head's V^T (row stride nkp bytes).
+// V_TERMS = 2 also writes the second term, lo = E4M3(v / scale - hi) on the
+// same scale, DV rows further on (numerics' mx_e4m3x2_quantize_per_channel).
 constexpr int VV = VEC < 4 ? VEC : 4;
 struct __align__(2 * VV) v_vec { u16 h[VV]; };
 struct __align__(16) v_codes { u32 w[4]; };
@@ -45,12 +55,17 @@ MX_INLINE void quantize_v_transposed(const u16 *v, i64 ss, int key0, int keys, c
     for (int e = 0; e < VV; e++) {
       const int c = c0 + e;
       const float scale = c < D ? vscale[c] : 0.f;
-      v_codes out = {{0u, 0u, 0u, 0u}};
+      v_codes out = {{0u, 0u, 0u, 0u}}, out_lo = {{0u, 0u, 0u, 0u}};
 #pragma unroll
       for (int pos = 0; pos < 16; pos++)
-        if (scale > 0.f && key0 + permuted_key(pos) < keys)
-          out.w[pos / 4] |= to_e4m3(div_rn(in_to_f32(x[pos].h[e]), scale)) << (8 * (pos % 4));
+        if (scale > 0.f && key0 + permuted_key(pos) < keys) {
+          const float y = div_rn(in_to_f32(x[pos].h[e]), scale);
+          const u32 hi = to_e4m3(y);
+          out.w[pos / 4] |= hi << (8 * (pos % 4));
+          if (V_TERMS == 2) out_lo.w[pos / 4] |= to_e4m3(y - from_e4m3(hi)) << (8 * (pos % 4));
+        }
       if (c < DV) *(v_codes *)(vt + (i64)c * nkp) = out;
+      if (V_TERMS == 2 && c < DV) *(v_codes *)(vt + (i64)(DV + c) * nkp) = out_lo;
     }
   }
 }

@@ -64,7 +64,7 @@ extern "C" __global__ void __launch_bounds__(128) ${NAME}_quant(const mx_kernel_
     if (FP8_V) {
       const u16 *v = (const u16 *)a.v + batch * a.v_sb + kv_head * a.v_sh;
       quantize_v_transposed(v, a.v_ss, row0, a.seq_k, (const float *)ws_at(a, WS_VSCALE) + kh * D32,
-                            ws_at(a, WS_V8T) + kh * DV * nkp + row0, nkp);
+                            ws_at(a, WS_V8T) + kh * V_TERMS * DV * nkp + row0, nkp);
     }
   }
 }

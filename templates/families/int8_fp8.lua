@@ -17,6 +17,9 @@ local mma = { smem_bytes = F.smem_bytes, register_estimate = F.register_estimate
 
 function F.check(t)
   if t.variant == "wgmma" then return WG.check(t) end
+  if t.v_terms ~= 1 then
+    return string.format("v_terms=%d: only variant=wgmma reads V's second E4M3 term (variant=%s)", t.v_terms, t.variant)
+  end
   return S.check_rows_per_warp(t)
 end
 

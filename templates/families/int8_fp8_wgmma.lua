@@ -71,6 +71,10 @@ function WG.check(t)
     return string.format("variant=wgmma: overlap=1 keeps O, S(t) and P(t-1) V(t-1)'s own accumulator live at once, which head_dim=%d (over 128) does not fit in registers; use overlap=0",
                          t.head_dim)
   end
+  if t.v_terms == 2 and dv(t) > 128 then
+    return string.format("variant=wgmma: v_terms=2 needs head_dim<=128 (V^T's two terms, 2*%d channel rows, are one TMA box of at most 256 rows), not head_dim=%d",
+                         dv(t), t.head_dim)
+  end
   if d32(t) > 128 and t.block_n > 64 then
     return string.format("variant=wgmma: head_dim=%d needs block_n<=64 (O and S of block_n=%d overflow the consumers' registers)",
                          t.head_dim, t.block_n)
@@ -81,7 +85,7 @@ end
 -- Every tile is a multiple of 512 bytes and each panel a multiple of its
 -- swizzle atom (8 rows x W bytes), so panels start on atom boundaries.
 local function layout(t)
-  local l = { q_bytes = t.block_m * d32(t), k_bytes = t.block_n * d32(t), v_bytes = dv(t) * t.block_n }
+  local l = { q_bytes = t.block_m * d32(t), k_bytes = t.block_n * d32(t), v_bytes = t.v_terms * dv(t) * t.block_n }
   l.q = 0
   l.k = U.round_up(l.q_bytes, 1024)
   l.v = l.k + t.stages * l.k_bytes
@@ -271,11 +275,19 @@ MX_INLINE void pack_p(u32 (&pa)[BN / 32][4], const float (&s)[1][NT][4]) {
 // H200 at 16384 keys, 2.8e-3 rel-L1 in place vs 2.4e-4 this way (f16 output;
 // gpu_int8_wgmma test_long_rows).  The mma.sync variant keeps accumulating in
 // place: its m16n8k32 FP8 MMA measured 1.9e-4 there, no drift.
+//
+// With V_TERMS = 2 the tile's V^T holds a second term's DV rows after the
+// first's (the first's rounding error, on the same channel scale): its k32
+// steps add into the same accumulator, so P V is P (hi + lo) at the cost of
+// twice the MMAs and no register.
 MX_INLINE void issue_pv(float (&pv)[1][PV_DT][4], const u32 (&pa)[BN / 32][4], u64 desc_v) {
   reg_fence(pv);
   wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < BN / 32; kk++) wgmma_pv(pv, pa[kk], desc_v + kk * 32 / 16, kk > 0);
+  for (int term = 0; term < V_TERMS; term++)
+#pragma unroll
+    for (int kk = 0; kk < BN / 32; kk++)
+      wgmma_pv(pv, pa[kk], desc_v + (term * DV * BN + kk * 32) / 16, term > 0 || kk > 0);
   wgmma_commit();
 }
 
@@ -431,12 +443,13 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH_K}, F
 // are P*448 already (overlap=0), 448 for softmax_scores' P in [0, 1] (the
 // ping-pong's turns have no register left for softmax_acc's constants).
 constexpr float P_UNIT = ${P_UNIT};
+constexpr int V_TERMS = ${V_TERMS};     // E4M3 terms of V (issue_pv)
 enum { ${WS} };                         // workspace sections
 ]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps, STAGES = t.stages,
       PRODUCER = ws_producer, REGS_P = regs_p, REGS_C = regs_c, WQK = w, SWZ_QK = SWIZZLE_MODE[w],
       SWZ_V = SWIZZLE_MODE[t.block_n] or 3, Q_BYTES = l.q_bytes, K_BYTES = l.k_bytes, V_BYTES = l.v_bytes,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar, CAUSAL = t.causal == 1, LSE = t.lse == 1,
-      SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", PV_SLICES = pv_slices(t), WS = table.concat(ws, ", ") })
+      SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, PV_SLICES = pv_slices(t), WS = table.concat(ws, ", ") })
   local pp = t.overlap == 1
   local kernel = U.fill(pp and KERNEL_PP or ws_producer and WC.KERNEL_WS or WC.KERNEL,
                         { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
@@ -475,8 +488,8 @@ function WG.launches(t, pr, canonical)
       box_cols = w, box_rows = t.block_m, swizzle = w },
     { slot = 1, section = 1, elem_bytes = 1, cols = d32(t), rows = nkp, heads = pr.heads_kv, batch = pr.batch,
       box_cols = w, box_rows = t.block_n, swizzle = w },
-    { slot = 2, section = 6, elem_bytes = 1, cols = nkp, rows = dv(t), heads = pr.heads_kv, batch = pr.batch,
-      box_cols = t.block_n, box_rows = dv(t), swizzle = t.block_n },
+    { slot = 2, section = 6, elem_bytes = 1, cols = nkp, rows = t.v_terms * dv(t), heads = pr.heads_kv,
+      batch = pr.batch, box_cols = t.block_n, box_rows = t.v_terms * dv(t), swizzle = t.block_n },
   }
   return plan
 end

@@ -166,6 +166,7 @@ mxattn_status gpu_run_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case
     p.batch = c->batch; p.heads_q = c->heads_q; p.heads_kv = c->heads_kv;
     p.seq_q = c->seq_q; p.seq_k = c->seq_k; p.causal = c->causal;
     p.dtype = p.out_dtype = c->dtype; p.layout = c->layout; p.return_lse = c->lse;
+    p.v_terms = c->v_terms ? c->v_terms : 1;
     p.q_strides = q.s; p.k_strides = k.s; p.v_strides = v.s; p.o_strides = o.s;
     MX_TRY(mxattn_plan_create(ctx, &p, c->config, &plan));
     mxattn_plan_info info;
@@ -230,6 +231,7 @@ mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, int block_n, const 
     if (st != MXATTN_OK) return st;
     cfg.int8_block_q = cfg.int8_block_k = 16;
     cfg.p_tile = block_n;
+    if (c->v_terms == 2) cfg.v = MX_V_E4M3X2;
     cfg.q_prescale = (float)((double)(1.0f / sqrtf((float)c->head_dim)) * 1.4426950408889634);
     return mx_ref_pipeline_attention(&s, &cfg, q, k, v, o, lse, NULL);
 }

@@ -24,6 +24,7 @@ typedef struct {
     int pad;          /* extra elements per row (and per head/batch) to make strides non-contiguous */
     int lse;
     const char *config;   /* NULL: the library chooses; else an explicit "block_m=.. ..." */
+    int v_terms;          /* int8-fp8: E4M3 terms of V (0 reads as 1) */
 } gpu_case;
 
 typedef struct {
