@@ -461,10 +461,10 @@ static void test_overlap_compiles(void **state) {
 static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
 static int teardown(void **state) { mx_gen_close(g); return 0; }
 
-/* ex2 instructions in the attention kernel's PTX (the module's last entry). */
-static int count_ex2(const char *ptx) {
+/* Occurrences of `what` in the attention kernel's PTX (the module's last entry). */
+static int count_in_kernel(const char *ptx, const char *what) {
     int n = 0;
-    for (const char *p = strstr(last_entry(ptx), "ex2.approx"); p; p = strstr(p + 1, "ex2.approx")) n++;
+    for (const char *p = strstr(last_entry(ptx), what); p; p = strstr(p + 1, what)) n++;
     return n;
 }
 
@@ -486,7 +486,7 @@ static void test_exp_poly(void **state) {
                      schedules[s]);
             mx_compile_result r;
             if (!compile(params, &r)) skip();
-            ex2[e] = count_ex2(r.ptx);
+            ex2[e] = count_in_kernel(r.ptx, "ex2.approx");
             if (e > 0) assert_non_null(strstr(r.ptx, "shl.b32"));   /* 2^j into the exponent field */
             assert_int_equal(r.usage.spill_store_bytes, 0);
             mx_compile_result_free(&r);
@@ -501,12 +501,6 @@ static void test_exp_poly(void **state) {
 /* v_terms=2 (V as two E4M3 terms): legal only for int8-fp8's wgmma kernels
  * up to D=128; the P V k-loop runs twice (twice the e4m3 wgmmas in the PTX)
  * over a V^T box of twice the rows, in both schedules, without spills. */
-static int count_e4m3_wgmma(const char *ptx) {
-    int n = 0;
-    for (const char *p = strstr(last_entry(ptx), "e4m3.e4m3"); p; p = strstr(p + 1, "e4m3.e4m3")) n++;
-    return n;
-}
-
 static void test_v_terms(void **state) {
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=mma v_terms=2 block_m=128 warps=8 block_n=64 stages=2",
                        "v_terms");
@@ -523,7 +517,7 @@ static void test_v_terms(void **state) {
             snprintf(params, sizeof params, "family=int8-fp8 head_dim=128 v_terms=%d %s", terms, schedules[s]);
             mx_compile_result r;
             if (!compile(params, &r)) skip();
-            wgmmas[terms - 1] = count_e4m3_wgmma(r.ptx);
+            wgmmas[terms - 1] = count_in_kernel(r.ptx, "e4m3.e4m3");
             assert_int_equal(r.usage.spill_store_bytes, 0);
             mx_compile_result_free(&r);
             char *lp = gen_call(g, "launch", params, "batch=1 heads_q=1 heads_kv=1 seq_q=128 seq_k=256");
