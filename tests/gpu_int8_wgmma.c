@@ -551,6 +551,15 @@ static void test_v_terms(void **state) {
                       .lse = 1, .v_terms = 2};
         failures += check_case(&c, configs[i], 900 + i);
     }
+    /* The one-slot V ring (the one-warpgroup tiles) at its edges: one key
+     * tile, one key, a tail, rows that see no key (bottom-right, Nq > Nk). */
+    static const int short_lens[][3] = {{1, 1, 0}, {64, 129, 1}, {200, 17, 2}, {130, 128, 2}};
+    for (int i = 0; i < 4; i++) {
+        gpu_case c = {.family = "int8-fp8", .batch = 1, .heads_q = 2, .heads_kv = 1, .seq_q = short_lens[i][0],
+                      .seq_k = short_lens[i][1], .head_dim = 96, .causal = (mxattn_causal)short_lens[i][2],
+                      .dtype = MXATTN_BF16, .layout = MXATTN_LAYOUT_BNHD, .lse = 1, .v_terms = 2};
+        failures += check_case(&c, configs[i % 2], 950 + i);
+    }
     gpu_case c = {.family = "int8-fp8", .batch = 1, .heads_q = 8, .heads_kv = 8, .seq_q = 512, .seq_k = 4096,
                   .head_dim = 128, .dtype = MXATTN_BF16, .layout = MXATTN_LAYOUT_BHND};
     result one, two;

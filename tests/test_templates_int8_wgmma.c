@@ -518,6 +518,10 @@ static void test_v_terms(void **state) {
             mx_compile_result r;
             if (!compile(params, &r)) skip();
             wgmmas[terms - 1] = count_in_kernel(r.ptx, "e4m3.e4m3");
+            /* Two terms keep V^T in one slot in the one-warpgroup kernel (three blocks per SM). */
+            char *src = gen_call(g, "render", params, NULL);
+            assert_non_null(strstr(src, terms == 2 && s == 0 ? "constexpr int V_SLOTS = 1;" : "constexpr int V_SLOTS = 2;"));
+            free(src);
             assert_int_equal(r.usage.spill_store_bytes, 0);
             mx_compile_result_free(&r);
             char *lp = gen_call(g, "launch", params, "batch=1 heads_q=1 heads_kv=1 seq_q=128 seq_k=256");

@@ -91,6 +91,9 @@ C.CONSUMER_STATE = [[
 --   k_step, v_step  a ring slot's size in descriptor units (16 bytes)
 --   args            attend_tile's family arguments before `a` ("" for none)
 --   min_blocks      blocks per SM that ptxas must fit the registers of (KERNEL)
+--   load_next, v_slot  (KERNEL) the copies issued at the top of iteration t
+--                   and V's ring slot; C.kernel fills the defaults (K and V
+--                   share the ring, as the producer's)
 -- Step 1: every warp consumes; thread 0 also issues the copies, refilling a
 -- slot after the block barrier that ends the iteration which read it.
 C.KERNEL = [[
@@ -102,10 +105,10 @@ ${SETUP}
   }
 ${CONSUME}
   for (int t = 0; t < n_tiles; t++) {
-    if (threadIdx.x == 0 && t + STAGES - 1 < n_tiles) load_kv(t + STAGES - 1);
+    ${load_next}
     const int slot = t % STAGES;
-    attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * ${k_step}, desc_v + slot * ${v_step},
-                bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, ${args}a);
+    attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * ${k_step}, desc_v + ${v_slot} * ${v_step},
+                bar_k(slot), bar_v(${v_slot}), (t / STAGES) & 1, t, warp_row0, ${args}a);
     __syncthreads();                   // every warpgroup is done with this slot
   }
 ${EPILOGUE}
@@ -133,6 +136,14 @@ ${EPILOGUE}
   }
 }
 ]]
+
+-- C.KERNEL, C.KERNEL_WS or another skeleton filled with the hooks in h, the
+-- KERNEL hooks a family leaves out taking their defaults.
+function C.fill(text, h)
+  local v = { load_next = "if (threadIdx.x == 0 && t + STAGES - 1 < n_tiles) load_kv(t + STAGES - 1);", v_slot = "slot" }
+  for k, x in pairs(h) do v[k] = x end
+  return require("util").fill(text, v)
+end
 
 -- The last lines of every kernel's epilogue: O (and the LSE) to memory.
 C.WRITE_OUTPUT = [[

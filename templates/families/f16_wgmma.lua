@@ -230,7 +230,7 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE};
       W = w, Q_BYTES = l.q_bytes, KV_BYTES = l.kv_bytes, SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar,
       CAUSAL = t.causal == 1, LSE = t.lse == 1 })
   local pp = t.overlap == 1
-  local kernel = U.fill(pp and KERNEL_PP or ws and WC.KERNEL_WS or WC.KERNEL,
+  local kernel = WC.fill(pp and KERNEL_PP or ws and WC.KERNEL_WS or WC.KERNEL,
                         { NAME = WG.kernel_name(t, canonical), SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE,
                           preamble = "", k_step = "KV_BYTES / 16", v_step = "KV_BYTES / 16", args = "", min_blocks = 1 })
   -- overlap=1 replaces attend_tile with the pieces of a turn; overlap=0

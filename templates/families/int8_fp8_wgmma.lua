@@ -81,6 +81,17 @@ function WG.check(t)
   end
 end
 
+-- V^T's ring slots.  Two V terms double V^T's tile (32 KB at D=128,
+-- BN=128), and a slot per stage would leave room for two blocks per SM where
+-- one term has three, which the kernel needs to hide its softmax
+-- (bench/NOTES.md: -22 to -25%).  So the one-warpgroup kernel keeps V^T in
+-- one slot, refilled at the top of each iteration (load_next): the copy of
+-- V(t) runs under S(t) and its softmax, and the block fits three per SM.
+local function v_slots(t)
+  if t.v_terms == 2 and not has_producer(t) and consumers(t) == 1 and t.overlap == 0 then return 1 end
+  return t.stages
+end
+
 -- Layout of the dynamic shared memory, in bytes from a 1024-aligned base.
 -- Every tile is a multiple of 512 bytes and each panel a multiple of its
 -- swizzle atom (8 rows x W bytes), so panels start on atom boundaries.
@@ -89,7 +100,7 @@ local function layout(t)
   l.q = 0
   l.k = U.round_up(l.q_bytes, 1024)
   l.v = l.k + t.stages * l.k_bytes
-  l.bar = U.round_up(l.v + t.stages * l.v_bytes, 8)
+  l.bar = U.round_up(l.v + v_slots(t) * l.v_bytes, 8)
   l.total = l.bar + 8 * (1 + 3 * t.stages)   -- q, full_k, full_v, empty
   return l
 end
@@ -323,7 +334,7 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
   u32 pa[BN / 32][4];
   pack_p(pa, s);
   float pv[1][PV_DT][4];
-  mbar_wait(bar_v, parity);
+  mbar_wait(bar_v, V_SLOTS == 1 ? t & 1 : parity);
 #pragma unroll
   for (int slice = 0; slice < PV_SLICES; slice++) {   // V^T rows (channels) PV_N * slice on
     issue_pv(pv, pa, desc_v + slice * (PV_N * BN / 16));
@@ -341,17 +352,31 @@ local SETUP = U.fill(WC.BLOCK_SETUP, { where = [[
   const int nqp = pad_q(a.seq_q), nkp = pad_k(a.seq_k);
   const i64 qh = (i64)batch * a.heads_q + head, kh = (i64)batch * a.heads_kv + kv_head;
 ]] }) .. [[
-  // K8 and V^T of tile `tile` into ring slot tile % STAGES: a box per K panel,
-  // one box (DV channel rows x BN keys) for V^T.  The workspace is padded to
-  // whole tiles, so every box is in bounds and brings all its bytes.
+  // V^T of tile `tile` into V slot tile % V_SLOTS: one box (V_TERMS * DV
+  // channel rows x BN keys).  The workspace is padded to whole tiles, so
+  // every box is in bounds and brings all its bytes.
+  auto load_v = [&](int tile) {
+    const int s = tile % V_SLOTS;
+    mbar_expect_tx(bar_v(s), V_BYTES);
+    tma_load_4d(sV + s * V_BYTES, map_v, tile * BN, 0, kv_head, batch, bar_v(s));
+  };
+  // K8 of tile `tile` into ring slot tile % STAGES, a box per K panel, and
+  // its V^T into the same slot when V has one per stage.
   auto load_kv = [&](int tile) {
     const int s = tile % STAGES;
     mbar_expect_tx(bar_k(s), K_BYTES);
 #pragma unroll
     for (int p = 0; p < PANELS_QK; p++)
       tma_load_4d(sK + s * K_BYTES + p * BN * WQK, map_k, p * WQK, tile * BN, kv_head, batch, bar_k(s));
-    mbar_expect_tx(bar_v(s), V_BYTES);
-    tma_load_4d(sV + s * V_BYTES, map_v, tile * BN, 0, kv_head, batch, bar_v(s));
+    if (V_SLOTS == STAGES) load_v(tile);
+  };
+  // The copies at the top of iteration t of the one-warpgroup kernel: K (and
+  // V) of tile t + STAGES - 1; with one V slot, also V of tile t itself into
+  // the slot that the last iteration's block barrier has just freed.  Its
+  // copy then runs under S(t) = Q K(t)^T and the softmax.
+  auto load_next = [&](int t, int n_tiles) {
+    if (t + STAGES - 1 < n_tiles) load_kv(t + STAGES - 1);
+    if (V_SLOTS == 1) load_v(t);
   };
   auto load_q = [&]() {
     mbar_expect_tx(bar_q, Q_BYTES);
@@ -444,17 +469,19 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH_K}, F
 // ping-pong's turns have no register left for softmax_acc's constants).
 constexpr float P_UNIT = ${P_UNIT};
 constexpr int V_TERMS = ${V_TERMS};     // E4M3 terms of V (issue_pv)
+constexpr int V_SLOTS = ${V_SLOTS};     // V^T ring slots: STAGES, or 1 (v_slots says when)
 enum { ${WS} };                         // workspace sections
 ]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps, STAGES = t.stages,
       PRODUCER = ws_producer, REGS_P = regs_p, REGS_C = regs_c, WQK = w, SWZ_QK = SWIZZLE_MODE[w],
       SWZ_V = SWIZZLE_MODE[t.block_n] or 3, Q_BYTES = l.q_bytes, K_BYTES = l.k_bytes, V_BYTES = l.v_bytes,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar, CAUSAL = t.causal == 1, LSE = t.lse == 1,
-      SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, PV_SLICES = pv_slices(t), WS = table.concat(ws, ", ") })
+      SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t), WS = table.concat(ws, ", ") })
   local pp = t.overlap == 1
-  local kernel = U.fill(pp and KERNEL_PP or ws_producer and WC.KERNEL_WS or WC.KERNEL,
+  local kernel = WC.fill(pp and KERNEL_PP or ws_producer and WC.KERNEL_WS or WC.KERNEL,
                         { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
                           k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, ",
-                          min_blocks = min_blocks(t) })
+                          min_blocks = min_blocks(t), v_slot = "(slot % V_SLOTS)",
+                          load_next = "if (threadIdx.x == 0) load_next(t, n_tiles);" })
   return table.concat({
     "// mxattn generated kernels. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
     require("blocks.prelude")(t),
