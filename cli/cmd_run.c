@@ -19,7 +19,8 @@ static void usage(void) {
            "  --batch N --heads N --kv-heads N --seq N (or --seq-q N --seq-k N)\n"
            "  --causal none|top-left|bottom-right   --dtype bf16|f16   --layout bhnd|bnhd\n"
            "  --config \"block_m=.. block_n=..\"      --reps N (timed launches, default 20)\n"
-           "  --check-heads N (heads checked on the CPU, default 1)   --seed N\n");
+           "  --check-heads N (heads checked on the CPU, default 1)   --seed N\n"
+           "  --v-terms 1|2 (int8-fp8: V in one or two E4M3 terms, default 1)\n");
 }
 
 static int parse_args(int argc, char **argv, run_args *a) {
@@ -43,6 +44,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
         INT_FLAG("--seq-k", 1, 1 << 24, a->p.seq_k)
         INT_FLAG("--reps", 1, 100000, a->reps)
         INT_FLAG("--check-heads", 0, 65535, a->check_heads)
+        INT_FLAG("--v-terms", 1, 2, a->p.v_terms)
 #undef INT_FLAG
         if (!strcmp(f, "--seq")) {
             if (!cli_parse_long("run", f, v, 1, 1 << 24, &x)) return 2;
