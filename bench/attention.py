@@ -227,19 +227,27 @@ def make_input_sets(cfg, l2_bytes):
 
 
 def family_and_config(name):
-    """"f16" -> ("f16", None); "f16[variant=mma]" -> ("f16", "variant=mma"):
-    a row for a pinned kernel configuration beside the library's choice."""
-    if name.endswith("]") and "[" in name:
-        family, config = name[:-1].split("[", 1)
-        return family, config
-    return name, None
+    """"f16" -> ("f16", None, {}); "f16[variant=mma]" -> ("f16", "variant=mma", {}):
+    a row for a pinned kernel configuration beside the library's choice.
+    v_terms=N inside the brackets is a problem option, not a knob: it goes
+    to the keyword arguments ("int8-fp8[v_terms=2]" -> (.., None, {"v_terms": 2}))."""
+    if not (name.endswith("]") and "[" in name):
+        return name, None, {}
+    family, inside = name[:-1].split("[", 1)
+    knobs, options = [], {}
+    for item in inside.split():
+        if item.startswith("v_terms="):
+            options["v_terms"] = int(item.split("=", 1)[1])
+        else:
+            knobs.append(item)
+    return family, " ".join(knobs) or None, options
 
 
 def mxattn_impl(name):
-    family, config = family_and_config(name)
+    family, config, options = family_and_config(name)
 
     def run(q, k, v, causal):
-        return mxattn.attention(q, k, v, family=family, causal=causal, config=config)
+        return mxattn.attention(q, k, v, family=family, causal=causal, config=config, **options)
     return contextlib.nullcontext, run
 
 
@@ -335,9 +343,9 @@ def measure(name, cfg, input_sets, reference):
 
 def plan_info(name, inputs, causal):
     """What mxattn chose; a failure here should not discard the timing."""
-    family, config = family_and_config(name)
+    family, config, options = family_and_config(name)
     try:
-        return mxattn.plan_info(*inputs, family=family, causal=causal, config=config)
+        return mxattn.plan_info(*inputs, family=family, causal=causal, config=config, **options)
     except Exception as error:
         return {"error": describe_error(error)}
 

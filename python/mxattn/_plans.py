@@ -35,6 +35,7 @@ class ProblemSpec:
     sm_scale: float      # 0.0: the library's 1/sqrt(head_dim)
     return_lse: bool
     config: str = ""     # "" lets mxattn choose; else "key=value ..." knobs
+    v_terms: int = 1     # int8-fp8: V in one or two E4M3 terms
 
     def to_struct(self):
         """The mxattn_problem; keep it alive as long as anything uses it
@@ -54,6 +55,7 @@ class ProblemSpec:
         problem.o_strides = Strides(*self.o_strides)
         problem.sm_scale = self.sm_scale
         problem.return_lse = int(self.return_lse)
+        problem.v_terms = self.v_terms
         return problem
 
 

@@ -161,6 +161,9 @@ class ProblemTest(unittest.TestCase):
                           problem.o_strides.seq), (10, 11, 12))
         self.assertAlmostEqual(problem.sm_scale, 0.125)
         self.assertEqual(problem.return_lse, 1)
+        self.assertEqual(problem.v_terms, 1)
+        self.assertEqual(self.spec(v_terms=2).to_struct().v_terms, 2)
+        self.assertNotEqual(self.spec(), self.spec(v_terms=2))
 
     def test_specs_differing_only_in_strides_are_different_keys(self):
         self.assertEqual(self.spec(), self.spec())

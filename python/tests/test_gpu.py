@@ -307,6 +307,20 @@ class QuantizedFamilyTest(unittest.TestCase):
                     cos = cosine(out, ref)
                     self.assertGreaterEqual(cos, min_cos, f"seed {seed}, rel-L1 {rel_l1(out, ref):.3f}")
 
+    def test_v_terms_cuts_the_error(self):
+        """int8-fp8 with V as two E4M3 terms: same inputs, clearly closer to
+        float64 than one term (V's rounding error is most of the family's)."""
+        seed = fresh_seed()
+        q, k, v = make_inputs(1, 8, 8, 512, 2048, 128, torch.bfloat16, "HND")
+        ref, _ = reference(q, k, v, causal=False)
+        one = self.attention_or_skip("int8-fp8", q, k, v)
+        two = self.attention_or_skip("int8-fp8", q, k, v, v_terms=2)
+        e1, e2 = rel_l1(one, ref), rel_l1(two, ref)
+        self.assertLess(e2, 0.85 * e1, f"seed {seed}: rel-L1 {e1:.4f} -> {e2:.4f}")
+        self.assertGreater(cosine(two, ref), cosine(one, ref), f"seed {seed}")
+        with self.assertRaises(mxattn.MxattnValueError):
+            mxattn.attention(q, k, v, family="f16", v_terms=2)
+
 
 if __name__ == "__main__":
     unittest.main()
