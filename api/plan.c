@@ -60,7 +60,8 @@ static mxattn_status choose_config(mxattn_plan *plan, const char *explicit_confi
         return MXATTN_OK;
     }
     mx_clear_error();
-    if (ctx->tune_policy == MX_TUNE_OFF) return MXATTN_OK;
+    /* Tuning a two-term plan would store its winner under the one-term key. */
+    if (ctx->tune_policy == MX_TUNE_OFF || plan->pr.p.v_terms != 1) return MXATTN_OK;
     mx_tune_sizes sizes;
     mx_tune_options opt;
     mx_tune_outcome outcome;
@@ -170,6 +171,18 @@ mxattn_status mxattn_run(mxattn_plan *plan, const void *q, const void *k, const 
     return mx_launch_plan_run(plan->dev, &plan->kernel.launch, &args, (struct CUstream_st *)stream);
 }
 
+/* No configuration is legal for a shape (say v_terms=2 with a family that has
+ * no second V term): the validation of its default configuration says why. */
+static mxattn_status no_candidates_reason(mxattn_ctx *ctx, const char *shape) {
+    char *canon = NULL;
+    pthread_mutex_lock(&ctx->gen_lock);
+    mxattn_status st = mx_gen_call(ctx->gen, "validate", shape, NULL, &canon);
+    pthread_mutex_unlock(&ctx->gen_lock);
+    free(canon);
+    if (st != MXATTN_OK) return st;
+    return mx_fail(MXATTN_ERROR_UNSUPPORTED, "mxattn_candidates: no legal kernel configuration for %s", shape);
+}
+
 mxattn_status mxattn_candidates(mxattn_ctx *ctx, const mxattn_problem *p, char **configs, int max,
                                 int *count) {
     if (!ctx || !p || !count || (max > 0 && !configs))
@@ -200,6 +213,7 @@ mxattn_status mxattn_candidates(mxattn_ctx *ctx, const mxattn_problem *p, char *
     }
     *count = n;
     free(text);
+    if (n == 0) return no_candidates_reason(ctx, shape);
     return MXATTN_OK;
 }
 

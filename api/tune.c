@@ -13,6 +13,13 @@ mxattn_status mxattn_tune(mxattn_ctx *ctx, const mxattn_problem *p, char *best_c
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "mxattn_tune: best_config_len is 0");
     if (best_config) best_config[0] = 0;
     if (speedup) *speedup = 0;
+    /* The tuning key has no v_terms column (like smooth_k, it is an accuracy
+     * choice): a two-term run would overwrite the one-term winner, whose
+     * tiles two-term plans reuse anyway. */
+    if (p->v_terms > 1)
+        return mx_fail(MXATTN_ERROR_UNSUPPORTED,
+                       "mxattn_tune: v_terms=%d is not part of the tuning key; tune the problem with v_terms=1, "
+                       "whose tuned tile v_terms=2 plans use", p->v_terms);
     mx_problem pr;
     mxattn_status st = mx_problem_resolve(p, &pr);
     if (st != MXATTN_OK) return st;

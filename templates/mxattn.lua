@@ -114,7 +114,15 @@ end
 -- canonical knob string per line; the heuristic default is always first.
 function M.candidates(text)
   local base = S.parse(text)
-  for _, p in ipairs(S.params) do if p.role == "knob" then base[p.name] = nil end end
+  local shape = {}
+  for _, p in ipairs(S.params) do
+    if p.role == "knob" then base[p.name] = nil
+    elseif base[p.name] ~= nil then shape[#shape + 1] = p.name .. "=" .. tostring(base[p.name]) end
+  end
+  -- The shape as given, with the family's default knobs: a parameter the
+  -- family does not read but the caller set (v_terms=2 for f16) is an error
+  -- here, not a silent drop by the canonical text below.
+  complete(table.concat(shape, " "))
   local t, fam = complete(S.canonical(base))
   local default_knobs = S.canonical(t, S.KNOB_ROLES)
   local all = S.enumerate(base)

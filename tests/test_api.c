@@ -127,6 +127,46 @@ static void test_candidates_without_gpu(void **state) {
     mxattn_destroy(ctx);
 }
 
+/* v_terms, int8-fp8's accuracy option: its candidates are the kernels that
+ * read a second V term; other families and other values are named errors;
+ * tuning refuses it (the tuning key has no column for it) before any GPU. */
+static void test_v_terms_option(void **state) {
+    mxattn_ctx *ctx = NULL;
+    mxattn_options o;
+    mxattn_options_init(&o);
+    o.no_cache = 1;
+    assert_int_equal(mxattn_create(&ctx, &o), MXATTN_OK);
+    mxattn_problem p = base();
+    p.family = "int8-fp8";
+    p.head_dim = 128;
+    assert_int_equal(p.v_terms, 1);
+    p.v_terms = 2;
+    char *configs[64];
+    int count = 0;
+    assert_int_equal(mxattn_candidates(ctx, &p, configs, 64, &count), MXATTN_OK);
+    assert_true(count > 0);
+    for (int i = 0; i < count && i < 64; i++) {
+        assert_non_null(strstr(configs[i], "variant=wgmma"));
+        mxattn_free(configs[i]);
+    }
+    p.head_dim = 192;   /* two terms of V^T: one TMA box of 2 * DV <= 256 rows */
+    assert_int_equal(mxattn_candidates(ctx, &p, configs, 64, &count), MXATTN_ERROR_INVALID_VALUE);
+    p.head_dim = 128;
+    p.v_terms = 3;
+    assert_int_equal(mxattn_candidates(ctx, &p, configs, 64, &count), MXATTN_ERROR_INVALID_VALUE);
+    assert_non_null(strstr(mxattn_last_error(), "v_terms"));
+    p.v_terms = 2;
+    p.family = "f16";
+    assert_int_equal(mxattn_candidates(ctx, &p, configs, 64, &count), MXATTN_ERROR_INVALID_VALUE);
+    assert_non_null(strstr(mxattn_last_error(), "v_terms"));
+    p.family = "int8-fp8";
+    char best[256];
+    double speedup = 0;
+    assert_int_equal(mxattn_tune(ctx, &p, best, sizeof best, &speedup), MXATTN_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(mxattn_last_error(), "v_terms"));
+    mxattn_destroy(ctx);
+}
+
 /* The library must not touch the caller's strtok() state (nor share one
  * across threads): a caller tokenizing its own list around the call. */
 static void test_candidates_leave_strtok_alone(void **state) {
@@ -166,6 +206,7 @@ int main(void) {
         cmocka_unit_test(test_plan_without_gpu_is_a_clear_error),
         cmocka_unit_test(test_candidates_without_gpu),
         cmocka_unit_test(test_candidates_leave_strtok_alone),
+        cmocka_unit_test(test_v_terms_option),
         cmocka_unit_test(test_status_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
