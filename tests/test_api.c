@@ -16,6 +16,16 @@ static mxattn_problem base(void) {
     return p;
 }
 
+/* A context with no database: these tests must leave no file behind. */
+static mxattn_ctx *cacheless_ctx(void) {
+    mxattn_ctx *ctx = NULL;
+    mxattn_options o;
+    mxattn_options_init(&o);
+    o.no_cache = 1;
+    assert_int_equal(mxattn_create(&ctx, &o), MXATTN_OK);
+    return ctx;
+}
+
 static void expect(mxattn_problem p, mxattn_status want, const char *needle) {
     mxattn_status got = mxattn_problem_check(&p);
     if (got != want) fail_msg("status %s, want %s (%s)", mxattn_status_string(got), mxattn_status_string(want), mxattn_last_error());
@@ -88,11 +98,7 @@ static void test_null_arguments(void **state) {
 
 /* Without a GPU a plan fails cleanly with a status that says so; with one it succeeds. */
 static void test_plan_without_gpu_is_a_clear_error(void **state) {
-    mxattn_ctx *ctx = NULL;
-    mxattn_options o;
-    mxattn_options_init(&o);
-    o.no_cache = 1;
-    assert_int_equal(mxattn_create(&ctx, &o), MXATTN_OK);
+    mxattn_ctx *ctx = cacheless_ctx();
     mxattn_problem p = base();
     mxattn_plan *plan = NULL;
     mxattn_status st = mxattn_plan_create(ctx, &p, NULL, &plan);
@@ -111,11 +117,7 @@ static void test_plan_without_gpu_is_a_clear_error(void **state) {
 }
 
 static void test_candidates_without_gpu(void **state) {
-    mxattn_ctx *ctx = NULL;
-    mxattn_options o;
-    mxattn_options_init(&o);
-    o.no_cache = 1;
-    assert_int_equal(mxattn_create(&ctx, &o), MXATTN_OK);
+    mxattn_ctx *ctx = cacheless_ctx();
     mxattn_problem p = base();
     char *configs[8];
     int count = 0;
@@ -131,11 +133,7 @@ static void test_candidates_without_gpu(void **state) {
  * read a second V term; other families and other values are named errors;
  * tuning refuses it (the tuning key has no column for it) before any GPU. */
 static void test_v_terms_option(void **state) {
-    mxattn_ctx *ctx = NULL;
-    mxattn_options o;
-    mxattn_options_init(&o);
-    o.no_cache = 1;
-    assert_int_equal(mxattn_create(&ctx, &o), MXATTN_OK);
+    mxattn_ctx *ctx = cacheless_ctx();
     mxattn_problem p = base();
     p.family = "int8-fp8";
     p.head_dim = 128;
@@ -170,11 +168,7 @@ static void test_v_terms_option(void **state) {
 /* The library must not touch the caller's strtok() state (nor share one
  * across threads): a caller tokenizing its own list around the call. */
 static void test_candidates_leave_strtok_alone(void **state) {
-    mxattn_ctx *ctx = NULL;
-    mxattn_options o;
-    mxattn_options_init(&o);
-    o.no_cache = 1;
-    assert_int_equal(mxattn_create(&ctx, &o), MXATTN_OK);
+    mxattn_ctx *ctx = cacheless_ctx();
     char families[] = "f16,int8-f16";
     int seen = 0;
     for (char *f = strtok(families, ","); f; f = strtok(NULL, ",")) {
