@@ -7,10 +7,14 @@
 --   from the workspace sections q8, k8 and v8t;
 --   S = Q8 K8^T is a wgmma m64n<BN>k32 s8 (both from shared memory), scaled
 --   by the row block's Q scale and each 16-key group's K scale;
---   the online softmax of blocks/softmax.lua runs on S's fragments;
---   P*448 -> E4M3 in registers, O += P V^T is a wgmma m64n<DV>k32 e4m3 with
---   A = P from registers and B = V^T from shared memory;
---   1/448 and V's channel scale in the epilogue (blocks/pv_fp8.lua).
+--   the online softmax runs on S's s32 fragments (softmax_acc: dequantize,
+--   subtract the max and scale P by 448 in one FFMA and the exponent);
+--   P*448 -> E4M3 in registers, each tile's P V^T is a wgmma m64n<DV>k32
+--   e4m3 with A = P from registers and B = V^T from shared memory, into its
+--   own fp32 accumulator that is added to O (issue_pv says why); with
+--   v_terms=2 a second k-loop over V's second E4M3 term adds into it;
+--   V's channel scale in the epilogue (blocks/pv_fp8.lua), where the 448 of
+--   P cancels against the row sum's.
 -- Layouts and descriptors: blocks/wgmma_int8.lua.
 --
 -- As in families/f16_wgmma.lua, `warps` picks the kernel: 4 * consumers runs
