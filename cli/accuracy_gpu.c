@@ -29,16 +29,17 @@
 #define MESSAGE_LEN 256
 
 /* ---- what is measured ----------------------------------------------------- */
-typedef struct { const char *family; int direct_p; const char *label; } family_row;
+typedef struct { const char *family; int direct_p; const char *label; int v_terms; } family_row;
 
 static const family_row all_families[] = {
-    {"f16", 0, "f16"},
-    {"int8-f16", 0, "int8-f16"},
-    {"int8-fp8", 0, "int8-fp8"},
-    {"nvfp4", 0, "nvfp4"},
-    {"nvfp4", 1, "nvfp4 direct-P"},
-    {"mxfp4", 0, "mxfp4"},
-    {"nvfp4-int8qk", 0, "nvfp4-int8qk"},
+    {"f16", 0, "f16", 1},
+    {"int8-f16", 0, "int8-f16", 1},
+    {"int8-fp8", 0, "int8-fp8", 1},
+    {"int8-fp8", 0, "int8-fp8 v_terms=2", 2},   /* V in two E4M3 terms (wgmma, D <= 128) */
+    {"nvfp4", 0, "nvfp4", 1},
+    {"nvfp4", 1, "nvfp4 direct-P", 1},
+    {"mxfp4", 0, "mxfp4", 1},
+    {"nvfp4-int8qk", 0, "nvfp4-int8qk", 1},
 };
 #define FAMILY_ROWS ((int)(sizeof all_families / sizeof all_families[0]))
 
@@ -296,6 +297,7 @@ static void make_plan(session *s, const family_row *row, family_plan *f) {
     f->problem.dtype = f->problem.out_dtype = MXATTN_BF16;
     f->problem.layout = MXATTN_LAYOUT_BHND;
     f->problem.direct_p = row->direct_p;
+    f->problem.v_terms = row->v_terms;
     f->plan_status = mxattn_plan_create(s->ctx, &f->problem, NULL, &f->plan);
     if (f->plan_status != MXATTN_OK) {
         first_line_of(mxattn_last_error(), f->plan_error, sizeof f->plan_error);
@@ -416,7 +418,7 @@ static void print_cell(FILE *f, const char *format, double x, int width) {
 
 static void print_human_row(FILE *f, const result_row *r, size_t count) {
     const family_plan *p = r->plan;
-    fprintf(f, "  %-15s ", p->row->label);
+    fprintf(f, "  %-18s ", p->row->label);
     print_cell(f, "%.0f", p->block_n > 0 ? p->block_n : NAN, 7);
     const mx_error_stats *stats[3] = {&r->gpu, &r->oracle_offline, &r->oracle_tile};
     for (int i = 0; i < 3; i++) {
@@ -440,7 +442,7 @@ static void print_human(FILE *f, const session *s) {
     for (int e = 0; e < EXPERIMENTS; e++) {
         fprintf(f, "\n%s: %s; normalized entropy %.3f\n", experiments[e].name, experiments[e].description,
                 s->entropy[e]);
-        fprintf(f, "  %-15s %7s %11s %8s %11s %8s %11s %8s  %s\n", "family", "block_n", "gpu cos", "rel-L1",
+        fprintf(f, "  %-18s %7s %11s %8s %11s %8s %11s %8s  %s\n", "family", "block_n", "gpu cos", "rel-L1",
                 "p=0 cos", "rel-L1", "tile cos", "rel-L1", "status");
         for (int i = 0; i < s->row_count; i++)
             if (s->rows[i].experiment == e) print_human_row(f, &s->rows[i], s->host.count);
@@ -448,7 +450,7 @@ static void print_human(FILE *f, const session *s) {
     fprintf(f, "\nPlans\n");
     for (int i = 0; i < s->plan_count; i++) {
         const family_plan *p = &s->plans[i];
-        fprintf(f, "  %-15s %s\n", p->row->label, p->plan ? p->config : mxattn_status_string(p->plan_status));
+        fprintf(f, "  %-18s %s\n", p->row->label, p->plan ? p->config : mxattn_status_string(p->plan_status));
     }
 }
 
@@ -480,7 +482,8 @@ static void print_json_row(FILE *f, const session *s, const result_row *r) {
     print_json_field(f, "entropy", s->entropy[r->experiment]);
     fputs(", \"family\": ", f);
     print_json_string(f, r->plan->row->family);
-    fprintf(f, ", \"direct_p\": %d, \"block_n\": %d, \"config\": ", r->plan->row->direct_p, r->plan->block_n);
+    fprintf(f, ", \"direct_p\": %d, \"v_terms\": %d, \"block_n\": %d, \"config\": ", r->plan->row->direct_p,
+            r->plan->row->v_terms, r->plan->block_n);
     print_json_string(f, r->plan->config);
     fputs(", \"status\": ", f);
     print_json_string(f, status_word(r));
@@ -519,7 +522,7 @@ static void print_csv_number(FILE *f, double x) {
 
 static void print_csv(FILE *f, const session *s) {
     fputs("experiment,family,direct_p,block_n,status,failed,unwritten,gpu_cos,gpu_rel_l1,"
-          "oracle_offline_cos,oracle_offline_rel_l1,oracle_tile_cos,oracle_tile_rel_l1,entropy\n", f);
+          "oracle_offline_cos,oracle_offline_rel_l1,oracle_tile_cos,oracle_tile_rel_l1,entropy,v_terms\n", f);
     for (int i = 0; i < s->row_count; i++) {
         const result_row *r = &s->rows[i];
         /* Every text field is a fixed word without commas or quotes. */
@@ -532,7 +535,7 @@ static void print_csv(FILE *f, const session *s) {
         print_csv_number(f, r->oracle_tile.cosine);
         print_csv_number(f, r->oracle_tile.rel_l1);
         print_csv_number(f, s->entropy[r->experiment]);
-        fputc('\n', f);
+        fprintf(f, ",%d\n", r->plan->row->v_terms);   /* last: the columns before it keep their places */
     }
 }
 

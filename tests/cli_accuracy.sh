@@ -87,7 +87,7 @@ if "$MXATTN" info 2>/dev/null | grep -q '^gpu [0-9]'; then
     # 1 means some family's row failed: the table says which (not this test's business).
     if [ $rc -ge 2 ]; then fail "--gpu exited $rc: $(cat "$TMP/err")"; fi
     [ $rc -eq 1 ] && echo "note: --gpu reported failing rows: $(cat "$TMP/err")" >&2
-    [ "$(grep -c '^t=1,' "$TMP/gpu.csv")" -eq 7 ] || fail "--gpu: want 7 family rows at t=1"
+    [ "$(grep -c '^t=1,' "$TMP/gpu.csv")" -eq 8 ] || fail "--gpu: want 8 family rows at t=1"
     # Columns: experiment,family,direct_p,block_n,status,failed,unwritten,gpu_cos,...
     awk -F, '$1 == "t=1" && $2 == "f16" { found = 1; if ($5 != "ok" || !($8 > 0.9999)) bad = 1 }
              END { exit !(found && !bad) }' "$TMP/gpu.csv" ||
