@@ -1,5 +1,6 @@
 #include "gen_harness.h"
 #include <setjmp.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
@@ -17,4 +18,15 @@ void gen_expect_invalid(mx_gen *g, const char *params, const char *needle) {
     assert_int_equal(mx_gen_call(g, "render", params, NULL, &out), MXATTN_ERROR_INVALID_VALUE);
     if (!strstr(mxattn_last_error(), needle)) fail_msg("'%s': message '%s' lacks '%s'", params, mxattn_last_error(), needle);
     assert_null(out);
+}
+
+void expect_lean_wgmma_kernel(const char *params, const char *label, const mx_compile_result *r) {
+    assert_true(r->usage.found);
+    printf("  %-60s %3d registers, %d spill bytes\n", label, r->usage.registers,
+           r->usage.spill_store_bytes + r->usage.spill_load_bytes);
+    if (r->usage.spill_store_bytes || r->usage.spill_load_bytes || r->usage.stack_bytes)
+        fail_msg("%s: spills (%d stored, %d loaded, stack %d)", params, r->usage.spill_store_bytes,
+                 r->usage.spill_load_bytes, r->usage.stack_bytes);
+    if (strstr(r->log, "serialized") || strstr(r->log, "C7508") || strstr(r->log, "C7510"))
+        fail_msg("%s: %s", params, r->log);
 }

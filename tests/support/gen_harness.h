@@ -4,11 +4,16 @@
 #define MXATTN_TESTS_GEN_HARNESS_H
 
 #include "gen/gen.h"
+#include "runtime/nvrtc.h"
 
 /* mx_gen_call(g, fn, a1, a2), failing the test on error; the caller frees the result. */
 char *gen_call(mx_gen *g, const char *fn, const char *a1, const char *a2);
 /* Asserts that rendering `params` is refused as an invalid value, with a
  * message that contains `needle`, and returns no source. */
 void gen_expect_invalid(mx_gen *g, const char *params, const char *needle);
+/* Prints the registers of a compiled warpgroup kernel (`label` names the
+ * row) and fails the test if ptxas spilled, used a stack, serialized its
+ * warpgroup MMAs or ignored its setmaxnreg (warnings C7508, C7510). */
+void expect_lean_wgmma_kernel(const char *params, const char *label, const mx_compile_result *r);
 
 #endif
