@@ -483,9 +483,7 @@ static void test_overlap_configs(void **state) {
                                     PP "block_n=64 stages=3", PP "block_n=128 stages=2", PP "block_n=128 stages=3"};
     int failures = 0;
     for (int i = 0; i < 6; i++) {
-        gpu_case c = {.family = "int8-fp8", .batch = 2, .heads_q = 4, .heads_kv = 2, .seq_q = 333, .seq_k = 1000,
-                      .head_dim = 128, .causal = (mxattn_causal)(i % 3), .dtype = i % 2 ? MXATTN_F16 : MXATTN_BF16,
-                      .layout = MXATTN_LAYOUT_BNHD, .pad = 8, .lse = 1};
+        gpu_case c = gpu_tile_sweep_case("int8-fp8", i);
         failures += check_case(&c, configs[i], (uint64_t)time(NULL) + 800 + i);
     }
     assert_int_equal(failures, 0);

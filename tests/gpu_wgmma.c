@@ -138,9 +138,8 @@ static void test_configs(void **state) {
         WG "block_m=64 warps=8 block_n=32 stages=3"};
     int failures = 0;
     for (int i = 0; i < 9; i++) {
-        gpu_case c = {.family = "f16", .batch = 2, .heads_q = 4, .heads_kv = 2, .seq_q = 333, .seq_k = 1000,
-                      .head_dim = 128, .causal = (mxattn_causal)(1 + i % 2), .dtype = i % 2 ? MXATTN_F16 : MXATTN_BF16,
-                      .layout = MXATTN_LAYOUT_BNHD, .pad = 8, .lse = 1};
+        gpu_case c = gpu_tile_sweep_case("f16", i);
+        c.causal = (mxattn_causal)(1 + i % 2);   /* top-left and bottom-right only */
         failures += check_case(&c, configs[i], (uint64_t)time(NULL) + 300 + i);
     }
     assert_int_equal(failures, 0);
@@ -252,9 +251,7 @@ static void test_overlap_configs(void **state) {
                                     PP "block_n=128 stages=2", PP "block_n=128 stages=3"};
     int failures = 0;
     for (int i = 0; i < 8; i++) {
-        gpu_case c = {.family = "f16", .batch = 2, .heads_q = 4, .heads_kv = 2, .seq_q = 333, .seq_k = 1000,
-                      .head_dim = 128, .causal = (mxattn_causal)(i % 3), .dtype = i % 2 ? MXATTN_F16 : MXATTN_BF16,
-                      .layout = MXATTN_LAYOUT_BNHD, .pad = 8, .lse = 1};
+        gpu_case c = gpu_tile_sweep_case("f16", i);
         failures += check_case(&c, configs[i], (uint64_t)time(NULL) + 800 + i);
     }
     assert_int_equal(failures, 0);

@@ -36,6 +36,12 @@ gpu_case gpu_head_dim_case(const char *family, int head_dim, int j) {
     return c;
 }
 
+gpu_case gpu_tile_sweep_case(const char *family, int i) {
+    return (gpu_case){.family = family, .batch = 2, .heads_q = 4, .heads_kv = 2, .seq_q = 333, .seq_k = 1000,
+                      .head_dim = 128, .causal = (mxattn_causal)(i % 3), .dtype = i % 2 ? MXATTN_F16 : MXATTN_BF16,
+                      .layout = MXATTN_LAYOUT_BNHD, .pad = 8, .lse = 1};
+}
+
 int gpu_lengths_case(const char *family, int n_lens, int i, gpu_case *c) {
     static const int lens[] = {1, 17, 127, 1000, 4097};
     int k = 0;

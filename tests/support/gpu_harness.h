@@ -53,6 +53,10 @@ void gpu_case_describe(const gpu_case *c, char *out, size_t cap);
  * heads per KV head, causal alignment, dtype, layout, padding, LSE and the
  * lengths (ragged, Nq != Nk, one row) all turn over with j. */
 gpu_case gpu_head_dim_case(const char *family, int head_dim, int j);
+/* Case i of the tile sweeps (one kernel configuration each): D=128, batch 2,
+ * 4 query heads on 2 KV heads, Nq=333, Nk=1000, padded BNHD strides, the
+ * LSE; causal none/top-left/bottom-right and bf16/f16 turn over with i. */
+gpu_case gpu_tile_sweep_case(const char *family, int i);
 /* Case i of the ragged-lengths sweeps: Nq and Nk each from the first n_lens
  * of {1, 17, 127, 1000, 4097} (the pairs above 1000 x 4097 left out for the
  * CPU reference's time), D 128 or 64, both causal alignments, both layouts,
