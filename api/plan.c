@@ -171,18 +171,6 @@ mxattn_status mxattn_run(mxattn_plan *plan, const void *q, const void *k, const 
     return mx_launch_plan_run(plan->dev, &plan->kernel.launch, &args, (struct CUstream_st *)stream);
 }
 
-/* No configuration is legal for a shape (say v_terms=2 with a family that has
- * no second V term): the validation of its default configuration says why. */
-static mxattn_status no_candidates_reason(mxattn_ctx *ctx, const char *shape) {
-    char *canon = NULL;
-    pthread_mutex_lock(&ctx->gen_lock);
-    mxattn_status st = mx_gen_call(ctx->gen, "validate", shape, NULL, &canon);
-    pthread_mutex_unlock(&ctx->gen_lock);
-    free(canon);
-    if (st != MXATTN_OK) return st;
-    return mx_fail(MXATTN_ERROR_UNSUPPORTED, "mxattn_candidates: no legal kernel configuration for %s", shape);
-}
-
 mxattn_status mxattn_candidates(mxattn_ctx *ctx, const mxattn_problem *p, char **configs, int max,
                                 int *count) {
     if (!ctx || !p || !count || (max > 0 && !configs))
@@ -213,7 +201,6 @@ mxattn_status mxattn_candidates(mxattn_ctx *ctx, const mxattn_problem *p, char *
     }
     *count = n;
     free(text);
-    if (n == 0) return no_candidates_reason(ctx, shape);
     return MXATTN_OK;
 }
 
