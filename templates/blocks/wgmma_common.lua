@@ -92,8 +92,9 @@ C.CONSUMER_STATE = [[
 --   args            attend_tile's family arguments before `a` ("" for none)
 --   min_blocks      blocks per SM that ptxas must fit the registers of (KERNEL)
 --   load_next, v_slot  (KERNEL) the copies issued at the top of iteration t
---                   and V's ring slot; C.kernel fills the defaults (K and V
---                   share the ring, as the producer's)
+--                   and V's ring slot
+-- C.fill fills the defaults of min_blocks (1), load_next and v_slot (K and V
+-- share the ring, as the producer's).
 -- Step 1: every warp consumes; thread 0 also issues the copies, refilling a
 -- slot after the block barrier that ends the iteration which read it.
 C.KERNEL = [[
@@ -140,7 +141,8 @@ ${EPILOGUE}
 -- C.KERNEL, C.KERNEL_WS or another skeleton filled with the hooks in h, the
 -- KERNEL hooks a family leaves out taking their defaults.
 function C.fill(text, h)
-  local v = { load_next = "if (threadIdx.x == 0 && t + STAGES - 1 < n_tiles) load_kv(t + STAGES - 1);", v_slot = "slot" }
+  local v = { load_next = "if (threadIdx.x == 0 && t + STAGES - 1 < n_tiles) load_kv(t + STAGES - 1);", v_slot = "slot",
+              min_blocks = 1 }
   for k, x in pairs(h) do v[k] = x end
   return require("util").fill(text, v)
 end

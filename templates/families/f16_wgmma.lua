@@ -232,7 +232,7 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE};
   local pp = t.overlap == 1
   local kernel = WC.fill(pp and KERNEL_PP or ws and WC.KERNEL_WS or WC.KERNEL,
                         { NAME = WG.kernel_name(t, canonical), SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE,
-                          preamble = "", k_step = "KV_BYTES / 16", v_step = "KV_BYTES / 16", args = "", min_blocks = 1 })
+                          preamble = "", k_step = "KV_BYTES / 16", v_step = "KV_BYTES / 16", args = "" })
   -- overlap=1 replaces attend_tile with the pieces of a turn; overlap=0
   -- renders exactly what it did before the knob existed.
   local per_tile = pp and OV.block({ sched_bar = 1, issue = OV.F16_ISSUE, pack = OV.F16_PACK }) or ATTEND
