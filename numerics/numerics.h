@@ -286,6 +286,9 @@ void mx_ref_config_exact(mx_ref_config *c);
  * "mxfp4", "nvfp4-int8qk".  direct_p picks direct FP4 P; smooth_k applies to
  * the quantized-QK families; dtype is the kernel's input dtype (and P's for
  * "f16"). */
+/* The problem's v_terms on a family config: 2 turns int8-fp8's E4M3 V into
+ * two E4M3 terms (MX_V_E4M3X2); other families and 1 leave it as it is. */
+void mx_ref_config_set_v_terms(mx_ref_config *c, int v_terms);
 mxattn_status mx_ref_family_config(const char *family, int direct_p, int smooth_k,
                                    mxattn_dtype dtype, mx_ref_config *out);
 mxattn_status mx_ref_pipeline_attention(const mx_ref_shape *s, const mx_ref_config *c,

@@ -419,6 +419,10 @@ mxattn_status mx_ref_pipeline_attention(const mx_ref_shape *s, const mx_ref_conf
     return st;
 }
 
+void mx_ref_config_set_v_terms(mx_ref_config *c, int v_terms) {
+    if (v_terms == 2 && c->v == MX_V_E4M3) c->v = MX_V_E4M3X2;
+}
+
 mxattn_status mx_ref_family_attention(const char *family, const mxattn_problem *p, int p_tile,
                                       const float *q, const float *k, const float *v,
                                       double *o, double *lse) {
@@ -427,7 +431,7 @@ mxattn_status mx_ref_family_attention(const char *family, const mxattn_problem *
     mxattn_status st = mx_ref_family_config(family ? family : p->family, p->direct_p, p->smooth_k,
                                             p->dtype, &c);
     if (st != MXATTN_OK) return st;
-    if (p->v_terms == 2 && c.v == MX_V_E4M3) c.v = MX_V_E4M3X2;
+    mx_ref_config_set_v_terms(&c, p->v_terms);
     c.p_tile = p_tile;
     mx_ref_shape s;
     mx_ref_shape_from_problem(p, &s);

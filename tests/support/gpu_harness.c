@@ -237,7 +237,7 @@ mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, int block_n, const 
     if (st != MXATTN_OK) return st;
     cfg.int8_block_q = cfg.int8_block_k = 16;
     cfg.p_tile = block_n;
-    if (c->v_terms == 2) cfg.v = MX_V_E4M3X2;
+    mx_ref_config_set_v_terms(&cfg, c->v_terms);
     cfg.q_prescale = (float)((double)(1.0f / sqrtf((float)c->head_dim)) * 1.4426950408889634);
     return mx_ref_pipeline_attention(&s, &cfg, q, k, v, o, lse, NULL);
 }
