@@ -41,9 +41,8 @@ end
 function E.apply(text, t)
   if not t or (t.exp_poly or 0) == 0 then return text end
   local out, n = text:gsub("fast_exp2%(fmaf%(s%[", "score_exp2(nt, fmaf(s[")
-  local out2, n2 = out:gsub("fast_exp2%(s%[", "score_exp2(nt, s[")
-  assert(n + n2 > 0, "exp2.apply: no score exponential in the text")
-  return out2
+  assert(n > 0, "exp2.apply: no score exponential in the text")
+  return out
 end
 
 return E
