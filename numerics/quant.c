@@ -169,11 +169,12 @@ mxattn_status mx_int8_quantize_blocks(const float *x, int rows, int cols, int64_
         for (int r = r0; r < r1; r++)
             for (int c = 0; c < cols; c++) amax = fmaxf(amax, fabsf(x[(int64_t)r * row_stride + c]));
         float scale = amax / 127.0f;
+        mx_scale_recip inv = mx_scale_reciprocal(scale);
         scales[b] = scale;
         for (int r = r0; r < r1; r++)
             for (int c = 0; c < cols; c++)
                 q[(size_t)r * (size_t)cols + (size_t)c] =
-                    scale > 0 ? mx_f32_to_int8(x[(int64_t)r * row_stride + c] / scale) : 0;
+                    scale > 0 ? mx_f32_to_int8(mx_div_by_scale(x[(int64_t)r * row_stride + c], inv)) : 0;
     }
     return MXATTN_OK;
 }
@@ -195,7 +196,7 @@ mxattn_status mx_e4m3_quantize_per_channel(const float *x, int rows, int cols, i
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++)
             codes[(size_t)r * (size_t)cols + (size_t)c] =
-                scales[c] > 0 ? mx_f32_to_e4m3(x[(int64_t)r * row_stride + c] / scales[c]) : 0;
+                scales[c] > 0 ? mx_f32_to_e4m3(mx_div_by_scale(x[(int64_t)r * row_stride + c], mx_scale_reciprocal(scales[c]))) : 0;
     return MXATTN_OK;
 }
 
@@ -207,7 +208,8 @@ mxattn_status mx_e4m3x2_quantize_per_channel(const float *x, int rows, int cols,
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) {
             size_t i = (size_t)r * (size_t)cols + (size_t)c;
-            lo[i] = scales[c] > 0 ? mx_f32_to_e4m3(x[(int64_t)r * row_stride + c] / scales[c] - mx_e4m3_to_f32(hi[i])) : 0;
+            float y = mx_div_by_scale(x[(int64_t)r * row_stride + c], mx_scale_reciprocal(scales[c]));
+            lo[i] = scales[c] > 0 ? mx_f32_to_e4m3(y - mx_e4m3_to_f32(hi[i])) : 0;
         }
     return MXATTN_OK;
 }

@@ -69,6 +69,11 @@ static void make_inputs(const quant_case *c, mx_rng *rng, float *q, float *k, fl
         static const float ties[] = {448.f, 17.f, 19.f, -17.f, 9.f, 4.25f, 0.5f, 24.f};
         for (int j = 0; j < 16; j++) v[j * d + 1] = ties[j % 8] * (j >= 8 ? -1.f : 1.f);
     }
+    /* Blocks so small that 1/scale overflows: the quantizers' 2^100 path
+     * (mx_scale_reciprocal).  bf16 keeps them; f16 flushes them to zero. */
+    if (c->seq_q >= 64)
+        for (int i = 48 * d; i < 64 * d; i++) q[i] *= 1e-38f;  /* Q block 3 */
+    for (int j = 0; j < c->seq_k && d > 5; j++) v[(size_t)j * d + 5] *= 1e-38f;   /* V channel 5 */
     for (size_t i = 0; i < nq; i++) q[i] = round_in(c->dtype, q[i]);
     for (size_t i = 0; i < nk; i++) { k[i] = round_in(c->dtype, k[i]); v[i] = round_in(c->dtype, v[i]); }
 }

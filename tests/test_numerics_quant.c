@@ -8,6 +8,7 @@
 #include <cmocka.h>
 #include <math.h>
 #include <string.h>
+#include <time.h>
 #include "numerics/numerics.h"
 
 static void assert_bytes(const uint8_t *got, const uint8_t *want, size_t n) {
@@ -239,6 +240,36 @@ static void test_int8_blocks_by_hand(void **state) {
     assert_int_equal(mx_int8_quantize_blocks(zeros, 1, 2, 2, 0, q, &s), MXATTN_ERROR_INVALID_VALUE);
 }
 
+/* x / scale by reciprocal (mx_div_by_scale): within half a code of the exact
+ * quotient on fresh inputs, the block maximum exactly +-127, and blocks so
+ * small that 1/scale overflows (the 2^100 path) quantize like any other. */
+static void test_int8_by_reciprocal(void **state) {
+    (void)state;
+    mx_rng rng;
+    mx_rng_seed(&rng, (uint64_t)time(NULL));
+    float x[64 * 8];
+    int8_t q[64 * 8];
+    float scales[8];
+    const float magnitudes[] = {1.0f, 3e-3f, 1e-38f, 5e-40f};
+    for (int m = 0; m < 4; m++) {
+        mx_rng_fill_gaussian(&rng, x, 64 * 8, 0, 1);
+        for (int i = 0; i < 64 * 8; i++) x[i] *= magnitudes[m];
+        assert_int_equal(mx_int8_quantize_blocks(x, 64, 8, 8, 16, q, scales), MXATTN_OK);
+        for (int b = 0; b < 4; b++) {
+            assert_true(scales[b] > 0);
+            int saw_max = 0;
+            for (int i = b * 128; i < (b + 1) * 128; i++) {
+                double exact = (double)x[i] / (double)scales[b];
+                if (fabs(q[i] - exact) > 0.5 + 1e-4) fail_msg("magnitude %g: x %g scale %g code %d, exact %.6f", magnitudes[m], x[i], scales[b], q[i], exact);
+                saw_max |= q[i] == 127 || q[i] == -127;
+            }
+            assert_true(saw_max);
+        }
+        mx_scale_recip r = mx_scale_reciprocal(scales[0]);
+        assert_true(isfinite(r.inv) && r.inv > 0);
+    }
+}
+
 /* Column 0 amax 448 -> scale 1: 448 -> 0x7E, 1.0625 -> tie 1|1.125 -> 0x38, -1 -> 0xB8.
  * Column 1 amax 896 -> scale 2: 896/2 = 448 -> 0x7E, 3/2 = 1.5 -> 0x3C, -2/2 -> 0xB8. */
 static void test_e4m3_per_channel_by_hand(void **state) {
@@ -322,6 +353,7 @@ int main(void) {
         cmocka_unit_test(test_p_two_level_and_direct),
         cmocka_unit_test(test_p_direct_squeeze),
         cmocka_unit_test(test_int8_blocks_by_hand),
+        cmocka_unit_test(test_int8_by_reciprocal),
         cmocka_unit_test(test_e4m3_per_channel_by_hand),
         cmocka_unit_test(test_e4m3x2_per_channel_by_hand),
         cmocka_unit_test(test_smooth_k_is_exact),

@@ -55,11 +55,12 @@ MX_INLINE void quantize_v_transposed(const u16 *v, i64 ss, int key0, int keys, c
     for (int e = 0; e < VV; e++) {
       const int c = c0 + e;
       const float scale = c < D ? vscale[c] : 0.f;
+      const scale_recip inv = scale_reciprocal(scale);
       v_codes out = {{0u, 0u, 0u, 0u}}, out_lo = {{0u, 0u, 0u, 0u}};
 #pragma unroll
       for (int pos = 0; pos < 16; pos++)
         if (scale > 0.f && key0 + permuted_key(pos) < keys) {
-          const float y = div_rn(in_to_f32(x[pos].h[e]), scale);
+          const float y = div_by_scale(in_to_f32(x[pos].h[e]), inv);
           const u32 hi = to_e4m3(y);
           out.w[pos / 4] |= hi << (8 * (pos % 4));
           if (V_TERMS == 2) out_lo.w[pos / 4] |= to_e4m3(y - from_e4m3(hi)) << (8 * (pos % 4));

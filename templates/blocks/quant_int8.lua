@@ -22,6 +22,14 @@ return function(p)
 ${TO_F32}
 MX_INLINE float ld_in(const u16 *p) { return in_to_f32(*p); }
 MX_INLINE float div_rn(float a, float b) { float r; asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+// x / scale as numerics' quantizers compute it (mx_div_by_scale says why):
+// (x * k) * inv with inv = 1 / (scale * k), k = 2^100 for tiny scales, else 1.
+struct scale_recip { float k, inv; };
+MX_INLINE scale_recip scale_reciprocal(float scale) {
+  const float k = scale < 0x1p-100f ? 0x1p100f : 1.f;
+  return { k, div_rn(1.f, __fmul_rn(scale, k)) };
+}
+MX_INLINE float div_by_scale(float x, scale_recip r) { return __fmul_rn(__fmul_rn(x, r.k), r.inv); }
 MX_INLINE float abs_f(float x) { float r; asm("abs.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
 // INT8 code in the low byte: round half to even, clamp to [-127, 127]; NaN -> 0 (cvt's rule).
 MX_INLINE u32 to_int8(float x) {
@@ -116,6 +124,7 @@ MX_INLINE void quantize_rows(const u16 *src, i64 ss, int row0, int rows, float m
   }
   const float scale = div_rn(warp_max(amax), 127.f);
   if (threadIdx.x % 32 == 0) *scale_out = scale;
+  const scale_recip inv = scale_reciprocal(scale);
   // Step 2: the codes; padding rows and columns are 0.
 #pragma unroll
   for (int j = 0; j < LANE_VECS; j++) {
@@ -124,7 +133,7 @@ MX_INLINE void quantize_rows(const u16 *src, i64 ss, int row0, int rows, float m
     code_vec out;
 #pragma unroll
     for (int e = 0; e < VEC; e++)
-      out.b[e] = scale > 0.f && row0 + r < rows ? (u8)to_int8(div_rn(x_at(j, e), scale)) : (u8)0;
+      out.b[e] = scale > 0.f && row0 + r < rows ? (u8)to_int8(div_by_scale(x_at(j, e), inv)) : (u8)0;
     *(code_vec *)(dst + r * D32 + c) = out;
   }
   constexpr int PAD_COLS = D32 - D > 0 ? D32 - D : 1;
