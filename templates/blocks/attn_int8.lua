@@ -74,7 +74,7 @@ ${V_SRC}
                    "l"(ks + tile * (BN / 16) + threadIdx.x));
 ${V_LOAD}
   };
-]] .. require("blocks.cp_async_ring") .. [[
+]] .. require("blocks.cp_async_ring").text .. [[
     const int buf = t % STAGES;
 
     // S = Q K^T, dequantized, in base 2.

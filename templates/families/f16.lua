@@ -60,6 +60,8 @@ function F.prior(t)
   return U.occupancy_prior(t, F.smem_bytes(t), F.register_estimate(t))
 end
 
+local RING = require("blocks.cp_async_ring")
+
 local KERNEL = [[
 // Q, K, V: [seq, D] slices of one (batch, head); O likewise.  Grid: (query
 // blocks, heads_q, batch).  Causal grids run the heaviest query blocks first.
@@ -81,11 +83,12 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
   if (CAUSAL && m0 + BM + a.causal_offset < n_end) n_end = m0 + BM + a.causal_offset;
   const int n_tiles = n_end > 0 ? (n_end + BN - 1) / BN : 0;
 
-  // Q: global -> shared -> registers, once.
+  // Q: global -> shared (-> registers), once.  Its copy is in flight together
+  // with the ring's first K/V tiles: a block waits for one memory latency
+  // before its first tile, not two (with 16 key tiles a block, N=1024, that
+  // start is a visible share of the block's time).
   load_tile<BM>(sQ, q, a.q_ss, m0, a.seq_q);
   cp_async_commit();
-  cp_async_wait<0>();
-  __syncthreads();
   // Each lane's ldmatrix row within a fragment (byte offsets; the x4 forms'
   // four 8x8 matrices are lanes 0-7, 8-15, 16-23, 24-31).
   const u32 q_lane = sQ + ((warp * MT * 16 + lane % 16) * RS + (lane / 16) * 8) * 2;
@@ -94,6 +97,14 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
   // Q's A fragments: kept in registers (Q_REGS), or reloaded from shared
   // memory at each k-step, which frees MT*KD*4 registers for a taller warp tile.
   auto q_fragment = [&](u32 (&f)[4], int mt, int kd) { ldsm_x4(f, q_lane + (mt * 16 * RS + kd * 16) * 2); };
+  auto load_kv = [&](int tile) {
+    const int buf = tile % STAGES;
+    load_tile<BN>(sK + buf * BN * RS * 2, k, a.k_ss, tile * BN, a.seq_k);
+    load_tile<BN>(sV + buf * BN * RS * 2, v, a.v_ss, tile * BN, a.seq_k);
+  };
+]] .. RING.prologue .. [[
+  cp_async_wait<STAGES - 1>();         // Q has landed (the prologue's K/V tiles may not have)
+  __syncthreads();
   u32 qf[MT][KD][4];
   if (Q_REGS)
 #pragma unroll
@@ -103,13 +114,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
 
   float o[MT][DT][4], row_max[MT][2], row_sum[MT][2];
   init_accumulators(o, row_max, row_sum);
-
-  auto load_kv = [&](int tile) {
-    const int buf = tile % STAGES;
-    load_tile<BN>(sK + buf * BN * RS * 2, k, a.k_ss, tile * BN, a.seq_k);
-    load_tile<BN>(sV + buf * BN * RS * 2, v, a.v_ss, tile * BN, a.seq_k);
-  };
-]] .. require("blocks.cp_async_ring") .. [[
+]] .. RING.loop .. [[
     const u32 kt = sK + k_lane + t % STAGES * BN * RS * 2, vt = sV + v_lane + t % STAGES * BN * RS * 2;
 
     // S = Q K^T
