@@ -53,8 +53,8 @@ S.params = {
     help = "wgmma: of every four 8-key score columns, how many take exp2 from a polynomial on the FMA pipes instead of ex2 (16/clock/SM)" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 256 },
     help = "query rows per thread block" },
-  { name = "block_n", role = "knob", values = { 16, 32, 64, 128 },
-    help = "keys per inner-loop tile" },
+  { name = "block_n", role = "knob", values = { 16, 32, 64, 128, 96, 160, 176, 192 },
+    help = "keys per inner-loop tile (96|160|176|192: f16 variant=wgmma only)" },
   { name = "warps", role = "knob", values = { 1, 2, 4, 8, 12 },
     help = "warps per thread block; each owns block_m/warps query rows" },
   { name = "stages", role = "knob", values = { 1, 2, 3 },
@@ -131,6 +131,17 @@ S.constraints = {
     if t.block_m ~= 128 or t.warps ~= 12 then
       return string.format("variant=wgmma: overlap=1 ping-pongs two consumer warpgroups behind a producer, so it needs block_m=128 and warps=12, not block_m=%d warps=%d",
                            t.block_m, t.warps)
+    end
+  end,
+  -- Key tiles that are not a power of two serve the f16 warpgroup kernels,
+  -- whose MMA takes any N that is a multiple of 8: FlashAttention-3 runs 176
+  -- keys at D=128 so that S, P and O just fit the consumers' 240 registers.
+  -- The mma.sync and 8-bit kernels split a tile by powers of two.
+  function(t)
+    local pow2 = t.block_n & (t.block_n - 1) == 0
+    if not pow2 and not (t.family == "f16" and t.variant == "wgmma") then
+      return string.format("block_n=%d: only f16 variant=wgmma takes a key tile that is not a power of two (family %s, variant=%s)",
+                           t.block_n, t.family, tostring(t.variant))
     end
   end,
   -- The polynomial exponentials relieve the ex2 pipe of the 8-bit warpgroup

@@ -267,13 +267,29 @@ static void test_overlap_long(void **state) {
     assert_int_equal(check_case(&c, PP "block_n=64 stages=2", (uint64_t)time(NULL) + 901), 0);
 }
 
+/* Key tiles that are not a power of two (96, 160, 176, 192: an MMA N of any
+ * multiple of 8), with both schedules, at D=128 (three swizzle panels of
+ * 176 rows) and D=64; seq_k=1000 fills none of them. */
+static void test_wide_key_tiles(void **state) {
+    static const char *configs[] = {PP "block_n=176 stages=2", PP "block_n=192 stages=2", PP "block_n=160 stages=2",
+                                    PP "block_n=96 stages=3", WG "block_m=128 warps=12 block_n=176 stages=2",
+                                    WG "block_m=64 warps=4 block_n=192 stages=2", WG "block_m=128 warps=8 block_n=96 stages=2"};
+    int failures = 0;
+    for (int i = 0; i < 7; i++) {
+        gpu_case c = gpu_tile_sweep_case("f16", i);
+        if (i >= 5) c.head_dim = 64;
+        failures += check_case(&c, configs[i], (uint64_t)time(NULL) + 850 + i);
+    }
+    assert_int_equal(failures, 0);
+}
+
 /* B=4 H=32 D=128 bf16 at N=4096 and 16384, causal and not: each overlap=1
  * tile beside the same tile with overlap=0 (the D=128 winner first). */
 static void test_overlap_speed(void **state) {
     const int B = 4, H = 32, D = 128, NMAX = 16384;
     void *buf[4];
     gpu_gaussian_buffers(&g_dev, 4, (size_t)B * H * NMAX * D, buf);
-    static const char *tiles[] = {"block_n=128 stages=3", "block_n=128 stages=2", "block_n=64 stages=2"};
+    static const char *tiles[] = {"block_n=128 stages=3", "block_n=176 stages=2", "block_n=64 stages=2"};
     for (int n = 4096; n <= NMAX; n *= 4)
         for (int causal = 0; causal < 2; causal++) {
             mxattn_problem p;
@@ -329,6 +345,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_overlap_gqa),
         cmocka_unit_test(test_overlap_configs),
         cmocka_unit_test(test_overlap_long),
+        cmocka_unit_test(test_wide_key_tiles),
         cmocka_unit_test(test_overlap_speed),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -84,6 +84,13 @@ static void test_invalid_tables_name_the_parameter(void **state) {
     gen_expect_invalid(g, "family=f16 head_dim=256 variant=wgmma q_regs=0 block_m=128 warps=8 block_n=128 stages=2",
                    "shared memory");
     gen_expect_invalid(g, "family=int8-f16 head_dim=64 " KNOBS, "variant");
+    /* Key tiles that are not a power of two are the f16 warpgroup kernels' alone. */
+    gen_expect_invalid(g, "family=f16 head_dim=64 variant=mma q_regs=1 block_m=128 warps=4 block_n=96 stages=2",
+                          "block_n=96");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma block_m=64 warps=4 block_n=96 stages=2",
+                          "block_n=96");
+    gen_expect_invalid(g, "family=f16 head_dim=128 variant=wgmma q_regs=0 overlap=1 block_m=128 warps=12 block_n=176 stages=3",
+                          "shared memory");
 }
 
 /* Compiles with NVRTC; returns 0 (and skips) when NVRTC is absent. */
@@ -239,7 +246,8 @@ static void test_overlap_compiles(void **state) {
         {128, "block_n=64 stages=3 dtype=f16 out_dtype=f16"}, {64, "block_n=128 stages=3 causal=1"},
         {96, "block_n=128 stages=2 lse=1"}, {80, "block_n=64 stages=2"},
         {192, "block_n=64 stages=2 causal=1 lse=1"}, {256, "block_n=64 stages=2"},
-        {256, "block_n=32 stages=3 causal=1"}, {128, "block_n=16 stages=3 causal=1"}};
+        {256, "block_n=32 stages=3 causal=1"}, {128, "block_n=16 stages=3 causal=1"},
+        {128, "block_n=176 stages=2"}, {128, "block_n=192 stages=2 causal=1 lse=1"}, {64, "block_n=96 stages=3"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char params[256];
         snprintf(params, sizeof params, "family=f16 head_dim=%d " PP "%s", cases[i].d, cases[i].extra);
