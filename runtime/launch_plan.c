@@ -29,8 +29,11 @@ static mxattn_status parse_line(const char *line, mx_launch_plan *lp) {
         lp->tmaps[lp->n_tmaps++] = t;
         return MXATTN_OK;
     }
-    if (sscanf(line, "kernel %127s %u %u %u %u %d", s.name, &s.grid.x, &s.grid.y, &s.grid.z,
-               &s.threads, &s.smem_bytes) == 6) {
+    int fields = sscanf(line, "kernel %127s %u %u %u %u %d %d", s.name, &s.grid.x, &s.grid.y, &s.grid.z,
+                        &s.threads, &s.smem_bytes, &s.resident);
+    if (fields == 6 || fields == 7) {
+        if (fields == 7 && (s.resident <= 0 || s.grid.y != 1 || s.grid.z != 1))
+            return mx_fail(MXATTN_ERROR_TEMPLATE, "bad persistent kernel line '%.80s' (resident > 0, grid y = z = 1)", line);
         if (lp->n_steps == MX_MAX_LAUNCH_STEPS)
             return mx_fail(MXATTN_ERROR_TEMPLATE, "launch plan has more than %d kernels", MX_MAX_LAUNCH_STEPS);
         lp->steps[lp->n_steps++] = s;
@@ -102,6 +105,17 @@ static mxattn_status encode_tensor_map(const mx_device *dev, const mx_tmap_reque
     return st == MXATTN_OK ? st : mx_fail_context(st, "tensor map for %c", t->tensor);
 }
 
+mx_dim3 mx_launch_grid(const mx_device *dev, const mx_launch_step *s) {
+    mx_dim3 grid = s->grid;
+    if (s->resident > 0) {
+        /* More blocks than fit at once would only queue behind the first
+         * wave, each looping over the same units: one wave, every SM busy. */
+        unsigned wave = (unsigned)(dev->sm_count > 0 ? dev->sm_count : 1) * (unsigned)s->resident;
+        if (grid.x > wave) grid.x = wave;
+    }
+    return grid;
+}
+
 mxattn_status mx_launch_plan_run(const mx_device *dev, const mx_launch_plan *lp,
                                  mx_kernel_args *args, struct CUstream_st *stream) {
     memcpy(args->ws_off, lp->ws_off, sizeof args->ws_off);
@@ -112,7 +126,7 @@ mxattn_status mx_launch_plan_run(const mx_device *dev, const mx_launch_plan *lp,
     for (int i = 0; i < lp->n_steps; i++) {
         const mx_launch_step *s = &lp->steps[i];
         mx_dim3 block = {s->threads, 1, 1};
-        mxattn_status st = mx_launch(dev, s->fn, s->grid, block, s->smem_bytes, stream, args);
+        mxattn_status st = mx_launch(dev, s->fn, mx_launch_grid(dev, s), block, s->smem_bytes, stream, args);
         if (st != MXATTN_OK) return mx_fail_context(st, "launching %s", s->name);
     }
     return MXATTN_OK;

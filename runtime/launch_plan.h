@@ -15,6 +15,9 @@ typedef struct {
     mx_dim3 grid;
     unsigned threads;
     int smem_bytes;
+    /* > 0: a persistent kernel.  grid.x names its work units (y = z = 1);
+     * it is launched with at most `resident` blocks per SM, each looping. */
+    int resident;
     struct CUfunc_st *fn;   /* set by mx_launch_plan_bind */
 } mx_launch_step;
 
@@ -42,7 +45,7 @@ typedef struct {
     mx_launch_step steps[MX_MAX_LAUNCH_STEPS];
 } mx_launch_plan;
 
-/* Parses the templates' text: "workspace N", "kernel NAME GX GY GZ THREADS SMEM"
+/* Parses the templates' text: "workspace N", "kernel NAME GX GY GZ THREADS SMEM [RESIDENT]"
  * lines, "wsoff I N" lines, "tmap SLOT TENSOR BOX_COLS BOX_ROWS SWIZZLE HEAD_DIM" lines (TENSOR q|k|v|o),
  * and "tmapws SLOT SECTION ELEM_BYTES COLS ROWS HEADS BATCH BOX_COLS BOX_ROWS SWIZZLE" lines (a TMA
  * map over a workspace section, e.g. quantized operands). */
@@ -51,6 +54,9 @@ mxattn_status mx_launch_plan_parse(const char *text, mx_launch_plan *out);
 void mx_launch_plan_names(const mx_launch_plan *lp, char *out, size_t cap);
 /* Finds each step's function in `module` and raises its shared-memory limit. */
 mxattn_status mx_launch_plan_bind(const mx_device *dev, struct CUmod_st *module, mx_launch_plan *lp);
+/* The grid step `s` is launched with on `dev` (a persistent kernel's is
+ * clamped to its resident blocks). */
+mx_dim3 mx_launch_grid(const mx_device *dev, const mx_launch_step *s);
 /* Launches every step on `stream` with `args` (ws_off filled from lp, and the
  * TMA tensor maps the plan asks for encoded from args' pointers and strides). */
 mxattn_status mx_launch_plan_run(const mx_device *dev, const mx_launch_plan *lp,

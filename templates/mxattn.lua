@@ -5,10 +5,10 @@ local S = require("space")
 local M = {}
 
 -- Families are required up front so the template hash covers them all.
-local FAMILY = {}
+local FAMILY, LOAD_ERROR = {}, {}
 for _, name in ipairs(S.by_name.family.values) do
   local ok, mod = pcall(require, "families." .. S.family_module(name))
-  if ok then FAMILY[name] = mod end
+  if ok then FAMILY[name] = mod else LOAD_ERROR[name] = tostring(mod) end
 end
 
 local function family_of(t)
@@ -20,7 +20,11 @@ local function family_of(t)
       error("invalid parameter family=" .. t.family .. ": must be one of " .. table.concat(S.by_name.family.values, "|"), 0)
     end
   end
-  if not fam then error("invalid parameter family=" .. tostring(t.family) .. ": not built yet", 0) end
+  -- A template that fails to load is the developer's error: say which and why.
+  if not fam then
+    error("template error: family " .. tostring(t.family) .. " failed to load: " ..
+          tostring(LOAD_ERROR[t.family] or "no template"), 0)
+  end
   return fam
 end
 
@@ -85,7 +89,8 @@ function M.render(text)
 end
 
 -- Launch plan for a problem: "workspace N" then one line per kernel,
--- "kernel NAME GX GY GZ THREADS SMEM", in launch order.
+-- "kernel NAME GX GY GZ THREADS SMEM [RESIDENT]", in launch order (RESIDENT:
+-- a persistent kernel, launched with at most RESIDENT blocks per SM).
 function M.launch(text, problem)
   local t, fam = complete(text)
   local pr = parse_numbers(problem)
@@ -93,6 +98,7 @@ function M.launch(text, problem)
   local lines = { "workspace " .. plan.workspace }
   for _, k in ipairs(plan.kernels) do
     lines[#lines + 1] = string.format("kernel %s %d %d %d %d %d", k.name, k.grid[1], k.grid[2], k.grid[3], k.block, k.smem)
+                        .. (k.resident and string.format(" %d", k.resident) or "")
   end
   for i, off in ipairs(plan.ws_off or {}) do lines[#lines + 1] = string.format("wsoff %d %d", i - 1, off) end
   -- TMA tensor maps, encoded by the runtime at each run (the tensor's address is in them).

@@ -48,12 +48,15 @@ S.params = {
   { name = "overlap", role = "knob", values = { 0, 1 }, default = 0,
     families = { f16 = true, ["int8-fp8"] = true },
     help = "wgmma with two consumer warpgroups: 1 ping-pongs them so one's softmax runs under the other's MMAs" },
+  { name = "persistent", role = "knob", values = { 0, 1 }, default = 0,
+    families = { f16 = true }, quiet_default = true,
+    help = "wgmma overlap=1: one block per SM loops over the row blocks, loading the next one's Q, K and V under the last one's output" },
   { name = "exp_poly", role = "knob", values = { 0, 1, 2 }, default = 0,
     families = { ["int8-fp8"] = true },
     help = "wgmma: of every four 8-key score columns, how many take exp2 from a polynomial on the FMA pipes instead of ex2 (16/clock/SM)" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 256 },
     help = "query rows per thread block" },
-  { name = "block_n", role = "knob", values = { 16, 32, 64, 128, 96, 160, 176, 192 },
+  { name = "block_n", role = "knob", values = { 16, 32, 64, 96, 128, 160, 176, 192 },
     help = "keys per inner-loop tile (96|160|176|192: f16 variant=wgmma only)" },
   { name = "warps", role = "knob", values = { 1, 2, 4, 8, 12 },
     help = "warps per thread block; each owns block_m/warps query rows" },
@@ -144,6 +147,11 @@ S.constraints = {
                            t.block_n, t.family, tostring(t.variant))
     end
   end,
+  function(t)
+    if t.persistent == 1 and t.overlap ~= 1 then
+      return "persistent=1: only the overlap=1 schedule (variant=wgmma, block_m=128, warps=12) loops over work units"
+    end
+  end,
   -- The polynomial exponentials relieve the ex2 pipe of the 8-bit warpgroup
   -- kernels; mma.sync kernels are bound elsewhere (blocks/exp2.lua).
   function(t)
@@ -218,7 +226,10 @@ function S.canonical(t, roles)
     -- a family's names (and cache keys) unchanged when another family gains
     -- a knob.
     local unread = p.families and t.family and not p.families[t.family]
-    if (roles == nil or roles[p.role]) and not unread then
+    -- A knob added after kernels were tuned and cached says nothing at its
+    -- default (quiet_default): their names and cache keys stay as they were.
+    local quiet = p.quiet_default and tostring(t[p.name]) == tostring(p.default)
+    if (roles == nil or roles[p.role]) and not unread and not quiet then
       if t[p.name] ~= nil then out[#out + 1] = p.name .. "=" .. tostring(t[p.name]) end
     end
   end

@@ -283,6 +283,40 @@ static void test_wide_key_tiles(void **state) {
     assert_int_equal(failures, 0);
 }
 
+/* persistent=1: more work units than the H200's 132 SMs (so each block runs
+ * several, and the ring, Q's buffer and the turns carry over), units whose
+ * rows see no key (bottom-right causal, Nq > Nk), a unit of one key tile. */
+static void test_persistent(void **state) {
+#define PS PP "persistent=1 "
+    static const struct { gpu_case c; const char *config; } cases[] = {
+        {{.batch = 2, .heads_q = 8, .heads_kv = 2, .seq_q = 1100, .seq_k = 900, .head_dim = 128},
+         PS "block_n=128 stages=2"},
+        {{.batch = 2, .heads_q = 8, .heads_kv = 2, .seq_q = 1100, .seq_k = 900, .head_dim = 128,
+          .causal = MXATTN_CAUSAL_TOP_LEFT},
+         PS "block_n=176 stages=2"},
+        {{.batch = 2, .heads_q = 8, .heads_kv = 8, .seq_q = 1100, .seq_k = 300, .head_dim = 128,
+          .causal = MXATTN_CAUSAL_BOTTOM_RIGHT},
+         PS "block_n=128 stages=3"},
+        {{.batch = 3, .heads_q = 16, .heads_kv = 16, .seq_q = 700, .seq_k = 1000, .head_dim = 64},
+         PS "block_n=192 stages=2"},
+        {{.batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 1, .seq_k = 17, .head_dim = 96,
+          .causal = MXATTN_CAUSAL_BOTTOM_RIGHT},
+         PS "block_n=64 stages=2"},
+    };
+    int failures = 0;
+    for (int i = 0; i < (int)(sizeof cases / sizeof *cases); i++) {
+        gpu_case c = cases[i].c;
+        c.family = "f16";
+        c.dtype = i % 2 ? MXATTN_F16 : MXATTN_BF16;
+        c.layout = (mxattn_layout)(i / 2 % 2);
+        c.pad = 8 * (i % 2);
+        c.lse = 1;
+        failures += check_case(&c, cases[i].config, (uint64_t)time(NULL) + 870 + i);
+    }
+    assert_int_equal(failures, 0);
+#undef PS
+}
+
 /* B=4 H=32 D=128 bf16 at N=4096 and 16384, causal and not: each overlap=1
  * tile beside the same tile with overlap=0 (the D=128 winner first). */
 static void test_overlap_speed(void **state) {
@@ -346,6 +380,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_overlap_configs),
         cmocka_unit_test(test_overlap_long),
         cmocka_unit_test(test_wide_key_tiles),
+        cmocka_unit_test(test_persistent),
         cmocka_unit_test(test_overlap_speed),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

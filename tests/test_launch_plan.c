@@ -48,10 +48,38 @@ static void test_rejects_bad_lines(void **state) {
                      MXATTN_ERROR_TEMPLATE);
 }
 
+/* A persistent kernel: the grid names every work unit; it launches one
+ * resident wave at most, and a grid already smaller stays as it is. */
+static void test_persistent_grid_is_one_wave(void **state) {
+    mx_launch_plan lp;
+    assert_int_equal(mx_launch_plan_parse("kernel attn 4096 1 1 384 230480 1\n", &lp), MXATTN_OK);
+    assert_int_equal(lp.steps[0].resident, 1);
+    mx_device dev;
+    memset(&dev, 0, sizeof dev);
+    dev.sm_count = 132;
+    mx_dim3 grid = mx_launch_grid(&dev, &lp.steps[0]);
+    assert_int_equal(grid.x, 132);
+    assert_int_equal(grid.y, 1);
+    lp.steps[0].grid.x = 100;
+    assert_int_equal(mx_launch_grid(&dev, &lp.steps[0]).x, 100);
+    lp.steps[0].resident = 2;
+    lp.steps[0].grid.x = 1000;
+    assert_int_equal(mx_launch_grid(&dev, &lp.steps[0]).x, 264);
+    /* Not persistent: the grid as written. */
+    assert_int_equal(mx_launch_plan_parse("kernel attn 33 32 4 384 230480\n", &lp), MXATTN_OK);
+    assert_int_equal(lp.steps[0].resident, 0);
+    grid = mx_launch_grid(&dev, &lp.steps[0]);
+    assert_true(grid.x == 33 && grid.y == 32 && grid.z == 4);
+    /* A persistent kernel loops over x only. */
+    assert_int_equal(mx_launch_plan_parse("kernel attn 33 32 4 384 230480 1\n", &lp), MXATTN_ERROR_TEMPLATE);
+    assert_int_equal(mx_launch_plan_parse("kernel attn 33 1 1 384 230480 0\n", &lp), MXATTN_ERROR_TEMPLATE);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parses_every_line_kind),
         cmocka_unit_test(test_rejects_bad_lines),
+        cmocka_unit_test(test_persistent_grid_is_one_wave),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -225,17 +225,26 @@ static void test_overlap_needs_two_consumers_and_a_producer(void **state) {
 }
 
 /* The tuner's order: an overlap=1 tile ranks just above the same tile
- * without it; the first line, the default, is the H200-checked overlap=1
- * tile (block_m=128, warps=12, block_n=128, stages=3). */
+ * without it.  The first line, the default, is the H200-checked overlap=1
+ * tile (128 keys, three stages), persistent without a causal mask; an
+ * overlap=0 request keeps the plain kernel. */
 static void test_overlap_ranks_above_its_plain_tile(void **state) {
     char *cands = gen_call(g, "candidates", "family=f16 head_dim=128 arch=sm_90a", NULL);
     assert_non_null(strstr(cands, "overlap=0"));
-    assert_true(strncmp(cands, "variant=wgmma q_regs=0 overlap=1 block_m=128 block_n=128 warps=12 stages=3", 74) == 0);
+    const char *first = "variant=wgmma q_regs=0 overlap=1 persistent=1 block_m=128 block_n=128 warps=12 stages=3";
+    if (strncmp(cands, first, strlen(first)) != 0) fail_msg("first candidate is not %s:\n%.300s", first, cands);
     const char *with = strstr(cands, "variant=wgmma q_regs=0 overlap=1 block_m=128 block_n=128 warps=12 stages=2");
     const char *without = strstr(cands, "variant=wgmma q_regs=0 overlap=0 block_m=128 block_n=128 warps=12 stages=2");
     if (!with || !without) fail_msg("candidates lack block_n=128 stages=2 with or without overlap:\n%.2000s", cands);
     assert_true(with < without);
     free(cands);
+    cands = gen_call(g, "candidates", "family=f16 head_dim=128 arch=sm_90a causal=1", NULL);
+    first = "variant=wgmma q_regs=0 overlap=1 block_m=128 block_n=128 warps=12 stages=3";
+    if (strncmp(cands, first, strlen(first)) != 0) fail_msg("first causal candidate is not %s:\n%.300s", first, cands);
+    free(cands);
+    char *plain = gen_call(g, "render", "family=f16 head_dim=128 overlap=0", NULL);
+    assert_null(strstr(plain, "persistent=1"));
+    free(plain);
 }
 
 /* Compiles to two warpgroups that take turns through named barriers (not 0,
@@ -275,6 +284,44 @@ static void test_overlap_compiles(void **state) {
     }
 }
 
+/* persistent=1: the overlap=1 kernel looped over work units.  Its knob is
+ * quiet at 0 (every other kernel keeps its name and cache key), only the
+ * overlap=1 schedule takes it, its launch line names every unit along x with
+ * one resident block per SM, and it compiles lean. */
+static void test_persistent(void **state) {
+    char *plain = gen_call(g, "render", "family=f16 head_dim=128 " PP "block_n=128 stages=3", NULL);
+    assert_null(strstr(plain, "persistent"));
+    assert_null(strstr(plain, "set_work"));
+    free(plain);
+    gen_expect_invalid(g, "family=f16 head_dim=128 variant=wgmma q_regs=0 persistent=1 block_m=128 warps=12 block_n=128 stages=2",
+                       "persistent=1");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma overlap=1 persistent=1 block_m=128 warps=12 block_n=128 stages=2",
+                       "persistent");
+    char *launch = gen_call(g, "launch", "family=f16 head_dim=128 " PP "persistent=1 block_n=128 stages=2",
+                            "batch=2 heads_q=8 heads_kv=2 seq_q=1100 seq_k=900");
+    unsigned gx = 0, gy = 0, gz = 0, threads = 0;
+    int smem = 0, resident = 0;
+    const char *k = strstr(launch, "kernel ");
+    assert_non_null(k);
+    assert_int_equal(sscanf(k, "kernel %*s %u %u %u %u %d %d", &gx, &gy, &gz, &threads, &smem, &resident), 6);
+    assert_int_equal(gx, 9 * 8 * 2);   /* ceil(1100 / 128) row blocks x heads x batch */
+    assert_true(gy == 1 && gz == 1 && threads == 384 && resident == 1);
+    free(launch);
+    static const char *cases[] = {"head_dim=128 block_n=176 stages=2", "head_dim=128 block_n=128 stages=3 causal=1 lse=1",
+                                  "head_dim=64 block_n=192 stages=2 dtype=f16 out_dtype=f16"};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char params[256];
+        snprintf(params, sizeof params, "family=f16 " PP "persistent=1 %s", cases[i]);
+        mx_compile_result r;
+        if (!compile(params, &r)) skip();
+        assert_non_null(strstr(r.ptx, "setmaxnreg.inc.sync.aligned.u32 240"));
+        char label[96];
+        snprintf(label, sizeof label, "persistent %s", cases[i]);
+        expect_lean_wgmma_kernel(params, label, &r);
+        mx_compile_result_free(&r);
+    }
+}
+
 static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
 static int teardown(void **state) { mx_gen_close(g); return 0; }
 
@@ -289,6 +336,7 @@ int main(void) {
         cmocka_unit_test(test_overlap_needs_two_consumers_and_a_producer),
         cmocka_unit_test(test_overlap_ranks_above_its_plain_tile),
         cmocka_unit_test(test_overlap_compiles),
+        cmocka_unit_test(test_persistent),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -53,7 +53,7 @@ C.PRODUCER = [[
 -- The start of every kernel's set-up: the shared-memory carve-up and its
 -- barriers, which block this is, and how many key tiles it sees.  ${where}:
 -- the family's own per-block values (lines, or ""), needed before its loads.
-C.BLOCK_SETUP = [[
+C.SMEM_SETUP = [[
   extern __shared__ __align__(1024) u8 smem[];
   // Swizzled tiles need 1024-byte alignment (the 128B pattern spans 8 rows).
   const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
@@ -63,6 +63,8 @@ C.BLOCK_SETUP = [[
   auto bar_v = [&](int s) { return bar_q + 8 * (1 + STAGES + s); };
   auto bar_empty = [&](int s) { return bar_q + 8 * (1 + 2 * STAGES + s); };
   const int warp = threadIdx.x / 32;
+]]
+C.BLOCK_SETUP = C.SMEM_SETUP .. [[
   const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
   const int m0 = m_block * BM;
@@ -73,6 +75,57 @@ ${where}  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[
   if (CAUSAL && m0 + BM + a.causal_offset < n_end) n_end = m0 + BM + a.causal_offset;
   const int n_tiles = n_end > 0 ? (n_end + BN - 1) / BN : 0;
 
+]]
+
+-- The set-up of a persistent kernel (persistent=1) after C.SMEM_SETUP: the
+-- grid has at most one block per resident slot (the runtime clamps it), and
+-- block b runs work units b, b + gridDim.x, ...  A unit is one BM-row block
+-- of one head, numbered with the row blocks fastest: the units running at
+-- once share heads, so their K and V stay in L2 as a grid of one block per
+-- unit would have it.  set_work(w) makes w the current unit.  One more
+-- barrier, bar_q_empty, tells the producer that every consumer thread's
+-- S = Q K^T of the unit is complete, so Q's buffer can take the next unit's.
+C.WORK_SETUP = [[
+  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
+  const u32 bar_q_empty = bar_q + 8 * (1 + 3 * STAGES);
+  const int m_blocks = (a.seq_q + BM - 1) / BM, n_work = m_blocks * a.heads_q * a.batch;
+  int m_block = 0, head = 0, batch = 0, kv_head = 0, m0 = 0, n_tiles = 0;
+  auto set_work = [&](int w) {
+    const int mb = w % m_blocks, hb = w / m_blocks;
+    m_block = CAUSAL ? m_blocks - 1 - mb : mb;   // causal: the longest rows first, as a grid would run them
+    head = hb % a.heads_q;
+    batch = hb / a.heads_q;
+    kv_head = head / a.gqa;
+    m0 = m_block * BM;
+    // Keys this unit can see: all, or (causal) up to its last row's diagonal.
+    int n_end = a.seq_k;
+    if (CAUSAL && m0 + BM + a.causal_offset < n_end) n_end = m0 + BM + a.causal_offset;
+    n_tiles = n_end > 0 ? (n_end + BN - 1) / BN : 0;
+  };
+  if (threadIdx.x == 0) mbar_init(bar_q_empty, CONSUMERS * 128);   // RING_INIT fences it
+]]
+
+-- The persistent producer: Q and the K/V tiles of every unit of this block,
+-- the ring's slots and phases counted over all of them (g).  A unit that
+-- sees no key loads nothing (its consumers write zeros without waiting).
+C.PRODUCER_PERSISTENT = [[
+  if (warp < 4) {                      // producer warpgroup
+    if (REGS_PRODUCER) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS_PRODUCER));
+    if (threadIdx.x == 0) {
+      int g = 0, q_uses = 0;           // K/V tiles and Q tiles loaded so far
+      for (int w = blockIdx.x; w < n_work; w += gridDim.x) {
+        set_work(w);
+        if (n_tiles == 0) continue;
+        if (q_uses > 0) mbar_wait(bar_q_empty, (q_uses - 1) & 1);   // the last unit's S products are done
+        load_q();
+        q_uses++;
+        for (int t = 0; t < n_tiles; t++, g++) {
+          const int slot = g % STAGES;
+          if (g >= STAGES) mbar_wait(bar_empty(slot), (g / STAGES - 1) & 1);   // tile g - STAGES released
+          load_kv_at(t, slot);
+        }
+      }
+    }
 ]]
 
 -- A consumer warpgroup's running state for its 64 rows: O, row max, row sum.

@@ -152,6 +152,8 @@ end
 --   k_step, v_step  a ring slot's size in descriptor units (16 bytes)
 --   pv     the accumulator issue_pv writes (default o: P V adds to O in place)
 --   fold   what adds it to O once it is done (default "": nothing to add)
+--   persistent  true: the turns of one work unit of a persistent kernel,
+--          whose ring position starts at g (blocks/wgmma_common.lua)
 local TURNS = [[
     if (n_tiles > 0) {
 ${decls}
@@ -159,28 +161,30 @@ ${decls}
 
       // Turn 0: S(0) only.
       ${fetch0}
-      mbar_wait(bar_k(0), 0);
+      mbar_wait(bar_k(${slot0}), ${phase0});
       sched_wait(wg);
-      issue_qk(${acc}, desc_q, desc_k);
+      issue_qk(${acc}, desc_q, ${desc_k0});
       if (wg == 0 || n_tiles > 1) sched_pass(wg);   // warpgroup 1 does not pass after its last turn
       wgmma_wait<0>();
       reg_fence(${acc});
+      ${q_done0}
       ${scores}
       mask_tile(s, 0, warp_row0, a);
       softmax_scores(s, row_max, row_sum, alpha, ${scale});   // O is still 0: no rescale
       pack_p(pa, s);
 
       for (int t = 1; t < n_tiles; t++) {
-        const int slot = t % STAGES, prev = (t - 1) % STAGES;
+        const int slot = ${rt} % STAGES, prev = ${rt1} % STAGES;
         ${fetch}
-        mbar_wait(bar_k(slot), (t / STAGES) & 1);
-        mbar_wait(bar_v(prev), ((t - 1) / STAGES) & 1);
+        mbar_wait(bar_k(slot), (${rt} / STAGES) & 1);
+        mbar_wait(bar_v(prev), (${rt1} / STAGES) & 1);
         sched_wait(wg);
         issue_qk(${acc}, desc_q, desc_k + slot * ${k_step});${pad_qk}// S(t) = Q K(t)^T
         issue_pv(${pv}, pa, desc_v + prev * ${v_step});${pad_pv}// O += P(t-1) V(t-1)
         if (wg == 0 || t + 1 < n_tiles) sched_pass(wg);
         wgmma_wait<1>();               // S(t) is done; P(t-1) V(t-1) may still run
         reg_fence(${acc});
+        ${q_done}
         ${scores}
         mask_tile(s, t, warp_row0, a);
         softmax_scores(s, row_max, row_sum, alpha, ${scale});
@@ -193,8 +197,8 @@ ${decls}
       }
 
       // The last P V, outside the turns.
-      const int last = (n_tiles - 1) % STAGES;
-      mbar_wait(bar_v(last), ((n_tiles - 1) / STAGES) & 1);
+      const int last = ${rlast} % STAGES;
+      mbar_wait(bar_v(last), (${rlast} / STAGES) & 1);
       issue_pv(${pv}, pa, desc_v + last * ${v_step});
       wgmma_wait<0>();
       reg_fence(${pv});
@@ -206,11 +210,22 @@ ${decls}
 -- Spaces that put a trailing comment at column `col` after `text`.
 local function pad_to(text, col) return string.rep(" ", math.max(col - #text, 1)) end
 
--- The warp-specialized kernel with the turns: the producer of
--- blocks/wgmma_common.lua and two consumer warpgroups.  ${NAME}, ${SETUP},
--- ${CONSUME} and ${EPILOGUE} are left for the family to fill.
-function O.kernel(h)
+-- Where the ring stands in the turns: tile t of the kernel (g = 0), or of
+-- the unit of a persistent kernel that starts at ring position g; there,
+-- the last S product of the unit also releases Q's buffer.
+local RING = {
+  grid = { slot0 = "0", phase0 = "0", desc_k0 = "desc_k", rt = "t", rt1 = "(t - 1)", rlast = "(n_tiles - 1)",
+          q_done0 = "", q_done = "" },
+  persistent = { slot0 = "g % STAGES", phase0 = "(g / STAGES) & 1", desc_k0 = "desc_k + g % STAGES * ${k_step}",
+               rt = "(g + t)", rt1 = "(g + t - 1)", rlast = "(g + n_tiles - 1)",
+               q_done0 = "if (n_tiles == 1) mbar_arrive(bar_q_empty);   // Q is free for the next unit",
+               q_done = "if (t + 1 == n_tiles) mbar_arrive(bar_q_empty);" },
+}
+
+-- The turns' text with the hooks in h filled (blank hook lines dropped).
+local function turns(h)
   local v = {}
+  for k, x in pairs(h.persistent and RING.persistent or RING.grid) do v[k] = U.fill(x, h) end
   for k, x in pairs(h) do v[k] = x end
   v.pv, v.fold = h.pv or "o", h.fold or ""
   v.pad_qk = pad_to(string.format("        issue_qk(%s, desc_q, desc_k + slot * %s);", h.acc, h.k_step), 76)
@@ -220,6 +235,13 @@ function O.kernel(h)
   for line in U.fill(TURNS, v):gmatch("([^\n]*)\n") do
     if not line:match("^%s+$") then lines[#lines + 1] = line end
   end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+-- The warp-specialized kernel with the turns: the producer of
+-- blocks/wgmma_common.lua and two consumer warpgroups.  ${NAME}, ${SETUP},
+-- ${CONSUME} and ${EPILOGUE} are left for the family to fill.
+function O.kernel(h)
   return [[
 extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
 ${SETUP}
@@ -227,8 +249,41 @@ ${SETUP}
   } else {                             // consumer warpgroups, taking turns
     if (REGS_CONSUMER) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS_CONSUMER));
 ${CONSUME}
-]] .. table.concat(lines, "\n") .. "\n" .. [[
+]] .. turns(h) .. [[
 ${EPILOGUE}
+  }
+}
+]]
+end
+
+-- The persistent kernel (persistent=1): the same producer and turns, looped
+-- over the block's work units (blocks/wgmma_common.lua, WORK_SETUP).  While
+-- one unit's last P V and output run, the producer already loads the next
+-- unit's Q and K/V.  ${SETUP} must end with WORK_SETUP's names and the ring;
+-- ${DESCRIPTORS} declares wg and the operands' descriptors; ${STATE} the
+-- unit's warp_row0 and running state; ${EPILOGUE} writes the unit's output.
+function O.persistent_kernel(h)
+  local v = {}
+  for k, x in pairs(h) do v[k] = x end
+  v.persistent = true
+  -- The turns, one level deeper inside the loop over units.
+  local body = turns(v):gsub("([^\n]+)", "  %1")
+  return [[
+extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
+${SETUP}
+]] .. require("blocks.wgmma_common").PRODUCER_PERSISTENT .. [[
+  } else {                             // consumer warpgroups, taking turns
+    if (REGS_CONSUMER) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS_CONSUMER));
+${DESCRIPTORS}
+    int g = 0, q_uses = 0;             // the ring position and Q loads of this unit, as the producer counts them
+    for (int w = blockIdx.x; w < n_work; w += gridDim.x) {
+      set_work(w);
+${STATE}
+      if (n_tiles > 0) mbar_wait(bar_q, q_uses++ & 1);
+]] .. body .. [[
+${EPILOGUE}
+      g += n_tiles;
+    }
   }
 }
 ]]

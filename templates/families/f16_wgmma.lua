@@ -60,6 +60,7 @@ local function layout(t)
   l.v = l.k + t.stages * l.kv_bytes
   l.bar = l.v + t.stages * l.kv_bytes
   l.total = l.bar + 8 * (1 + 3 * t.stages)   -- q, full_k, full_v, empty
+  if t.persistent == 1 then l.total = l.total + 8 end   -- q_empty
   return l
 end
 
@@ -80,8 +81,18 @@ function WG.default(t)
   -- D=128 N=4096, 571 vs 516 causal (gpu_wgmma on the H200, 2026-11-29).
   -- (A table that names its own tile keeps overlap=0 unless it asks.)
   local open = t.block_m == nil and t.warps == nil and t.block_n == nil and t.stages == nil
+  -- Without a causal mask the persistent kernel (one block per SM looping
+  -- over row blocks, the next one's loads under the last one's output): 499
+  -- vs 470 TOPS at D=128 N=1024, 573 vs 569 at N=4096, 607 vs 601 at N=16384.
+  -- Under causal its static order lets the blocks drift apart over rows of
+  -- unequal length, and with them K/V out of L2 (468 vs 587 at N=16384), so
+  -- the hardware's block scheduler stays.  176-key tiles measured level
+  -- with 128 at N >= 4096 and 10% slower at N=1024.
+  -- (bench/results/h200-2026-11-29-s5/call1 bn128, call2 p128.)
   if dp <= 128 then
-    return { variant = "wgmma", q_regs = 0, overlap = open and 1 or 0, block_m = 128, warps = 12, stages = 3, block_n = 128 }
+    local loops = open and t.causal == 0 and t.overlap ~= 0
+    return { variant = "wgmma", q_regs = 0, overlap = open and 1 or 0, persistent = loops and 1 or 0,
+             block_m = 128, warps = 12, stages = 3, block_n = 128 }
   end
   return { variant = "wgmma", q_regs = 0, block_m = 128, warps = 12, stages = 2, block_n = 64 }
 end
@@ -91,11 +102,17 @@ end
 -- (gpu_wgmma, 2026-11-29): wgmma runs 2-2.4x the mma.sync kernel, so its
 -- candidates rank above every mma one (the factor 100).
 function WG.prior(t)
-  local by_smem = math.min((228 * 1024) // math.max(WG.smem_bytes(t), 1), 2)
+  -- Blocks per SM: shared memory and registers (a producer warpgroup's
+  -- setmaxnreg split averages 168 a thread; 65536 registers per SM).
+  local regs = t.warps == 12 and 168 or math.min(255, WG.register_estimate(t))
+  local by_regs = 65536 // (32 * t.warps * (regs + 7) // 8 * 8)
+  local by_smem = math.min((228 * 1024) // math.max(WG.smem_bytes(t), 1), 2, math.max(by_regs, 1))
   local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
   -- overlap=1: not timed yet; ranked just above the same tile without it so
   -- the tuner tries it early.
-  return 100 * by_smem * reuse * (t.warps == 4 * consumers(t) + 4 and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
+  -- persistent=1: measured ahead without a causal mask, behind with one (WG.default).
+  local persistent = t.persistent ~= 1 and 1 or t.causal == 0 and 1.02 or 0.9
+  return 100 * by_smem * reuse * (t.warps == 4 * consumers(t) + 4 and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1) * persistent
 end
 
 -- One key tile for one warpgroup, shared by both kernels.
@@ -150,10 +167,21 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
 
 -- What both kernels do first: where things are, which keys this block sees.
 local WC = require("blocks.wgmma_common")
-local SETUP = U.fill(WC.BLOCK_SETUP, { where = "" }) .. [[
+
+-- The TMA copies: K and V tile `tile` into a ring slot (tile % STAGES, or
+-- the persistent kernel's `s`), one box per panel; Q's rows of the block.
+local LOAD_KV = {
+  grid = [[
   // Load K and V tile `tile` into ring slot tile % STAGES: one box per panel.
   auto load_kv = [&](int tile) {
     const int s = tile % STAGES;
+]],
+  persistent = [[
+  // Load K and V tile `tile` into ring slot `s`: one box per panel.
+  auto load_kv_at = [&](int tile, int s) {
+]],
+}
+local LOADS = [[
     mbar_expect_tx(bar_k(s), KV_BYTES);
 #pragma unroll
     for (int p = 0; p < PANELS; p++)
@@ -169,19 +197,26 @@ local SETUP = U.fill(WC.BLOCK_SETUP, { where = "" }) .. [[
     for (int p = 0; p < PANELS; p++) tma_load_4d(sQ + p * BM * ROW_BYTES, map_q, p * W, m0, head, batch, bar_q);
   };
 
-]] .. WC.RING_INIT .. [[
 ]]
+local SETUP = U.fill(WC.BLOCK_SETUP, { where = "" }) .. LOAD_KV.grid .. LOADS .. WC.RING_INIT .. [[
+]]
+local SETUP_PERSISTENT = WC.SMEM_SETUP .. WC.WORK_SETUP .. LOAD_KV.persistent .. LOADS .. WC.RING_INIT
 
 -- The consumer side: one warpgroup's 64 rows over every key tile.
-local CONSUME = [[
+local WG_INDEX = [[
   const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
+]]
+local ROW0 = [[
   const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;
-]] .. WC.CONSUMER_STATE .. [[
+]]
+local DESCRIPTORS = [[
   // Descriptors of this warpgroup's 64 Q rows and of ring slot 0's K and V;
   // a k-step or a slot only adds to the start address (the low 14 bits).
   const u64 desc_q = smem_desc(sQ + wg * 64 * ROW_BYTES, 16, 8 * ROW_BYTES);
   const u64 desc_k = smem_desc(sK, 16, 8 * ROW_BYTES);
   const u64 desc_v = smem_desc(sV, BN * ROW_BYTES, 8 * ROW_BYTES);
+]]
+local CONSUME = WG_INDEX .. ROW0 .. WC.CONSUMER_STATE .. DESCRIPTORS .. [[
   mbar_wait(bar_q, 0);
 ]]
 
@@ -192,10 +227,20 @@ local EPILOGUE = WC.WRITE_OUTPUT
 -- O += P(t-1) V(t-1); the softmax of S(t) runs after the turn is passed on,
 -- under the other warpgroup's MMAs and this one's P V.
 local OV = require("blocks.wgmma_overlap")
-local KERNEL_PP = OV.kernel({
+local TURN_HOOKS = {
   decls = "      float s[1][NT][4], alpha[2];\n      u32 pa[BN / 16][4];",
   acc = "s", fetch0 = "", fetch = "", scores = "", scale = "a.scale_log2",
   k_step = "KV_BYTES / 16", v_step = "KV_BYTES / 16",
+}
+local KERNEL_PP = OV.kernel(TURN_HOOKS)
+
+-- persistent=1: the same turns looped over the block's work units.
+local function indent(text, by) return (text:gsub("([^\n]+)", by .. "%1")) end
+local KERNEL_PERSISTENT = U.fill(OV.persistent_kernel(TURN_HOOKS), {
+  DESCRIPTORS = indent(WG_INDEX .. DESCRIPTORS, "  "):gsub("\n$", ""),
+  STATE = indent(ROW0 .. WC.CONSUMER_STATE, "    "):gsub("\n$", ""),
+  EPILOGUE = indent(WC.WRITE_OUTPUT, "    "):gsub("\n$", ""),
+  SETUP = "${SETUP}", NAME = "${NAME}",
 })
 
 function WG.kernel_name(t, canonical)
@@ -229,9 +274,10 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE};
       PRODUCER = ws, REGS_P = regs_p, REGS_C = regs_c,
       W = w, Q_BYTES = l.q_bytes, KV_BYTES = l.kv_bytes, SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar,
       CAUSAL = t.causal == 1, LSE = t.lse == 1 })
-  local pp = t.overlap == 1
-  local kernel = WC.fill(pp and KERNEL_PP or ws and WC.KERNEL_WS or WC.KERNEL,
-                        { NAME = WG.kernel_name(t, canonical), SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE,
+  local pp, persistent = t.overlap == 1, t.persistent == 1
+  local kernel = WC.fill(persistent and KERNEL_PERSISTENT or pp and KERNEL_PP or ws and WC.KERNEL_WS or WC.KERNEL,
+                        { NAME = WG.kernel_name(t, canonical), SETUP = persistent and SETUP_PERSISTENT or SETUP,
+                          CONSUME = CONSUME, EPILOGUE = EPILOGUE,
                           preamble = "", k_step = "KV_BYTES / 16", v_step = "KV_BYTES / 16", args = "" })
   -- overlap=1 replaces attend_tile with the pieces of a turn; overlap=0
   -- renders exactly what it did before the knob existed.
@@ -252,10 +298,14 @@ end
 
 function WG.launches(t, pr, canonical)
   local w = panel_cols(t)
+  local m_blocks = U.ceil_div(pr.seq_q, t.block_m)
+  -- A persistent kernel names every work unit along x; the runtime launches
+  -- at most `resident` blocks per SM of them and each block loops.
+  local grid = t.persistent == 1 and { m_blocks * pr.heads_q * pr.batch, 1, 1 } or { m_blocks, pr.heads_q, pr.batch }
   return {
     workspace = 0,
-    kernels = { { name = WG.kernel_name(t, canonical), grid = { U.ceil_div(pr.seq_q, t.block_m), pr.heads_q, pr.batch },
-                  block = 32 * t.warps, smem = WG.smem_bytes(t) } },
+    kernels = { { name = WG.kernel_name(t, canonical), grid = grid, block = 32 * t.warps, smem = WG.smem_bytes(t),
+                  resident = t.persistent == 1 and 1 or nil } },
     tmaps = {
       { slot = 0, tensor = "q", box_cols = w, box_rows = t.block_m, swizzle = 2 * w },
       { slot = 1, tensor = "k", box_cols = w, box_rows = t.block_n, swizzle = 2 * w },
