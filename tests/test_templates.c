@@ -121,6 +121,11 @@ static void test_nvrtc_sm90a_ptx_has_tensor_core_mma(void **state) {
         if (!strstr(ptx, want)) fail_msg("%s: PTX lacks %s", tables[i], want);
         assert_non_null(strstr(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));
         assert_non_null(strstr(ptx, "ex2.approx.ftz.f32"));
+        /* 16-byte rows (align=8) leave through shared memory in 16-byte
+         * stores; narrower ones store each element pair where it is. */
+        int staged = strstr(tables[i], "align=") == NULL;
+        if (staged != (strstr(ptx, "st.global.v4.u32") != NULL))
+            fail_msg("%s: PTX %s 16-byte output stores", tables[i], staged ? "lacks" : "has");
         free(ptx);
     }
 }

@@ -11,9 +11,49 @@ local store_pair = {
       if (col + 1 < D) out[col + 1] = to_${OUT}(o[mt][dt][2 * h + 1] * inv);]],
 }
 
+-- The mma.sync f16 kernel's output through shared memory (p.staged; needs
+-- align=8 and the kernel's RS): each warp stages its normalized rows in its
+-- own Q rows, which no other warp reads and which are dead after the last
+-- tile, then stores 16-byte chunks, each warp instruction two whole 256-byte
+-- rows, instead of 4-byte stores that each fill half of eight 32-byte sectors.
+local STAGED = [[
+MX_INLINE void write_output_staged(const float (&o)[MT][DT][4], const float (&row_max)[MT][2], const float (&row_sum)[MT][2],
+                                   u32 stage, u16 *o_head, i64 o_ss, float *lse_head, int row0, int seq_q) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const float l = quad_sum(row_sum[mt][h]);
+      const float inv = l > 0.f ? 1.f / l : 0.f;   // a row that saw no key is all zeros
+      const int r = mt * 16 + lane / 4 + 8 * h;
+#pragma unroll
+      for (int dt = 0; dt < DT; dt++) {
+        const u32 x = pack_${OUT}(o[mt][dt][2 * h] * inv, o[mt][dt][2 * h + 1] * inv);
+        asm volatile("st.shared.u32 [%0], %1;" :: "r"(stage + (r * RS + dt * 8 + (lane % 4) * 2) * 2), "r"(x) : "memory");
+      }
+      if (WRITE_LSE && lane % 4 == 0 && row0 + r < seq_q)
+        lse_head[row0 + r] = l > 0.f ? (row_max[mt][h] + fast_log2(l)) * 0.6931471805599453f : MX_NEG_INF;
+    }
+  __syncwarp();
+  constexpr int CHUNKS = D / 8;        // 16-byte chunks of a row (align=8: D % 8 == 0)
+#pragma unroll 4
+  for (int i = lane; i < MT * 16 * CHUNKS; i += 32) {
+    const int r = i / CHUNKS, c = i % CHUNKS;
+    if (row0 + r >= seq_q) continue;
+    u32 x0, x1, x2, x3;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3) : "r"(stage + (r * RS + c * 8) * 2) : "memory");
+    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};"
+                 :: "l"(o_head + (i64)(row0 + r) * o_ss + c * 8), "r"(x0), "r"(x1), "r"(x2), "r"(x3) : "memory");
+  }
+}
+]]
+
 return function(p)
   local store = p.align >= 2 and store_pair.wide or store_pair.narrow
-  return U.fill([[
+  local staged = p.staged and U.fill(STAGED, { OUT = p.out_dtype }) or ""
+  return staged .. U.fill([[
 MX_INLINE void write_output(const float (&o)[MT][DT][4], const float (&row_max)[MT][2], const float (&row_sum)[MT][2],
                             u16 *o_head, i64 o_ss, float *lse_head, int row0, int seq_q) {
   const int lane = threadIdx.x % 32;

@@ -182,9 +182,15 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
 
   u16 *o_head = (u16 *)a.o + batch * a.o_sb + head * a.o_sh;
   float *lse_head = a.lse + ((i64)batch * a.heads_q + head) * a.seq_q;
-  write_output(o, row_max, row_sum, o_head, a.o_ss, lse_head, warp_row0, a.seq_q);
+  ${WRITE}
 }
 ]]
+-- 16-byte rows (align=8): O through this warp's Q rows in shared memory.
+local WRITE = {
+  staged = "write_output_staged(o, row_max, row_sum, sQ + warp * MT * 16 * RS * 2, o_head, a.o_ss, lse_head, warp_row0,\n" ..
+           "                      a.seq_q);",
+  direct = "write_output(o, row_max, row_sum, o_head, a.o_ss, lse_head, warp_row0, a.seq_q);",
+}
 
 function F.kernel_name(t, canonical)
   return string.format("mxattn_f16_d%d_%s", t.head_dim, U.short_hash(canonical))
@@ -209,8 +215,8 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, Q_REGS = ${Q_REGS};
     require("blocks.load")(t),
     require("blocks.mma_sync")(t),
     require("blocks.softmax")(t, { split = true }),
-    require("blocks.epilogue")(t),
-    U.fill(KERNEL, { NAME = F.kernel_name(t, canonical) }),
+    require("blocks.epilogue")(setmetatable({ staged = t.align == 8 }, { __index = t })),
+    U.fill(KERNEL, { NAME = F.kernel_name(t, canonical), WRITE = t.align == 8 and WRITE.staged or WRITE.direct }),
   }, "\n")
 end
 
