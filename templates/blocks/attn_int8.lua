@@ -82,7 +82,7 @@ ${V_LOAD}
     scores_int8(s, qf, qscale, sK + buf * BN * RSQ, sKS + buf * (BN / 16));
 
     // Mask the tile's tail (padding keys) and, under causal, keys past the diagonal.
-    if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset))
+    if (tile_needs_mask(t, warp_row0, a))
       mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
 
     // Scores are already base 2: scale 1.

@@ -444,7 +444,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
     qk_product(s, qop, sl, kt, a, kv_bh, t);
 
     // Mask the tile's tail and, under causal, keys past the diagonal.
-    if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset))
+    if (tile_needs_mask(t, warp_row0, a))
       mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
 
     // Row max, P~ = exp2(S - max), l += sum P~ (unquantized), O *= alpha.

@@ -18,6 +18,13 @@ MX_INLINE void init_accumulators(float (&o)[MT][DT][4], float (&row_max)[MT][2],
   }
 }
 
+// Does key tile t need mask_scores for the rows from warp_row0?  Its last key
+// is past seq_k, or (causal) past the first row's diagonal; the other tiles
+// skip the per-score compares.
+MX_INLINE bool tile_needs_mask(int t, int warp_row0, const mx_kernel_args &a) {
+  return (t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset);
+}
+
 // Masks scores of keys past seq_k, and (causal) past each row's diagonal.
 MX_INLINE void mask_scores(float (&s)[MT][NT][4], int row0, int key0, int seq_k, int causal_offset) {
   const int lane = threadIdx.x % 32;

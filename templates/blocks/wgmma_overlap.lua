@@ -119,7 +119,7 @@ local MASK = [[
 // Masks the tile's tail and, under causal, keys past the diagonal (only on
 // tiles that need it).
 MX_INLINE void mask_tile(float (&s)[1][NT][4], int t, int warp_row0, const mx_kernel_args &a) {
-  if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset))
+  if (tile_needs_mask(t, warp_row0, a))
     mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
 }
 ]]

@@ -144,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
     }
 
     // Mask the tile's tail and, under causal, keys past the diagonal.
-    if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset))
+    if (tile_needs_mask(t, warp_row0, a))
       mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
 
     // P in the A operand's layout, packed before O's rescale so the tile's

@@ -115,7 +115,8 @@ function WG.prior(t)
   return 100 * by_smem * reuse * (t.warps == 4 * consumers(t) + 4 and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1) * persistent
 end
 
--- One key tile for one warpgroup, shared by both kernels.
+-- One key tile for one warpgroup, shared by both overlap=0 kernels; P's pack
+-- and the P V product are blocks/wgmma_overlap.lua's.
 local ATTEND = [[
 // S = Q K^T, mask, online softmax, O += P V for key tile t, whose K and V sit
 // in the ring slot the descriptors point at (their barriers: bar_k, bar_v).
@@ -136,30 +137,16 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
   reg_fence(s);
 
   // Mask the tile's tail and, under causal, keys past the diagonal.
-  if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset))
+  if (tile_needs_mask(t, warp_row0, a))
     mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
 
   online_softmax(s, row_max, row_sum, o, a.scale_log2);
 
-  // P to the A operand in registers: k16 step kk covers S chunks 2kk, 2kk+1.
+  // P to the A operand in registers, then O += P V.
   u32 pa[BN / 16][4];
-#pragma unroll
-  for (int kk = 0; kk < BN / 16; kk++) {
-    pa[kk][0] = pack_in(s[0][2 * kk][0], s[0][2 * kk][1]);
-    pa[kk][1] = pack_in(s[0][2 * kk][2], s[0][2 * kk][3]);
-    pa[kk][2] = pack_in(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
-    pa[kk][3] = pack_in(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
-#pragma unroll
-    for (int i = 0; i < 4; i++) reg_fence(pa[kk][i]);
-  }
-
-  // O += P V: BN/16 k-steps, each 16 key rows further into the slot.
+  pack_p(pa, s);
   mbar_wait(bar_v, parity);
-  reg_fence(o);
-  wgmma_fence();
-#pragma unroll
-  for (int kk = 0; kk < BN / 16; kk++) wgmma_pv(o, pa[kk], desc_v + kk * 16 * ROW_BYTES / 16);
-  wgmma_commit();
+  issue_pv(o, pa, desc_v);
   wgmma_wait<0>();
   reg_fence(o);
 }
@@ -281,7 +268,8 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE};
                           preamble = "", k_step = "KV_BYTES / 16", v_step = "KV_BYTES / 16", args = "" })
   -- overlap=1 replaces attend_tile with the pieces of a turn; overlap=0
   -- renders exactly what it did before the knob existed.
-  local per_tile = pp and OV.block({ sched_bar = 1, issue = OV.F16_ISSUE, pack = OV.F16_PACK }) or ATTEND
+  local per_tile = pp and OV.block({ sched_bar = 1, issue = OV.F16_ISSUE, pack = OV.F16_PACK })
+                   or table.concat({ OV.F16_ISSUE, OV.F16_PACK, ATTEND }, "\n")
   return table.concat({
     "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
     require("blocks.prelude")(t),

@@ -256,7 +256,7 @@ MX_INLINE void softmax_acc(float (&s)[1][NT][4], const int (&acc)[1][NT][4], flo
 MX_INLINE void softmax_tile_acc(float (&s)[1][NT][4], const int (&acc)[1][NT][4], int t, int warp_row0,
                                 const mx_kernel_args &a, float (&row_max)[1][2], float (&row_sum)[1][2],
                                 float (&alphas)[1][2], float qscale, const float (&kscale)[BN / 16]) {
-  if ((t + 1) * BN > a.seq_k || (CAUSAL && (t + 1) * BN - 1 > warp_row0 + a.causal_offset)) {
+  if (tile_needs_mask(t, warp_row0, a)) {
     dequant_scores(s, acc, qscale, kscale);
     mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
     softmax_tile(s, row_max, row_sum, alphas, 1.f, LOG2_448);
