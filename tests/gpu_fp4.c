@@ -28,10 +28,15 @@ static mx_gen *g_gen;
 
 /* Kernel vs the pipeline reference: the output's bf16 rounding (~1e-3 rel-L1,
  * as for f16 vs fp64) plus rare E2M1 code flips where the kernel's fp32 P~
- * and the reference's fp64 P~ straddle a rounding boundary. */
+ * and the reference's fp64 P~ straddle a rounding boundary.  The LSE is taken
+ * from the sum of the quantized P~, so a flip moves it too, most in a row
+ * that sees few keys: the H200 showed 2.2e-3 once (nvfp4-int8qk, Nq=65 Nk=33
+ * bottom-right, rows of 1-33 keys; O's max_abs 0.11 on the same row, rel-L1
+ * 1.5e-3) in 16 runs of that case whose LSE error was otherwise ~5e-7.  A
+ * wrong mask or scale moves it by 0.1 or more. */
 #define PIPE_REL_L1_BF16 4e-3
 #define PIPE_REL_L1_F16 2e-3
-#define LSE_TOL 2e-3
+#define LSE_TOL 1e-2
 
 static const char *FAMILIES[] = {"nvfp4", "mxfp4", "nvfp4-int8qk"};
 
@@ -84,9 +89,9 @@ static int check_case(const gpu_case *c, uint64_t seed) {
     double bound = 1.25 * g_pipe_vs_exact.rel_l1 + tol;
     int ok = r.unwritten == 0 && r.o.rel_l1 < tol && (!c->lse || r.lse_max_abs < LSE_TOL) && e.o.rel_l1 < bound;
     printf("%s %s [%s]: vs pipeline rel_l1 %.2e max_abs %.2e lse %.1e | vs fp64 rel_l1 %.3f (bound %.3f) cos %.5f"
-           " | pipeline vs fp64 cos %.5f, %.3f ms\n",
+           " | pipeline vs fp64 cos %.5f, %.3f ms, seed %llu\n",
            ok ? "ok  " : "FAIL", what, r.config, r.o.rel_l1, r.o.max_abs, r.lse_max_abs, e.o.rel_l1, bound,
-           e.o.cosine, g_pipe_vs_exact.cosine, r.ms);
+           e.o.cosine, g_pipe_vs_exact.cosine, r.ms, (unsigned long long)seed);
     return !ok;
 }
 
