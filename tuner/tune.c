@@ -373,6 +373,67 @@ static mxattn_status measure_all(run *r) {
     return MXATTN_OK;
 }
 
+/* This run's measurement of `config` that timed OK, or NULL. */
+static mx_measurement *fresh_ok(run *r, const char *config) {
+    for (int j = 0; j < r->n_fresh; j++)
+        if (!strcmp(r->fresh[j].config, config) && !strcmp(r->fresh[j].status, MX_MEASURE_OK)) return &r->fresh[j];
+    return NULL;
+}
+
+/* Times candidate i again (its output was checked already) and replaces its
+ * measurement, here and in the database.  A failure keeps the first one; it
+ * is fatal only when the context is gone. */
+static mxattn_status retime_candidate(run *r, int i) {
+    mx_measurement *m = fresh_ok(r, r->pool.slots[i].config);
+    if (!m) return MXATTN_OK;
+    char params[1600];
+    mx_jit_kernel k;
+    compose_params(r->shape, m->config, params, sizeof params);
+    mxattn_status st = mx_jit_build(r->env, params, r->sizes_text, &k);
+    if (st != MXATTN_OK) { mx_clear_error(); return MXATTN_OK; }
+    mx_measurement again = *m;
+    st = time_kernel(r, &k, 0, &again);
+    mx_jit_release(r->env, &k);
+    if (st != MXATTN_OK) return after_launch_failure(r, m->config, mx_error_message());
+    *m = again;
+    if (storing(r)) {
+        (void)mx_cache_add_measurement(r->env->cache, r->key, m);
+        mx_clear_error();
+    }
+    return MXATTN_OK;
+}
+
+/* The default and the fastest other candidate, timed once more one after the
+ * other once every candidate has run.  The default is always timed first,
+ * on a GPU that has only just been warmed, and on the H200 that first timing
+ * read up to 10% slower than the same kernel timed later (1.94-1.96 ms in the
+ * tuner vs 1.74-1.85 ms by `mxattn run`; bench/results/h200-2026-11-29-s5,
+ * call 8), which crowned a winner and a speed-up that the benchmark did not
+ * see.  Deciding between two timings taken under the same conditions fixes
+ * both. */
+static mxattn_status confirm_finalists(run *r) {
+    const char *dflt = r->pool.slots[0].config;
+    int best = -1;
+    double best_ms = 0;
+    for (int i = 1; i < r->pool.n; i++) {
+        const mx_measurement *m = fresh_ok(r, r->pool.slots[i].config);
+        if (m && (best < 0 || m->median_ms < best_ms)) { best = i; best_ms = m->median_ms; }
+    }
+    if (best < 0 || !fresh_ok(r, dflt)) return MXATTN_OK;
+    mxattn_status st = retime_candidate(r, best);
+    if (st == MXATTN_OK) st = retime_candidate(r, 0);
+    if (st != MXATTN_OK) return st;
+    r->best[0] = 0;
+    for (int j = 0; j < r->n_fresh; j++) {
+        const mx_measurement *m = &r->fresh[j];
+        if (!strcmp(m->status, MX_MEASURE_OK) && (!r->best[0] || m->median_ms < r->best_ms)) {
+            snprintf(r->best, sizeof r->best, "%s", m->config);
+            r->best_ms = m->median_ms;
+        }
+    }
+    return MXATTN_OK;
+}
+
 /* Compile-only: every candidate through the pool into the kernel cache. */
 static mxattn_status compile_all(run *r) {
     for (int i = 0; i < r->pool.n; i++) {
@@ -508,6 +569,7 @@ static mxattn_status execute(run *r, const char **configs) {
     if (r->prebuild) pool_start(&r->pool, r->opt.compile_only && r->opt.compile_threads < 1 ? 1 : r->opt.compile_threads);
     st = r->opt.compile_only ? compile_all(r) : measure_all(r);
     pool_stop(&r->pool);
+    if (st == MXATTN_OK && !r->opt.compile_only) st = confirm_finalists(r);
     if (st == MXATTN_OK && !r->opt.compile_only) st = conclude(r);
 fail:
     return st;
