@@ -32,8 +32,7 @@ MX_INLINE void write_output_staged(const float (&o)[MT][DT][4], const float (&ro
         const u32 x = pack_${OUT}(o[mt][dt][2 * h] * inv, o[mt][dt][2 * h + 1] * inv);
         asm volatile("st.shared.u32 [%0], %1;" :: "r"(stage + (r * RS + dt * 8 + (lane % 4) * 2) * 2), "r"(x) : "memory");
       }
-      if (WRITE_LSE && lane % 4 == 0 && row0 + r < seq_q)
-        lse_head[row0 + r] = l > 0.f ? (row_max[mt][h] + fast_log2(l)) * 0.6931471805599453f : MX_NEG_INF;
+      if (WRITE_LSE && lane % 4 == 0 && row0 + r < seq_q) lse_head[row0 + r] = row_lse(row_max[mt][h], l);
     }
   __syncwarp();
   constexpr int CHUNKS = D / 8;        // 16-byte chunks of a row (align=8: D % 8 == 0)
@@ -50,10 +49,16 @@ MX_INLINE void write_output_staged(const float (&o)[MT][DT][4], const float (&ro
 }
 ]]
 
+-- A row's natural-log LSE from its base-2 max and its sum (-inf for a row
+-- that saw no key), shared by both forms.
+local ROW_LSE = [[
+MX_INLINE float row_lse(float m, float l) { return l > 0.f ? (m + fast_log2(l)) * 0.6931471805599453f : MX_NEG_INF; }
+]]
+
 return function(p)
   local store = p.align >= 2 and store_pair.wide or store_pair.narrow
   local staged = p.staged and U.fill(STAGED, { OUT = p.out_dtype }) or ""
-  return staged .. U.fill([[
+  return ROW_LSE .. staged .. U.fill([[
 MX_INLINE void write_output(const float (&o)[MT][DT][4], const float (&row_max)[MT][2], const float (&row_sum)[MT][2],
                             u16 *o_head, i64 o_ss, float *lse_head, int row0, int seq_q) {
   const int lane = threadIdx.x % 32;
@@ -72,8 +77,7 @@ MX_INLINE void write_output(const float (&o)[MT][DT][4], const float (&row_max)[
 ]] .. store .. [[
 
       }
-      if (WRITE_LSE && lane % 4 == 0)
-        lse_head[row] = l > 0.f ? (row_max[mt][h] + fast_log2(l)) * 0.6931471805599453f : MX_NEG_INF;
+      if (WRITE_LSE && lane % 4 == 0) lse_head[row] = row_lse(row_max[mt][h], l);
     }
 }
 ]], { OUT = p.out_dtype })

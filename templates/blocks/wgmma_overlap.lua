@@ -238,16 +238,24 @@ local function turns(h)
   return table.concat(lines, "\n") .. "\n"
 end
 
+-- The opening of both kernels up to the consumers' first line: the block's
+-- set-up, the producer warpgroup (`producer`), and the consumers taking the
+-- producer's registers.
+local function kernel_head(producer)
+  return [[
+extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
+${SETUP}
+]] .. producer .. [[
+  } else {                             // consumer warpgroups, taking turns
+    if (REGS_CONSUMER) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS_CONSUMER));
+]]
+end
+
 -- The warp-specialized kernel with the turns: the producer of
 -- blocks/wgmma_common.lua and two consumer warpgroups.  ${NAME}, ${SETUP},
 -- ${CONSUME} and ${EPILOGUE} are left for the family to fill.
 function O.kernel(h)
-  return [[
-extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
-${SETUP}
-]] .. require("blocks.wgmma_common").PRODUCER .. [[
-  } else {                             // consumer warpgroups, taking turns
-    if (REGS_CONSUMER) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS_CONSUMER));
+  return kernel_head(require("blocks.wgmma_common").PRODUCER) .. [[
 ${CONSUME}
 ]] .. turns(h) .. [[
 ${EPILOGUE}
@@ -268,12 +276,7 @@ function O.persistent_kernel(h)
   v.persistent = true
   -- The turns, one level deeper inside the loop over units.
   local body = turns(v):gsub("([^\n]+)", "  %1")
-  return [[
-extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
-${SETUP}
-]] .. require("blocks.wgmma_common").PRODUCER_PERSISTENT .. [[
-  } else {                             // consumer warpgroups, taking turns
-    if (REGS_CONSUMER) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS_CONSUMER));
+  return kernel_head(require("blocks.wgmma_common").PRODUCER_PERSISTENT) .. [[
 ${DESCRIPTORS}
     int g = 0, q_uses = 0;             // the ring position and Q loads of this unit, as the producer counts them
     for (int w = blockIdx.x; w < n_work; w += gridDim.x) {
