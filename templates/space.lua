@@ -278,6 +278,7 @@ function S.help()
   lines[#lines + 1] = "    copies) or 4*consumers+4 (a producer warpgroup, setmaxnreg); align=8, q_regs=0, stages>=2"
   lines[#lines + 1] = "  wgmma (int8-fp8, sm_90a): same warpgroup rules; block_n 32|64|128 (<= 64 above head_dim 128)"
   lines[#lines + 1] = "  overlap=1 (wgmma, f16 and int8-fp8): block_m=128, warps=12"
+  lines[#lines + 1] = "  persistent=1 (f16): overlap=1; block_n 96|160|176|192: f16 variant=wgmma only"
   lines[#lines + 1] = "  exp_poly > 0 (int8-fp8): variant=wgmma"
   lines[#lines + 1] = "  knobs marked for some families keep their default in the others"
   lines[#lines + 1] = "  align divides head_dim"
