@@ -12,6 +12,9 @@ function U.fill(text, vars)
   end))
 end
 
+-- `text` with `by` before every non-empty line (a block of C nested deeper).
+function U.indent(text, by) return (text:gsub("([^\n]+)", by .. "%1")) end
+
 function U.round_up(x, m) return (x + m - 1) // m * m end
 function U.ceil_div(x, m) return (x + m - 1) // m end
 

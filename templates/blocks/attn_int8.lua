@@ -46,10 +46,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const mx_kernel
   const float *ks = (const float *)ws_at(a, WS_KSCALE) + kh * (nkp / 16);
 ${V_SRC}
 
-  // Keys this block can see: all, or (causal) up to its last row's diagonal.
-  int n_end = a.seq_k;
-  if (CAUSAL && m0 + BM + a.causal_offset < n_end) n_end = m0 + BM + a.causal_offset;
-  const int n_tiles = n_end > 0 ? (n_end + BN - 1) / BN : 0;
+  const int n_tiles = key_tiles(m0, a);   // all keys, or (causal) up to the last row's diagonal
 
   // Q8: workspace -> shared -> registers, once; its scales straight from global.
   copy_bytes<BM, D32, RSQ>(sQ, q8 + (i64)m0 * D32, D32);

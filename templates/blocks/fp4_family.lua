@@ -400,10 +400,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
   const int m0 = m_block * BM, warp_row0 = m0 + warp * MT * 16, nq = q_rows(a), nk = k_rows(a);
   const i64 q_bh = (i64)batch * a.heads_q + head, kv_bh = (i64)batch * a.heads_kv + kv_head;
 
-  // Keys this block can see: all, or (causal) up to its last row's diagonal.
-  int n_end = a.seq_k;
-  if (CAUSAL && m0 + BM + a.causal_offset < n_end) n_end = m0 + BM + a.causal_offset;
-  const int n_tiles = n_end > 0 ? (n_end + BN - 1) / BN : 0;
+  const int n_tiles = key_tiles(m0, a);   // all keys, or (causal) up to the last row's diagonal
 
   // Q: packed tile -> shared -> operand, once.
   copy_rows(sq, QP, ws_at(a, WS_QC) + (q_bh * nq + m0) * QCB, QCB, BM, QCB);

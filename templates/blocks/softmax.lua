@@ -18,6 +18,14 @@ MX_INLINE void init_accumulators(float (&o)[MT][DT][4], float (&row_max)[MT][2],
   }
 }
 
+// Key tiles a block of BM rows from m0 sees: all of seq_k, or (causal) up
+// to its last row's diagonal.
+MX_INLINE int key_tiles(int m0, const mx_kernel_args &a) {
+  int n_end = a.seq_k;
+  if (CAUSAL && m0 + BM + a.causal_offset < n_end) n_end = m0 + BM + a.causal_offset;
+  return n_end > 0 ? (n_end + BN - 1) / BN : 0;
+}
+
 // Does key tile t need mask_scores for the rows from warp_row0?  Its last key
 // is past seq_k, or (causal) past the first row's diagonal; the other tiles
 // skip the per-score compares.

@@ -70,10 +70,7 @@ C.BLOCK_SETUP = C.SMEM_SETUP .. [[
   const int m0 = m_block * BM;
 ${where}  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
 
-  // Keys this block can see: all, or (causal) up to its last row's diagonal.
-  int n_end = a.seq_k;
-  if (CAUSAL && m0 + BM + a.causal_offset < n_end) n_end = m0 + BM + a.causal_offset;
-  const int n_tiles = n_end > 0 ? (n_end + BN - 1) / BN : 0;
+  const int n_tiles = key_tiles(m0, a);   // all keys, or (causal) up to the last row's diagonal
 
 ]]
 
@@ -97,10 +94,7 @@ C.WORK_SETUP = [[
     batch = hb / a.heads_q;
     kv_head = head / a.gqa;
     m0 = m_block * BM;
-    // Keys this unit can see: all, or (causal) up to its last row's diagonal.
-    int n_end = a.seq_k;
-    if (CAUSAL && m0 + BM + a.causal_offset < n_end) n_end = m0 + BM + a.causal_offset;
-    n_tiles = n_end > 0 ? (n_end + BN - 1) / BN : 0;
+    n_tiles = key_tiles(m0, a);
   };
   if (threadIdx.x == 0) mbar_init(bar_q_empty, CONSUMERS * 128);   // RING_INIT fences it
 ]]

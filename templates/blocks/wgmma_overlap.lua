@@ -275,7 +275,7 @@ function O.persistent_kernel(h)
   for k, x in pairs(h) do v[k] = x end
   v.persistent = true
   -- The turns, one level deeper inside the loop over units.
-  local body = turns(v):gsub("([^\n]+)", "  %1")
+  local body = U.indent(turns(v), "  ")
   return kernel_head(require("blocks.wgmma_common").PRODUCER_PERSISTENT) .. [[
 ${DESCRIPTORS}
     int g = 0, q_uses = 0;             // the ring position and Q loads of this unit, as the producer counts them

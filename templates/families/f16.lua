@@ -78,10 +78,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
   const u16 *k = (const u16 *)a.k + batch * a.k_sb + kv_head * a.k_sh;
   const u16 *v = (const u16 *)a.v + batch * a.v_sb + kv_head * a.v_sh;
 
-  // Keys this block can see: all, or (causal) up to its last row's diagonal.
-  int n_end = a.seq_k;
-  if (CAUSAL && m0 + BM + a.causal_offset < n_end) n_end = m0 + BM + a.causal_offset;
-  const int n_tiles = n_end > 0 ? (n_end + BN - 1) / BN : 0;
+  const int n_tiles = key_tiles(m0, a);   // all keys, or (causal) up to the last row's diagonal
 
   // Q: global -> shared (-> registers), once.  Its copy is in flight together
   // with the ring's first K/V tiles: a block waits for one memory latency

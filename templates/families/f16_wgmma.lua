@@ -222,11 +222,10 @@ local TURN_HOOKS = {
 local KERNEL_PP = OV.kernel(TURN_HOOKS)
 
 -- persistent=1: the same turns looped over the block's work units.
-local function indent(text, by) return (text:gsub("([^\n]+)", by .. "%1")) end
 local KERNEL_PERSISTENT = U.fill(OV.persistent_kernel(TURN_HOOKS), {
-  DESCRIPTORS = indent(WG_INDEX .. DESCRIPTORS, "  "):gsub("\n$", ""),
-  STATE = indent(ROW0 .. WC.CONSUMER_STATE, "    "):gsub("\n$", ""),
-  EPILOGUE = indent(WC.WRITE_OUTPUT, "    "):gsub("\n$", ""),
+  DESCRIPTORS = U.indent(WG_INDEX .. DESCRIPTORS, "  "):gsub("\n$", ""),
+  STATE = U.indent(ROW0 .. WC.CONSUMER_STATE, "    "):gsub("\n$", ""),
+  EPILOGUE = U.indent(WC.WRITE_OUTPUT, "    "):gsub("\n$", ""),
   SETUP = "${SETUP}", NAME = "${NAME}",
 })
 
