@@ -171,6 +171,14 @@ typedef struct {
 
 static int storing(const run *r) { return r->env->cache && r->key; }
 
+/* Into the database; a cache that cannot be written loses resumability, not
+ * this result. */
+static void store_measurement(run *r, const mx_measurement *m) {
+    if (!storing(r)) return;
+    (void)mx_cache_add_measurement(r->env->cache, r->key, m);
+    mx_clear_error();
+}
+
 static void record(run *r, const mx_measurement *m) {
     r->fresh[r->n_fresh++] = *m;
     if (!strcmp(m->status, MX_MEASURE_OK)) {
@@ -182,11 +190,7 @@ static void record(run *r, const mx_measurement *m) {
     } else {
         r->out->failed++;
     }
-    if (storing(r)) {
-        /* A cache that cannot be written loses resumability, not this result. */
-        (void)mx_cache_add_measurement(r->env->cache, r->key, m);
-        mx_clear_error();
-    }
+    store_measurement(r, m);
 }
 
 static void report(run *r, const char *config, double ms, const char *status) {
@@ -396,10 +400,7 @@ static mxattn_status retime_candidate(run *r, int i) {
     mx_jit_release(r->env, &k);
     if (st != MXATTN_OK) return after_launch_failure(r, m->config, mx_error_message());
     *m = again;
-    if (storing(r)) {
-        (void)mx_cache_add_measurement(r->env->cache, r->key, m);
-        mx_clear_error();
-    }
+    store_measurement(r, m);
     return MXATTN_OK;
 }
 
@@ -422,16 +423,7 @@ static mxattn_status confirm_finalists(run *r) {
     if (best < 0 || !fresh_ok(r, dflt)) return MXATTN_OK;
     mxattn_status st = retime_candidate(r, best);
     if (st == MXATTN_OK) st = retime_candidate(r, 0);
-    if (st != MXATTN_OK) return st;
-    r->best[0] = 0;
-    for (int j = 0; j < r->n_fresh; j++) {
-        const mx_measurement *m = &r->fresh[j];
-        if (!strcmp(m->status, MX_MEASURE_OK) && (!r->best[0] || m->median_ms < r->best_ms)) {
-            snprintf(r->best, sizeof r->best, "%s", m->config);
-            r->best_ms = m->median_ms;
-        }
-    }
-    return MXATTN_OK;
+    return st;   /* conclude() picks the winner from the measurements as they now stand */
 }
 
 /* Compile-only: every candidate through the pool into the kernel cache. */
