@@ -94,8 +94,10 @@ static mxattn_status make_plan(mxattn_plan *plan, const mxattn_problem *p, const
     mx_jit_env env;
     mx_ctx_jit_env(plan->ctx, plan->dev, &env);
     MX_TRY(mx_jit_build(&env, params, sizes, &plan->kernel));
+    /* Zeroed: a persistent kernel's unit counters start at zero and each
+     * launch leaves them so (blocks/wgmma_common.lua). */
     if (plan->kernel.launch.workspace_bytes)
-        MX_TRY(mx_mem_alloc(plan->dev, plan->kernel.launch.workspace_bytes, &plan->workspace));
+        MX_TRY(mx_mem_alloc_zeroed(plan->dev, plan->kernel.launch.workspace_bytes, &plan->workspace));
     fill_args(&plan->pr, &plan->args);
     return MXATTN_OK;
 fail:

@@ -277,6 +277,17 @@ fail:
     return finish(&guard, st);
 }
 
+mxattn_status mx_mem_alloc_zeroed(const mx_device *dev, size_t bytes, void **out) {
+    mxattn_status st = mx_mem_alloc(dev, bytes, out);
+    if (st == MXATTN_OK) st = mx_memset_d8(dev, *out, 0, bytes, NULL);
+    if (st == MXATTN_OK) st = mx_stream_synchronize(dev, NULL);
+    if (st != MXATTN_OK && *out) {
+        mx_mem_free(dev, *out);
+        *out = NULL;
+    }
+    return st;
+}
+
 mxattn_status mx_mem_free(const mx_device *dev, void *ptr) {
     REQUIRE(dev, "dev");
     if (!ptr) return MXATTN_OK;

@@ -103,6 +103,10 @@ mxattn_status mx_launch(const mx_device *dev, struct CUfunc_st *fn, mx_dim3 grid
 /* --- memory ----------------------------------------------------------------
  * Device addresses travel as void *, as in the public API. */
 mxattn_status mx_mem_alloc(const mx_device *dev, size_t bytes, void **out);
+/* mx_mem_alloc, then zeroes the memory and waits for it: a kernel launched
+ * afterwards on any stream sees zeros (a workspace whose counters the
+ * kernels leave at zero when they finish). */
+mxattn_status mx_mem_alloc_zeroed(const mx_device *dev, size_t bytes, void **out);
 /* NULL is a no-op. */
 mxattn_status mx_mem_free(const mx_device *dev, void *ptr);
 mxattn_status mx_memcpy_htod(const mx_device *dev, void *dst, const void *src, size_t bytes);

@@ -300,6 +300,9 @@ static void test_persistent(void **state) {
     assert_null(strstr(plain, "persistent"));
     assert_null(strstr(plain, "set_work"));
     free(plain);
+    char *looped = gen_call(g, "render", "family=f16 head_dim=128 " PP "persistent=1 block_n=128 stages=3", NULL);
+    assert_non_null(strstr(looped, "atomicAdd(&sched[0]"));   /* units taken in order, not fixed */
+    free(looped);
     gen_expect_invalid(g, "family=f16 head_dim=128 variant=wgmma q_regs=0 persistent=1 block_m=128 warps=12 block_n=128 stages=2",
                        "persistent=1");
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma overlap=1 persistent=1 block_m=128 warps=12 block_n=128 stages=2",
@@ -310,6 +313,7 @@ static void test_persistent(void **state) {
     int smem = 0, resident = 0;
     const char *k = strstr(launch, "kernel ");
     assert_non_null(k);
+    assert_non_null(strstr(launch, "workspace 8"));   /* the unit counters */
     assert_int_equal(sscanf(k, "kernel %*s %u %u %u %u %d %d", &gx, &gy, &gz, &threads, &smem, &resident), 6);
     assert_int_equal(gx, 9 * 8 * 2);   /* ceil(1100 / 128) row blocks x heads x batch */
     assert_true(gy == 1 && gz == 1 && threads == 384 && resident == 1);

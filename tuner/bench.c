@@ -174,7 +174,8 @@ static mxattn_status ensure_workspace(mx_bench *b, size_t bytes) {
     mx_mem_free(b->dev, b->ws);
     b->ws = NULL;
     b->ws_bytes = 0;
-    mxattn_status st = mx_mem_alloc(b->dev, bytes, &b->ws);
+    /* Zeroed: a persistent kernel's unit counters (api/plan.c says why). */
+    mxattn_status st = mx_mem_alloc_zeroed(b->dev, bytes, &b->ws);
     if (st == MXATTN_OK) b->ws_bytes = bytes;
     return st;
 }

@@ -76,15 +76,22 @@ ${where}  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[
 
 -- The set-up of a persistent kernel (persistent=1) after C.SMEM_SETUP: the
 -- grid has at most one block per resident slot (the runtime clamps it), and
--- block b runs work units b, b + gridDim.x, ...  A unit is one BM-row block
--- of one head, numbered with the row blocks fastest: the units running at
--- once share heads, so their K and V stay in L2 as a grid of one block per
--- unit would have it.  set_work(w) makes w the current unit.  One more
--- barrier, bar_q_empty, tells the producer that every consumer thread's
--- S = Q K^T of the unit is complete, so Q's buffer can take the next unit's.
+-- the blocks take work units in order from a counter in the workspace, each
+-- its next one when it starts the last: units run in the order a grid of
+-- one block per unit would run them, so the units in flight share heads and
+-- their K and V stay in L2 (a fixed order let the blocks drift apart over
+-- causal rows of unequal length: 468 vs 587 TOPS).  A unit is one BM-row
+-- block of one head, row blocks fastest, the longest causal rows first.
+-- set_work(w) makes w the current unit.  Two more barriers' worth of shared
+-- memory: bar_q_empty (every consumer thread is done with the unit's S = Q
+-- K^T, so Q's buffer and the unit slot can take the next unit) and
+-- unit_slot, where the producer tells the consumers which unit comes next.
+-- The counters (next unit, blocks done) start at zero (the workspace is
+-- allocated zeroed) and the last block to finish taking units zeroes them.
 C.WORK_SETUP = [[
   const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
-  const u32 bar_q_empty = bar_q + 8 * (1 + 3 * STAGES);
+  const u32 bar_q_empty = bar_q + 8 * (1 + 3 * STAGES), unit_slot = bar_q_empty + 8;
+  unsigned *sched = (unsigned *)a.ws;  // [0] units handed out past the first wave, [1] blocks done
   const int m_blocks = (a.seq_q + BM - 1) / BM, n_work = m_blocks * a.heads_q * a.batch;
   int m_block = 0, head = 0, batch = 0, kv_head = 0, m0 = 0, n_tiles = 0;
   auto set_work = [&](int w) {
@@ -99,26 +106,34 @@ C.WORK_SETUP = [[
   if (threadIdx.x == 0) mbar_init(bar_q_empty, CONSUMERS * 128);   // RING_INIT fences it
 ]]
 
--- The persistent producer: Q and the K/V tiles of every unit of this block,
--- the ring's slots and phases counted over all of them (g).  A unit that
--- sees no key loads nothing (its consumers write zeros without waiting).
+-- The persistent producer: for each unit, once the consumers are done with
+-- the last one's Q, it writes the unit to unit_slot and loads its Q (a unit
+-- that sees no key, or the end, only arrives on bar_q), then its K/V tiles,
+-- the ring's slots and phases counted over all units (g).
 C.PRODUCER_PERSISTENT = [[
   if (warp < 4) {                      // producer warpgroup
     if (REGS_PRODUCER) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS_PRODUCER));
     if (threadIdx.x == 0) {
-      int g = 0, q_uses = 0;           // K/V tiles and Q tiles loaded so far
-      for (int w = blockIdx.x; w < n_work; w += gridDim.x) {
+      int g = 0, units = 0;            // K/V tiles loaded, units handed to the consumers
+      for (int w = blockIdx.x;; units++) {
+        if (units > 0) mbar_wait(bar_q_empty, (units - 1) & 1);   // the last unit's S products are done
+        asm volatile("st.shared.u32 [%0], %1;" :: "r"(unit_slot), "r"(w) : "memory");
+        if (w >= n_work) { mbar_arrive(bar_q); break; }           // the end, read by the consumers
+        // The next unit, asked for now so the answer is back by the last load.
+        const int next = (int)atomicAdd(&sched[0], 1u) + gridDim.x;
         set_work(w);
-        if (n_tiles == 0) continue;
-        if (q_uses > 0) mbar_wait(bar_q_empty, (q_uses - 1) & 1);   // the last unit's S products are done
-        load_q();
-        q_uses++;
+        if (n_tiles > 0) load_q(); else mbar_arrive(bar_q);
         for (int t = 0; t < n_tiles; t++, g++) {
           const int slot = g % STAGES;
           if (g >= STAGES) mbar_wait(bar_empty(slot), (g / STAGES - 1) & 1);   // tile g - STAGES released
           load_kv_at(t, slot);
         }
+        w = next;
       }
+      // Every block asks past the end exactly once, so the last to finish
+      // asking knows no block will read the counter again: it zeroes both
+      // for the next launch on this workspace.
+      if (atomicAdd(&sched[1], 1u) == gridDim.x - 1) { atomicExch(&sched[0], 0u); atomicExch(&sched[1], 0u); }
     }
 ]]
 

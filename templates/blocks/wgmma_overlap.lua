@@ -264,8 +264,10 @@ ${EPILOGUE}
 ]]
 end
 
--- The persistent kernel (persistent=1): the same producer and turns, looped
--- over the block's work units (blocks/wgmma_common.lua, WORK_SETUP).  While
+-- The persistent kernel (persistent=1): the same turns, looped over the
+-- work units the producer hands out (blocks/wgmma_common.lua, WORK_SETUP,
+-- PRODUCER_PERSISTENT): the consumers read each unit from unit_slot when
+-- bar_q completes, until the producer writes the end.  While
 -- one unit's last P V and output run, the producer already loads the next
 -- unit's Q and K/V.  ${SETUP} must end with WORK_SETUP's names and the ring;
 -- ${DESCRIPTORS} declares wg and the operands' descriptors; ${STATE} the
@@ -278,11 +280,15 @@ function O.persistent_kernel(h)
   local body = U.indent(turns(v), "  ")
   return kernel_head(require("blocks.wgmma_common").PRODUCER_PERSISTENT) .. [[
 ${DESCRIPTORS}
-    int g = 0, q_uses = 0;             // the ring position and Q loads of this unit, as the producer counts them
-    for (int w = blockIdx.x; w < n_work; w += gridDim.x) {
+    int g = 0;                         // the ring position of this unit, as the producer counts it
+    for (int units = 0;; units++) {
+      mbar_wait(bar_q, units & 1);     // Q has landed, or the unit sees no key, or the end
+      int w;
+      asm volatile("ld.shared.u32 %0, [%1];" : "=r"(w) : "r"(unit_slot) : "memory");
+      if (w >= n_work) break;
       set_work(w);
 ${STATE}
-      if (n_tiles > 0) mbar_wait(bar_q, q_uses++ & 1);
+      if (n_tiles == 0) mbar_arrive(bar_q_empty);   // nothing to read: the slot is free
 ]] .. body .. [[
 ${EPILOGUE}
       g += n_tiles;

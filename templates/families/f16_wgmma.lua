@@ -60,7 +60,7 @@ local function layout(t)
   l.v = l.k + t.stages * l.kv_bytes
   l.bar = l.v + t.stages * l.kv_bytes
   l.total = l.bar + 8 * (1 + 3 * t.stages)   -- q, full_k, full_v, empty
-  if t.persistent == 1 then l.total = l.total + 8 end   -- q_empty
+  if t.persistent == 1 then l.total = l.total + 16 end   -- q_empty, unit_slot
   return l
 end
 
@@ -290,7 +290,7 @@ function WG.launches(t, pr, canonical)
   -- at most `resident` blocks per SM of them and each block loops.
   local grid = t.persistent == 1 and { m_blocks * pr.heads_q * pr.batch, 1, 1 } or { m_blocks, pr.heads_q, pr.batch }
   return {
-    workspace = 0,
+    workspace = t.persistent == 1 and 8 or 0,   -- the persistent kernel's two unit counters
     kernels = { { name = WG.kernel_name(t, canonical), grid = grid, block = 32 * t.warps, smem = WG.smem_bytes(t),
                   resident = t.persistent == 1 and 1 or nil } },
     tmaps = {

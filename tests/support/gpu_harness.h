@@ -25,6 +25,9 @@ typedef struct {
     int lse;
     const char *config;   /* NULL: the library chooses; else an explicit "block_m=.. ..." */
     int v_terms;          /* int8-fp8: E4M3 terms of V (0 reads as 1) */
+    int launches;         /* runs of the same plan, the output poisoned again before the
+                             last, which is checked (0 reads as 1): state a plan keeps
+                             between runs (a persistent kernel's counters) must be right */
 } gpu_case;
 
 typedef struct {
