@@ -135,9 +135,10 @@ void mxattn_plan_destroy(mxattn_plan *plan); /* NULL is a no-op */
  * q, k, v, o are device pointers laid out as the problem says; lse is NULL or
  * a device pointer to batch*heads_q*seq_q floats.  Runs asynchronously: it
  * only launches kernels (no allocation, no synchronization), so it can be
- * captured in a CUDA graph once the plan exists.  A plan of a quantized family
- * owns one workspace for its quantized operands: running the same plan on two
- * streams at once races on it (make one plan per stream). */
+ * captured in a CUDA graph once the plan exists.  A plan whose info shows
+ * workspace_bytes > 0 owns one workspace (a quantized family's operands, the
+ * f16 persistent kernel's unit counter): running the same plan on two streams
+ * at once races on it (make one plan per stream). */
 mxattn_status mxattn_run(mxattn_plan *plan, const void *q, const void *k,
                          const void *v, void *o, float *lse, void *stream);
 
