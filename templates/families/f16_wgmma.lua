@@ -81,16 +81,17 @@ function WG.default(t)
   -- D=128 N=4096, 571 vs 516 causal (gpu_wgmma on the H200, 2026-11-29).
   -- (A table that names its own tile keeps overlap=0 unless it asks.)
   local open = t.block_m == nil and t.warps == nil and t.block_n == nil and t.stages == nil
-  -- Without a causal mask the persistent kernel (one block per SM looping
-  -- over row blocks, the next one's loads under the last one's output): 499
-  -- vs 470 TOPS at D=128 N=1024, 573 vs 569 at N=4096, 607 vs 601 at N=16384.
-  -- Under causal its static order lets the blocks drift apart over rows of
-  -- unequal length, and with them K/V out of L2 (468 vs 587 at N=16384), so
-  -- the hardware's block scheduler stays.  176-key tiles measured level
-  -- with 128 at N >= 4096 and 10% slower at N=1024.
-  -- (bench/results/h200-2026-11-29-s5/call1 bn128, call2 p128.)
+  -- The persistent kernel (one block per SM looping over row blocks, the
+  -- next one's loads under the last one's output): 499 vs 470 TOPS at D=128
+  -- N=1024, 573 vs 569 at N=4096, 607 vs 601 at N=16384.  Under causal, with
+  -- the units taken in order from a counter (a fixed stride let the blocks
+  -- drift apart and K/V out of L2: 468 vs 587), 344.5 vs 334.0 at N=1024,
+  -- 511.2 vs 506.5 at N=4096, 588.0 vs 584.2 at N=16384 (three interleaved
+  -- rounds).  176-key tiles measured level with 128 at N >= 4096 and 10%
+  -- slower at N=1024.  (bench/results/h200-2026-11-29-s5/call1 bn128, call2
+  -- p128; h200-2026-11-29-s6/call1 dyn, call2 causal.)
   if dp <= 128 then
-    local loops = open and t.causal == 0 and t.overlap ~= 0
+    local loops = open and t.overlap ~= 0
     return { variant = "wgmma", q_regs = 0, overlap = open and 1 or 0, persistent = loops and 1 or 0,
              block_m = 128, warps = 12, stages = 3, block_n = 128 }
   end
@@ -110,8 +111,8 @@ function WG.prior(t)
   local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
   -- overlap=1: not timed yet; ranked just above the same tile without it so
   -- the tuner tries it early.
-  -- persistent=1: measured ahead without a causal mask, behind with one (WG.default).
-  local persistent = t.persistent ~= 1 and 1 or t.causal == 0 and 1.02 or 0.9
+  -- persistent=1: measured 1-6% ahead of the same tile (WG.default).
+  local persistent = t.persistent ~= 1 and 1 or 1.02
   return 100 * by_smem * reuse * (t.warps == 4 * consumers(t) + 4 and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1) * persistent
 end
 
