@@ -17,6 +17,7 @@ import math
 import os
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -40,6 +41,7 @@ RATIO_BASELINE = "sdpa-cudnn"
 REFERENCE_HEADS = 4        # the fp32 reference covers batch 0, heads [0, 4)
 DEFAULT_L2_BYTES = 60 << 20
 WARMUP_MS, REP_MS = 25, 100  # per measurement: keeps each config near 1 s
+DEFAULT_ROUNDS = 3           # interleaved timing rounds per config (REP_MS is split over them)
 MIN_REPS = 5                 # slow calls get a longer rep time rather than one sample
 
 
@@ -77,6 +79,10 @@ def parse_args():
     parser.add_argument("--heads", type=int, default=32)
     parser.add_argument("--heads-kv", type=int, default=None, help="default: --heads")
     parser.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
+    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
+                        help="timing rounds per config; each round times every implementation "
+                             "once, in a rotated order, and a row reports the median of its "
+                             f"rounds (default {DEFAULT_ROUNDS}; 1: one timing each, in order)")
     parser.add_argument("--out", default=None,
                         help="output folder (default bench/results/<device>-<date>)")
     args = parser.parse_args()
@@ -85,6 +91,8 @@ def parse_args():
     if args.seqs is None:
         args.seqs = [1024, 4096] if args.quick else [1024, 4096, 16384]
     args.heads_kv = args.heads_kv or args.heads
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     args.families += [name for name in args.extra if name not in args.families]
     unknown = [b for b in args.baselines if b not in SDPA_BACKENDS]
     if unknown:
@@ -129,7 +137,7 @@ def environment(args):
         "mxattn": mxattn.version(),
         "mxattn_lib": mxattn.library_path(),
         "command": command,
-        "timer": timer_name(),
+        "timer": timer_name(args.rounds),
     }
 
 
@@ -143,13 +151,13 @@ def _triton_do_bench():
         return None
 
 
-def timer_name():
-    if _triton_do_bench():
-        return f"triton.testing.do_bench median (warmup {WARMUP_MS} ms, rep {REP_MS} ms)"
-    return f"CUDA events median (warmup {WARMUP_MS} ms, rep {REP_MS} ms)"
+def timer_name(rounds):
+    timer = "triton.testing.do_bench" if _triton_do_bench() else "CUDA events"
+    return (f"{timer} median (warmup {WARMUP_MS} ms, rep {REP_MS / rounds:g} ms) in each of "
+            f"{rounds} interleaved rounds; the median of the rounds")
 
 
-def median_ms(fn, input_sets):
+def median_ms(fn, input_sets, rep_ms=REP_MS):
     """Median time of fn(q, k, v) in ms, cycling through the input sets so
     that each call reads inputs that are not already in L2."""
     sets = itertools.cycle(input_sets)
@@ -158,7 +166,7 @@ def median_ms(fn, input_sets):
         fn(*next(sets))
 
     estimate_ms = _estimate_ms(step)
-    rep_ms = max(REP_MS, MIN_REPS * estimate_ms)
+    rep_ms = max(rep_ms, MIN_REPS * estimate_ms)
     do_bench = _triton_do_bench()
     if do_bench:
         try:
@@ -317,8 +325,9 @@ class ContextBroken(RuntimeError):
 _peak_bytes = 0  # the largest torch.cuda.max_memory_allocated() seen by any measurement
 
 
-def measure(name, cfg, input_sets, reference):
-    """One implementation on one config: a row, with "error" set on failure."""
+def prepare(name, cfg, input_sets, reference):
+    """One implementation's first call on one config (its plan, first-call
+    time and accuracy): its row and a function that times it once."""
     row = base_row(name, cfg, input_sets)
     context, run = sdpa_impl(name) if name in SDPA_BACKENDS else mxattn_impl(name)
     causal = cfg["causal"]
@@ -332,13 +341,22 @@ def measure(name, cfg, input_sets, reference):
             row["plan"] = plan_info(name, input_sets[0], causal)
         row["cos"], row["rel_l1"] = accuracy(out, reference)
         del out
-        row["ms"] = median_ms(lambda q, k, v: run(q, k, v, causal), input_sets)
-    row["tops"] = tops(cfg, row["ms"])
     global _peak_bytes
     peak = torch.cuda.max_memory_allocated()
     _peak_bytes = max(_peak_bytes, peak)
     row["peak_mem_gb"] = round(peak / 2**30, 2)
-    return row
+
+    def time_once(rep_ms):
+        with context():
+            return median_ms(lambda q, k, v: run(q, k, v, causal), input_sets, rep_ms)
+    return row, time_once
+
+
+def finish(row, cfg, round_ms):
+    """The row's time: the median of its rounds (each the median of its calls)."""
+    row["round_ms"] = [round(ms, 4) for ms in round_ms]
+    row["ms"] = statistics.median(round_ms)
+    row["tops"] = tops(cfg, row["ms"])
 
 
 def plan_info(name, inputs, causal):
@@ -366,28 +384,58 @@ def context_is_broken():
         return True
 
 
-def run_config(cfg, names, l2_bytes):
-    """Rows for every implementation on cfg; failures become rows with error."""
-    rows = []
+def run_config(cfg, names, l2_bytes, rounds):
+    """Rows for every implementation on cfg; failures become rows with error.
+
+    The implementations are timed in interleaved rounds (A B C, B C A, ...)
+    rather than one after the other: the GPU's clock and power state drift
+    over a run, and timed in order the same kernel read up to 7% apart
+    (bench/results/h200-2026-11-29-s6/call1), more than the differences the
+    tuner's choices and these ratios are about."""
+    rows, timers = [], {}
     input_sets = make_input_sets(cfg, l2_bytes)
     reference = reference_slice(*input_sets[0], cfg["causal"])
     for name in names:
-        try:
-            row = measure(name, cfg, input_sets, reference)
-        except Exception as error:
-            row = base_row(name, cfg, input_sets)
-            row["error"] = describe_error(error)
-            if isinstance(error, torch.cuda.OutOfMemoryError):
-                torch.cuda.empty_cache()
-            elif not isinstance(error, mxattn.MxattnError):
-                traceback.print_exc(file=sys.stdout)
+        row, timer = guarded(name, cfg, input_sets, lambda: prepare(name, cfg, input_sets, reference))
         rows.append(row)
+        if timer:
+            timers[name] = (row, timer, [])
+    live = list(timers)
+    for r in range(rounds):
+        for name in live[r % len(live):] + live[:r % len(live)] if live else []:
+            row, timer, round_ms = timers[name]
+            if row["error"]:
+                continue
+            ms, _ = guarded(name, cfg, input_sets, lambda: (timer(REP_MS / rounds), None))
+            if isinstance(ms, dict):  # failed: the error row replaces this one
+                row.update(error=ms["error"])
+            else:
+                round_ms.append(ms)
+    for row, _, round_ms in timers.values():
+        if not row["error"] and round_ms:
+            finish(row, cfg, round_ms)
+    for row in rows:
         print_progress(cfg, row)
-        if row["error"] and context_is_broken():
-            raise ContextBroken(f"the CUDA context is broken after {name} on "
-                               f"{config_label(cfg)}: {row['error']}")
     add_ratios(rows)
     return rows
+
+
+def guarded(name, cfg, input_sets, step):
+    """step() -> (a, b), or (an error row, None) when it raises; raises
+    ContextBroken after a sticky CUDA error."""
+    try:
+        return step()
+    except Exception as error:
+        row = base_row(name, cfg, input_sets)
+        row["error"] = describe_error(error)
+        if isinstance(error, torch.cuda.OutOfMemoryError):
+            torch.cuda.empty_cache()
+        elif not isinstance(error, mxattn.MxattnError):
+            traceback.print_exc(file=sys.stdout)
+        if context_is_broken():
+            raise ContextBroken(f"the CUDA context is broken after {name} on "
+                               f"{config_label(cfg)}: {row['error']}")
+        return row, None
 
 
 def add_ratios(rows):
@@ -525,7 +573,7 @@ def main():
             print(f"{config_label(cfg)} (B={cfg['batch']} H={cfg['heads']} "
                   f"Hkv={cfg['heads_kv']}):", flush=True)
             try:
-                rows += run_config(cfg, names, l2_bytes)
+                rows += run_config(cfg, names, l2_bytes, args.rounds)
             except ContextBroken as error:
                 print(f"stopping: {error}", flush=True)
                 break
