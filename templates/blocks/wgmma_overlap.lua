@@ -21,6 +21,15 @@
 -- alpha by which O must shrink; rescale_o applies it once the P V group is
 -- done (wait_group 0).  Live across a turn: O, S(t) and P(t-1) packed.
 --
+-- Where that wait stands.  At the end of the loop body (after the softmax)
+-- ptxas hoisted it above the softmax, which then ran after P V instead of
+-- under it (ncu on the H200: 14% of the consumers' samples stalled on it).
+-- With rotate=1 the wait, O's rescale and P's packing head the next turn
+-- instead, where the loop's back edge keeps them after the softmax: +3.5-4%
+-- for the f16 kernels (s6 call 6).  S(t) then holds P(t) across the turn
+-- boundary, which a family whose S accumulator is not its P (int8-fp8: S in
+-- int32, P in fp32) pays for in spills, so it keeps the wait at the end.
+--
 -- A family brings its operands' pieces, called by the turns below:
 --   issue_qk(acc, desc_q, desc_k)  S = Q K^T into `acc`, one commit group
 --   issue_pv(o, pa, desc_v)        O += P V, one commit group
@@ -154,6 +163,7 @@ end
 --   fold   what adds it to O once it is done (default "": nothing to add)
 --   persistent  true: the turns of one work unit of a persistent kernel,
 --          whose ring position starts at g (blocks/wgmma_common.lua)
+--   rotate  true: each P V is closed at the head of the next turn (above)
 local TURNS = [[
     if (n_tiles > 0) {
 ${decls}
@@ -170,11 +180,12 @@ ${decls}
       ${q_done0}
       ${scores}
       mask_tile(s, 0, warp_row0, a);
-      softmax_scores(s, row_max, row_sum, alpha, ${scale});   // O is still 0: no rescale
-      pack_p(pa, s);
+      softmax_scores(s, row_max, row_sum, alpha, ${scale});
+      ${turn0_end}
 
       for (int t = 1; t < n_tiles; t++) {
         const int slot = ${rt} % STAGES, prev = ${rt1} % STAGES;
+${head}
         ${fetch}
         mbar_wait(bar_k(slot), (${rt} / STAGES) & 1);
         mbar_wait(bar_v(prev), (${rt1} / STAGES) & 1);
@@ -188,15 +199,11 @@ ${decls}
         ${scores}
         mask_tile(s, t, warp_row0, a);
         softmax_scores(s, row_max, row_sum, alpha, ${scale});
-        wgmma_wait<0>();
-        reg_fence(${pv});
-        mbar_arrive(bar_empty(prev));  // this thread's MMAs on tile t-1's slot are complete
-        ${fold}
-        rescale_o(o, alpha);
-        pack_p(pa, s);
+${tail}
       }
 
       // The last P V, outside the turns.
+${last_head}
       const int last = ${rlast} % STAGES;
       mbar_wait(bar_v(last), (${rlast} / STAGES) & 1);
       issue_pv(${pv}, pa, desc_v + last * ${v_step});
@@ -207,6 +214,27 @@ ${decls}
     }
 ]]
 
+-- The close of a P V product: wait for it, release its ring slot (the
+-- slot's index and, where some turn has none to close, the condition
+-- `guard`), fold it into O, then rescale O and pack the next P.
+local function close_pv(indent, slot, guard)
+  local release = "mbar_arrive(bar_empty(" .. slot .. "));   // this thread's MMAs on that slot are complete\n${fold}\n"
+  if guard then release = "if (" .. guard .. ") {\n" .. U.indent(release, "  ") .. "}\n" end
+  return U.indent("wgmma_wait<0>();\nreg_fence(${pv});\n" .. release .. "rescale_o(o, alpha);\npack_p(pa, s);\n",
+                  indent):gsub("\n$", "")
+end
+
+-- Where the close goes (see "Where that wait stands" above): at the end of
+-- each turn, or at the head of the next one and before the last P V.
+local function placement(rotate)
+  if not rotate then
+    return { turn0_end = "pack_p(pa, s);", head = "", tail = close_pv("        ", "prev"), last_head = "" }
+  end
+  return { turn0_end = "alpha[0] = alpha[1] = 1.f;       // O is still 0: nothing to rescale",
+           head = close_pv("        ", "${rt2} % STAGES", "t > 1"),
+           last_head = close_pv("      ", "${rlast1} % STAGES", "n_tiles > 1"), tail = "" }
+end
+
 -- Spaces that put a trailing comment at column `col` after `text`.
 local function pad_to(text, col) return string.rep(" ", math.max(col - #text, 1)) end
 
@@ -214,10 +242,12 @@ local function pad_to(text, col) return string.rep(" ", math.max(col - #text, 1)
 -- the unit of a persistent kernel that starts at ring position g; there,
 -- the last S product of the unit also releases Q's buffer.
 local RING = {
-  grid = { slot0 = "0", phase0 = "0", desc_k0 = "desc_k", rt = "t", rt1 = "(t - 1)", rlast = "(n_tiles - 1)",
+  grid = { slot0 = "0", phase0 = "0", desc_k0 = "desc_k", rt = "t", rt1 = "(t - 1)", rt2 = "(t - 2)",
+          rlast = "(n_tiles - 1)", rlast1 = "(n_tiles - 2)",
           q_done0 = "", q_done = "" },
   persistent = { slot0 = "g % STAGES", phase0 = "(g / STAGES) & 1", desc_k0 = "desc_k + g % STAGES * ${k_step}",
-               rt = "(g + t)", rt1 = "(g + t - 1)", rlast = "(g + n_tiles - 1)",
+               rt = "(g + t)", rt1 = "(g + t - 1)", rt2 = "(g + t - 2)", rlast = "(g + n_tiles - 1)",
+               rlast1 = "(g + n_tiles - 2)",
                q_done0 = "if (n_tiles == 1) mbar_arrive(bar_q_empty);   // Q is free for the next unit",
                q_done = "if (t + 1 == n_tiles) mbar_arrive(bar_q_empty);" },
 }
@@ -228,6 +258,8 @@ local function turns(h)
   for k, x in pairs(h.persistent and RING.persistent or RING.grid) do v[k] = U.fill(x, h) end
   for k, x in pairs(h) do v[k] = x end
   v.pv, v.fold = h.pv or "o", h.fold or ""
+  -- (" ": a line of spaces, dropped below like an empty hook's)
+  for k, x in pairs(placement(h.rotate)) do v[k] = x == "" and " " or U.fill(x, v) end
   v.pad_qk = pad_to(string.format("        issue_qk(%s, desc_q, desc_k + slot * %s);", h.acc, h.k_step), 76)
   v.pad_pv = pad_to(string.format("        issue_pv(%s, pa, desc_v + prev * %s);", v.pv, h.v_step), 76)
   -- A hook left empty leaves no blank line behind.
