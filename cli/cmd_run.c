@@ -16,7 +16,7 @@ typedef struct {
 
 static void usage(void) {
     printf("usage: mxattn run --family F --head-dim D [options]\n"
-           "  --batch N --heads N --kv-heads N --seq N (or --seq-q N --seq-k N)\n"
+           "  --batch N --heads N --kv-heads N (default: --heads) --seq N (or --seq-q N --seq-k N)\n"
            "  --causal none|top-left|bottom-right   --dtype bf16|f16   --layout bhnd|bnhd\n"
            "  --config \"block_m=.. block_n=..\"      --reps N (timed launches, default 20)\n"
            "  --check-heads N (heads checked on the CPU, default 1)   --seed N\n"
@@ -32,6 +32,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
     a->reps = 20;
     a->check_heads = 1;
     a->seed = 1;
+    a->p.heads_kv = 0;  /* 0 until --kv-heads: then --heads (as SDPA and `mxattn tune` read it) */
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define INT_FLAG(name, lo, hi, dst) \
@@ -75,6 +76,9 @@ static int parse_args(int argc, char **argv, run_args *a) {
     }
     if (!a->p.family) return cli_usage_error("run", "--family is required");
     if (!a->p.head_dim) return cli_usage_error("run", "--head-dim is required");
+    /* --heads alone means as many K/V heads (it meant one, a 32-way GQA
+     * problem that profiles of "--heads 32" were silently taken on). */
+    if (a->p.heads_kv == 0) a->p.heads_kv = a->p.heads_q;
     if (a->p.heads_kv > a->p.heads_q) a->p.heads_q = a->p.heads_kv;
     if (a->check_heads > a->p.heads_q) a->check_heads = a->p.heads_q;
     return 0;
