@@ -24,11 +24,12 @@
 -- Where that wait stands.  At the end of the loop body (after the softmax)
 -- ptxas hoisted it above the softmax, which then ran after P V instead of
 -- under it (ncu on the H200: 14% of the consumers' samples stalled on it).
--- With rotate=1 the wait, O's rescale and P's packing head the next turn
--- instead, where the loop's back edge keeps them after the softmax: +3.5-4%
--- for the f16 kernels (s6 call 6).  S(t) then holds P(t) across the turn
--- boundary, which a family whose S accumulator is not its P (int8-fp8: S in
--- int32, P in fp32) pays for in spills, so it keeps the wait at the end.
+-- With the hook rotate = true the wait, O's rescale and P's packing head
+-- the next turn instead, where the loop's back edge keeps them after the
+-- softmax: +3.5-4% for the f16 kernels (bench/results/h200-2026-11-29-s6,
+-- calls 6-7).  S(t) then holds P(t) across the turn boundary, which a
+-- family whose S accumulator is not its P (int8-fp8: S in int32, P in fp32)
+-- pays for in spills (608 bytes), so it keeps the wait at the end.
 --
 -- A family brings its operands' pieces, called by the turns below:
 --   issue_qk(acc, desc_q, desc_k)  S = Q K^T into `acc`, one commit group
