@@ -253,6 +253,35 @@ static void test_overlap_ranks_above_its_plain_tile(void **state) {
     free(plain);
 }
 
+/* Where a turn waits for the last P V (blocks/wgmma_overlap.lua, "Where that
+ * wait stands"): the f16 turns open with it, before taking their turn, so
+ * that ptxas cannot hoist it above the softmax meant to run under that
+ * product; int8-fp8's turns close with it after the softmax (its P would
+ * spill across the turn).  Both the grid and the persistent kernel. */
+static const char *turn_loop(const char *src) { return strstr(src, "for (int t = 1; t < n_tiles; t++) {"); }
+static void test_turns_wait_for_pv_where_ptxas_keeps_it(void **state) {
+    static const struct { const char *params; int at_head; } cases[] = {
+        {"family=f16 head_dim=128 " PP "block_n=128 stages=3", 1},
+        {"family=f16 head_dim=128 " PP "persistent=1 block_n=128 stages=3 causal=1", 1},
+        {"family=f16 head_dim=64 " PP "block_n=192 stages=2", 1},
+        {"family=int8-fp8 head_dim=128 variant=wgmma overlap=1 block_m=128 warps=12 block_n=128 stages=2", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *src = gen_call(g, "render", cases[i].params, NULL);
+        const char *loop = turn_loop(src), *end = loop ? strstr(loop, "// The last P V") : NULL;
+        if (!loop || !end) fail_msg("%s: no turn loop", cases[i].params);
+        const char *turn = strstr(loop, "sched_wait(wg);"), *softmax = strstr(loop, "softmax_scores(");
+        const char *wait = strstr(loop, "wgmma_wait<0>();");
+        assert_true(turn && softmax && wait && turn < end && softmax < end && wait < end);
+        if (cases[i].at_head != (wait < turn))
+            fail_msg("%s: the loop's wait for P V is %s the turn", cases[i].params, wait < turn ? "before" : "after");
+        /* and only one such wait in the loop */
+        const char *again = strstr(wait + 1, "wgmma_wait<0>();");
+        assert_true(!again || again > end);
+        free(src);
+    }
+}
+
 /* Compiles to two warpgroups that take turns through named barriers (not 0,
  * 256 threads) with no spills and no serialized MMAs. */
 static void test_overlap_compiles(void **state) {
@@ -346,6 +375,7 @@ int main(void) {
         cmocka_unit_test(test_overlap_needs_two_consumers_and_a_producer),
         cmocka_unit_test(test_overlap_ranks_above_its_plain_tile),
         cmocka_unit_test(test_overlap_compiles),
+        cmocka_unit_test(test_turns_wait_for_pv_where_ptxas_keeps_it),
         cmocka_unit_test(test_persistent),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
