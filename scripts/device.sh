@@ -12,6 +12,11 @@
 #              families only if --tests passed (or did not run), so a kernel
 #              that fails its test cannot hang the table.
 #   --model    bench/model_check.py (a model with each family) -> $OUT/model/*
+#   --ab       template versions side by side: $AB_ROUNDS rounds (default 3), each
+#              running every line of $AB_RUNS (`mxattn run` arguments, one
+#              problem a line) under every folder of $AB_TEMPLATES (space-
+#              separated; "-" is the built-in templates; scripts/ab_templates.sh
+#              makes them from git revisions) -> $OUT/ab.txt, medians in the summary
 # Tests come first so the later steps can depend on them.  $OUT returns at
 # most 8 files (scripts/device_session.sh packs its logs into one).  A short
 # summary prints last.
@@ -84,6 +89,31 @@ if has --model; then
   timeout ${MODEL_TIMEOUT:-120} python3 bench/model_check.py --out "$OUT/model" > "$OUT/model_check.log" 2>&1
   note "model_check rc=$?"
   tail -12 "$OUT/model_check.log"
+fi
+
+if has --ab; then
+  # Interleaved (round, template, problem) so drift over the call cannot pick
+  # a winner; each line of ab.txt: round, template, best and mean ms, problem.
+  AB_FILE="$OUT/ab.txt"
+  for round in $(seq "${AB_ROUNDS:-3}"); do
+    for tpl in ${AB_TEMPLATES:--}; do
+      while IFS= read -r args; do
+        [[ -z "$args" ]] && continue
+        dir=$tpl; [[ $tpl == - ]] && dir=""
+        t=$(eval MXATTN_TEMPLATE_DIR="$dir" timeout 120 $B/mxattn run $args --reps 50 --check-heads 0 2>&1 |
+            awk '/^time/ {print $2, $5}')
+        echo "$round $tpl ${t:-failed failed} $args" >> "$AB_FILE"
+      done <<< "${AB_RUNS:---family f16 --head-dim 128 --seq 4096 --batch 4 --heads 32}"
+    done
+  done
+  while IFS= read -r line; do note "ab $line"; done < <(awk '{
+      key = $2 " |"; for (i = 5; i <= NF; i++) key = key " " $i
+      seen[key] = 1
+      if ($3 != "failed") { n[key]++; v[key, n[key]] = $3 } else bad[key] = 1 }
+    END { for (k in seen) { m = n[k]; if (!m) { printf "failed in every round: %s\n", k; continue }
+                            for (i = 1; i <= m; i++) a[i] = v[k, i]
+                          for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { x = a[i]; a[i] = a[j]; a[j] = x }
+                          printf "median best %.4f ms of %d rounds: %s%s\n", (m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2), m, k, (k in bad ? " (some rounds failed)" : "") } }' "$AB_FILE" | sort -t'|' -k2,2 -k1,1)
 fi
 
 echo; echo "==== summary"; printf '%s\n' "${summary[@]}"
