@@ -410,10 +410,9 @@ static mxattn_status confirm_finalists(run *r) {
         if (m && (!best || m->median_ms < best->median_ms)) best = m;
     }
     if (!best || !dflt) return MXATTN_OK;
-    mx_measurement *pair[2] = {best, dflt};
+    mx_measurement *pair[2] = {best, dflt}, *failed = NULL;   /* failed: the finalist whose timing failed */
     mx_jit_kernel k[2];
     int built = 0;
-    mxattn_status st = MXATTN_OK;
     for (; built < 2; built++) {
         char params[1600];
         compose_params(r->shape, pair[built]->config, params, sizeof params);
@@ -422,19 +421,21 @@ static mxattn_status confirm_finalists(run *r) {
     const int per = r->opt.reps / CONFIRM_ROUNDS > 2 ? r->opt.reps / CONFIRM_ROUNDS : 3;
     float *ms = built == 2 ? malloc(2 * (size_t)per * CONFIRM_ROUNDS * sizeof *ms) : NULL;
     if (ms) {
-        for (int round = 0; round < CONFIRM_ROUNDS && st == MXATTN_OK; round++)
-            for (int j = 0; j < 2 && st == MXATTN_OK; j++)
-                st = mx_bench_time(r->bench, &k[j].launch, 1, per, ms + ((size_t)j * CONFIRM_ROUNDS + round) * per);
-        if (st == MXATTN_OK)
+        for (int round = 0; round < CONFIRM_ROUNDS && !failed; round++)
+            for (int j = 0; j < 2 && !failed; j++)
+                if (mx_bench_time(r->bench, &k[j].launch, 1, per, ms + ((size_t)j * CONFIRM_ROUNDS + round) * per) !=
+                    MXATTN_OK)
+                    failed = pair[j];
+        if (!failed)
             for (int j = 0; j < 2; j++) remeasured(r, pair[j], ms + (size_t)j * CONFIRM_ROUNDS * per, per * CONFIRM_ROUNDS);
     }
     char why[512] = "";
-    if (st != MXATTN_OK) snprintf(why, sizeof why, "%s", mx_error_message());
+    if (failed) snprintf(why, sizeof why, "%s", mx_error_message());
     free(ms);
     for (int j = 0; j < built; j++) mx_jit_release(r->env, &k[j]);
     /* A kernel that cannot be built or timed again keeps its first timings. */
     mx_clear_error();
-    if (st != MXATTN_OK) return after_launch_failure(r, best->config, why);
+    if (failed) return after_launch_failure(r, failed->config, why);
     return MXATTN_OK;   /* conclude() picks the winner from the measurements as they now stand */
 }
 
