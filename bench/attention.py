@@ -396,20 +396,21 @@ def run_config(cfg, names, l2_bytes, rounds):
     input_sets = make_input_sets(cfg, l2_bytes)
     reference = reference_slice(*input_sets[0], cfg["causal"])
     for name in names:
-        row, timer = guarded(name, cfg, input_sets, lambda: prepare(name, cfg, input_sets, reference))
+        prepared, error = guarded(name, cfg, lambda: prepare(name, cfg, input_sets, reference))
+        if error:
+            rows.append(dict(base_row(name, cfg, input_sets), error=error))
+            continue
+        row, timer = prepared
         rows.append(row)
-        if timer:
-            timers[name] = (row, timer, [])
+        timers[name] = (row, timer, [])
     live = list(timers)
     for r in range(rounds):
         for name in live[r % len(live):] + live[:r % len(live)] if live else []:
             row, timer, round_ms = timers[name]
             if row["error"]:
                 continue
-            ms, _ = guarded(name, cfg, input_sets, lambda: (timer(REP_MS / rounds), None))
-            if isinstance(ms, dict):  # failed: the error row replaces this one
-                row.update(error=ms["error"])
-            else:
+            ms, row["error"] = guarded(name, cfg, lambda: timer(REP_MS / rounds))
+            if ms is not None:
                 round_ms.append(ms)
     for row, _, round_ms in timers.values():
         if not row["error"] and round_ms:
@@ -420,22 +421,20 @@ def run_config(cfg, names, l2_bytes, rounds):
     return rows
 
 
-def guarded(name, cfg, input_sets, step):
-    """step() -> (a, b), or (an error row, None) when it raises; raises
-    ContextBroken after a sticky CUDA error."""
+def guarded(name, cfg, step):
+    """(step(), None), or (None, a description of its error) when it raises;
+    raises ContextBroken after a sticky CUDA error."""
     try:
-        return step()
+        return step(), None
     except Exception as error:
-        row = base_row(name, cfg, input_sets)
-        row["error"] = describe_error(error)
+        text = describe_error(error)
         if isinstance(error, torch.cuda.OutOfMemoryError):
             torch.cuda.empty_cache()
         elif not isinstance(error, mxattn.MxattnError):
             traceback.print_exc(file=sys.stdout)
         if context_is_broken():
-            raise ContextBroken(f"the CUDA context is broken after {name} on "
-                               f"{config_label(cfg)}: {row['error']}")
-        return row, None
+            raise ContextBroken(f"the CUDA context is broken after {name} on {config_label(cfg)}: {text}")
+        return None, text
 
 
 def add_ratios(rows):
