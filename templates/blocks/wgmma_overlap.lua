@@ -176,6 +176,7 @@ ${decls}
       sched_wait(wg);
       issue_qk(${acc}, desc_q, ${desc_k0});
       if (wg == 0 || n_tiles > 1) sched_pass(wg);   // warpgroup 1 does not pass after its last turn
+${open_unit}
       wgmma_wait<0>();
       reg_fence(${acc});
       ${q_done0}
@@ -259,6 +260,7 @@ local function turns(h)
   for k, x in pairs(h.persistent and RING.persistent or RING.grid) do v[k] = U.fill(x, h) end
   for k, x in pairs(h) do v[k] = x end
   v.pv, v.fold = h.pv or "o", h.fold or ""
+  v.open_unit = h.open_unit or " "
   -- (" ": a line of spaces, dropped below like an empty hook's)
   for k, x in pairs(placement(h.rotate)) do v[k] = x == "" and " " or U.fill(x, v) end
   v.pad_qk = pad_to(string.format("        issue_qk(%s, desc_q, desc_k + slot * %s);", h.acc, h.k_step), 76)
@@ -302,17 +304,32 @@ end
 -- PRODUCER_PERSISTENT): the consumers read each unit from unit_slot when
 -- bar_q completes, until the producer writes the end.  While
 -- one unit's last P V and output run, the producer already loads the next
--- unit's Q and K/V.  ${SETUP} must end with WORK_SETUP's names and the ring;
--- ${DESCRIPTORS} declares wg and the operands' descriptors; ${STATE} the
--- unit's warp_row0 and running state; ${EPILOGUE} writes the unit's output.
-function O.persistent_kernel(h)
+-- unit's Q and K/V.
+--
+-- A unit's output is written under the next unit's first S product: the
+-- unit ends by recording where its output goes (u.pending); the next unit
+-- issues S(0), passes the turn, then writes it (u.flush) and only then sets
+-- its own O and softmax state (u.open).  Written at the unit's end, the
+-- output kept the tensor cores idle: ncu put 5% of the consumers' samples
+-- in the last unit's output and 4% in the next unit's start
+-- (h200-2026-11-29-s7, call 1).  u.flush runs once more after the last
+-- unit, and before u.open in a unit that sees no key.  The hooks of u (C
+-- text, indented here): state, the registers that outlive a unit; row0, the
+-- unit's warp_row0; flush, open, pending as above.  ${SETUP} must end with
+-- WORK_SETUP's names and the ring; ${DESCRIPTORS} declares wg and the
+-- operands' descriptors.
+function O.persistent_kernel(h, u)
   local v = {}
   for k, x in pairs(h) do v[k] = x end
   v.persistent = true
+  v.open_unit = (U.indent(u.flush .. u.open, "      "):gsub("\n$", ""))
   -- The turns, one level deeper inside the loop over units.
   local body = U.indent(turns(v), "  ")
+  local function at(text, n) return (U.indent(text, string.rep(" ", n)):gsub("\n$", "")) end
   return kernel_head(require("blocks.wgmma_common").PRODUCER_PERSISTENT) .. [[
 ${DESCRIPTORS}
+]] .. at(u.state, 4) .. [[
+
     int g = 0;                         // the ring position of this unit, as the producer counts it
     for (int units = 0;; units++) {
       mbar_wait(bar_q, units & 1);     // Q has landed, or the unit sees no key, or the end
@@ -320,12 +337,19 @@ ${DESCRIPTORS}
       asm volatile("ld.shared.u32 %0, [%1];" : "=r"(w) : "r"(unit_slot) : "memory");
       if (w >= n_work) break;
       set_work(w);
-${STATE}
-      if (n_tiles == 0) mbar_arrive(bar_q_empty);   // nothing to read: the slot is free
-]] .. body .. [[
-${EPILOGUE}
+]] .. at(u.row0, 6) .. [[
+
+      if (n_tiles == 0) {              // nothing to read: the slot is free, the output is 0
+        mbar_arrive(bar_q_empty);
+]] .. at(u.flush .. u.open, 8) .. [[
+
+      }
+]] .. body .. at(u.pending, 6) .. [[
+
       g += n_tiles;
     }
+]] .. at(u.flush, 4) .. [[
+
   }
 }
 ]]

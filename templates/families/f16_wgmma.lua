@@ -223,10 +223,30 @@ local TURN_HOOKS = {
 local KERNEL_PP = OV.kernel(TURN_HOOKS)
 
 -- persistent=1: the same turns looped over the block's work units.
-local KERNEL_PERSISTENT = U.fill(OV.persistent_kernel(TURN_HOOKS), {
+-- Each unit's output is written under the next unit's first S product
+-- (blocks/wgmma_overlap.lua says why): a unit records where it goes.
+local UNIT = {
+  state = WC.STATE_DECL .. [[
+bool pending = false;                // a unit's output waits to be written
+u32 pending_out[2][DT];              // its rows, normalized and packed
+float pending_lse[2];
+u16 *pending_o = nullptr;
+float *pending_lse_head = nullptr;
+int pending_row0 = 0;
+]],
+  row0 = "const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;\n",
+  flush = "if (pending) store_output(pending_out, pending_lse, pending_o, a.o_ss, pending_lse_head, pending_row0, a.seq_q);\n",
+  open = WC.STATE_INIT,
+  pending = [[
+pack_output(pending_out, pending_lse, o, row_max, row_sum);
+pending = true;
+pending_o = (u16 *)a.o + batch * a.o_sb + head * a.o_sh;
+pending_lse_head = a.lse + ((i64)batch * a.heads_q + head) * a.seq_q;
+pending_row0 = warp_row0;
+]],
+}
+local KERNEL_PERSISTENT = U.fill(OV.persistent_kernel(TURN_HOOKS, UNIT), {
   DESCRIPTORS = U.indent(WG_INDEX .. DESCRIPTORS, "  "):gsub("\n$", ""),
-  STATE = U.indent(ROW0 .. WC.CONSUMER_STATE, "    "):gsub("\n$", ""),
-  EPILOGUE = U.indent(WC.WRITE_OUTPUT, "    "):gsub("\n$", ""),
   SETUP = "${SETUP}", NAME = "${NAME}",
 })
 
