@@ -55,12 +55,13 @@ local ROW_LSE = [[
 MX_INLINE float row_lse(float m, float l) { return l > 0.f ? (m + fast_log2(l)) * 0.6931471805599453f : MX_NEG_INF; }
 ]]
 
--- The persistent wgmma kernel's output in two steps (p.persistent == 1;
--- one 64-row warpgroup tile, align=8): pack_output normalizes O into packed
--- pairs when a unit ends, store_output writes them under the next unit's
--- first MMA.  The store reads only the packed registers: reading O there,
--- defined by the last P V's wgmma, made ptxas wait for the new unit's S
--- product first (C7517) and serialize every wgmma.
+-- The output of the persistent wgmma kernel without a causal mask in two
+-- steps (one 64-row warpgroup tile, align=8; blocks/wgmma_overlap.lua,
+-- persistent_kernel_deferred): pack_output normalizes O into packed pairs
+-- when a unit ends, store_output stores them during the next unit.  The
+-- store reads only the packed registers: reading O there, defined by the
+-- last P V's wgmma, made ptxas wait for the new unit's S product (C7517)
+-- and serialize every wgmma.
 local DEFERRED = [[
 MX_INLINE void pack_output(u32 (&packed)[2][DT], float (&lse)[2], const float (&o)[1][DT][4],
                            const float (&row_max)[1][2], const float (&row_sum)[1][2]) {
@@ -94,24 +95,16 @@ MX_INLINE void store_output(const u32 (&packed)[2][DT], const float (&lse)[2], u
 return function(p)
   local store = p.align >= 2 and store_pair.wide or store_pair.narrow
   local staged = p.staged and U.fill(STAGED, { OUT = p.out_dtype }) or ""
-  local deferred = p.persistent == 1 and U.fill(DEFERRED, { OUT = p.out_dtype }) or ""
+  local deferred = p.persistent_deferred and U.fill(DEFERRED, { OUT = p.out_dtype }) or ""
   return ROW_LSE .. staged .. deferred .. U.fill([[
 MX_INLINE void write_output(const float (&o)[MT][DT][4], const float (&row_max)[MT][2], const float (&row_sum)[MT][2],
                             u16 *o_head, i64 o_ss, float *lse_head, int row0, int seq_q) {
   const int lane = threadIdx.x % 32;
-  // Every row's sum before any store: a shuffle issued after stores waits
-  // for them to leave (ncu: 1% of the f16 kernel's samples on the second
-  // row's shuffle, h200-2026-11-29-s7 call 1).
-  float sums[MT][2];
-#pragma unroll
-  for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-    for (int h = 0; h < 2; h++) sums[mt][h] = quad_sum(row_sum[mt][h]);
 #pragma unroll
   for (int mt = 0; mt < MT; mt++)
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-      const float l = sums[mt][h];
+      const float l = quad_sum(row_sum[mt][h]);
       const float inv = l > 0.f ? 1.f / l : 0.f;   // a row that saw no key is all zeros
       const int row = row0 + mt * 16 + lane / 4 + 8 * h;
       if (row >= seq_q) continue;

@@ -176,7 +176,6 @@ ${decls}
       sched_wait(wg);
       issue_qk(${acc}, desc_q, ${desc_k0});
       if (wg == 0 || n_tiles > 1) sched_pass(wg);   // warpgroup 1 does not pass after its last turn
-${open_unit}
       wgmma_wait<0>();
       reg_fence(${acc});
       ${q_done0}
@@ -184,6 +183,7 @@ ${open_unit}
       mask_tile(s, 0, warp_row0, a);
       softmax_scores(s, row_max, row_sum, alpha, ${scale});
       ${turn0_end}
+${open_unit}
 
       for (int t = 1; t < n_tiles; t++) {
         const int slot = ${rt} % STAGES, prev = ${rt1} % STAGES;
@@ -304,25 +304,54 @@ end
 -- PRODUCER_PERSISTENT): the consumers read each unit from unit_slot when
 -- bar_q completes, until the producer writes the end.  While
 -- one unit's last P V and output run, the producer already loads the next
--- unit's Q and K/V.
---
--- A unit's output is written under the next unit's first S product: the
--- unit ends by recording where its output goes (u.pending); the next unit
--- issues S(0), passes the turn, then writes it (u.flush) and only then sets
--- its own O and softmax state (u.open).  Written at the unit's end, the
--- output kept the tensor cores idle: ncu put 5% of the consumers' samples
--- in the last unit's output and 4% in the next unit's start
--- (h200-2026-11-29-s7, call 1).  u.flush runs once more after the last
--- unit, and before u.open in a unit that sees no key.  The hooks of u (C
--- text, indented here): state, the registers that outlive a unit; row0, the
--- unit's warp_row0; flush, open, pending as above.  ${SETUP} must end with
--- WORK_SETUP's names and the ring; ${DESCRIPTORS} declares wg and the
--- operands' descriptors.
-function O.persistent_kernel(h, u)
+-- unit's Q and K/V.  ${SETUP} must end with WORK_SETUP's names and the ring;
+-- ${DESCRIPTORS} declares wg and the operands' descriptors; ${STATE} the
+-- unit's warp_row0 and running state; ${EPILOGUE} writes the unit's output.
+function O.persistent_kernel(h)
   local v = {}
   for k, x in pairs(h) do v[k] = x end
   v.persistent = true
-  v.open_unit = (U.indent(u.flush .. u.open, "      "):gsub("\n$", ""))
+  -- The turns, one level deeper inside the loop over units.
+  local body = U.indent(turns(v), "  ")
+  return kernel_head(require("blocks.wgmma_common").PRODUCER_PERSISTENT) .. [[
+${DESCRIPTORS}
+    int g = 0;                         // the ring position of this unit, as the producer counts it
+    for (int units = 0;; units++) {
+      mbar_wait(bar_q, units & 1);     // Q has landed, or the unit sees no key, or the end
+      int w;
+      asm volatile("ld.shared.u32 %0, [%1];" : "=r"(w) : "r"(unit_slot) : "memory");
+      if (w >= n_work) break;
+      set_work(w);
+${STATE}
+      if (n_tiles == 0) mbar_arrive(bar_q_empty);   // nothing to read: the slot is free
+]] .. body .. [[
+${EPILOGUE}
+      g += n_tiles;
+    }
+  }
+}
+]]
+end
+
+-- The persistent kernel with each unit's output stored late (families pick
+-- it without a causal mask): a unit ends by normalizing and packing its
+-- output and recording where it goes (u.pending, at the same place
+-- ${EPILOGUE} has above); the next unit stores it (u.flush) after its first
+-- softmax, so the stores leave under the other warpgroup's MMAs instead of
+-- between this warpgroup's units.  D=128 N=4096: 1.633 vs 1.659 ms, N=16384
+-- 6.22 vs 6.30; under causal 0.956 vs 0.948 ms, slower, so causal keeps the
+-- kernel above (h200-2026-11-29-s7, call 3).  Stored right after S(0) was
+-- issued, before the softmax, it was 1.5% slower than the kernel above: the
+-- softmax's shuffles queued behind the stores (call 2).  u.flush runs once
+-- more after the last unit, and in a unit that sees no key.  The hooks of u
+-- (C text, indented here): state, the registers that outlive a unit; row0
+-- and open, the unit's warp_row0 and its fresh O and softmax state;
+-- flush and pending as above.  ${SETUP} and ${DESCRIPTORS} as above.
+function O.persistent_kernel_deferred(h, u)
+  local v = {}
+  for k, x in pairs(h) do v[k] = x end
+  v.persistent = true
+  v.open_unit = (U.indent(u.flush, "      "):gsub("\n$", ""))
   -- The turns, one level deeper inside the loop over units.
   local body = U.indent(turns(v), "  ")
   local function at(text, n) return (U.indent(text, string.rep(" ", n)):gsub("\n$", "")) end
@@ -337,11 +366,11 @@ ${DESCRIPTORS}
       asm volatile("ld.shared.u32 %0, [%1];" : "=r"(w) : "r"(unit_slot) : "memory");
       if (w >= n_work) break;
       set_work(w);
-]] .. at(u.row0, 6) .. [[
+]] .. at(u.row0 .. u.open, 6) .. [[
 
       if (n_tiles == 0) {              // nothing to read: the slot is free, the output is 0
         mbar_arrive(bar_q_empty);
-]] .. at(u.flush .. u.open, 8) .. [[
+]] .. at(u.flush, 8) .. [[
 
       }
 ]] .. body .. at(u.pending, 6) .. [[
