@@ -137,14 +137,17 @@ C.PRODUCER_PERSISTENT = [[
     }
 ]]
 
--- A consumer warpgroup's running state for its 64 rows: O, row max, row sum.
-C.CONSUMER_STATE = [[
-  float o[1][DT][4], row_max[1][2], row_sum[1][2];
+-- A consumer warpgroup's running state for its 64 rows: O, row max, row sum
+-- (STATE_DECL), set for a new row block by STATE_INIT (both unindented);
+-- CONSUMER_STATE declares and sets it.
+C.STATE_DECL = "float o[1][DT][4], row_max[1][2], row_sum[1][2];\n"
+C.STATE_INIT = [[
 #pragma unroll
-  for (int dt = 0; dt < DT; dt++) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.f;
-  row_max[0][0] = row_max[0][1] = MX_NEG_INF;
-  row_sum[0][0] = row_sum[0][1] = 0.f;
+for (int dt = 0; dt < DT; dt++) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.f;
+row_max[0][0] = row_max[0][1] = MX_NEG_INF;
+row_sum[0][0] = row_sum[0][1] = 0.f;
 ]]
+C.CONSUMER_STATE = require("util").indent(C.STATE_DECL .. C.STATE_INIT, "  "):gsub("  #pragma", "#pragma")
 
 -- The overlap=0 kernels of a family whose attend_tile(o, row_max, row_sum,
 -- desc_q, desc_k, desc_v, bar_k, bar_v, parity, t, warp_row0, ..., a) runs one

@@ -183,6 +183,7 @@ ${decls}
       mask_tile(s, 0, warp_row0, a);
       softmax_scores(s, row_max, row_sum, alpha, ${scale});
       ${turn0_end}
+${open_unit}
 
       for (int t = 1; t < n_tiles; t++) {
         const int slot = ${rt} % STAGES, prev = ${rt1} % STAGES;
@@ -259,6 +260,7 @@ local function turns(h)
   for k, x in pairs(h.persistent and RING.persistent or RING.grid) do v[k] = U.fill(x, h) end
   for k, x in pairs(h) do v[k] = x end
   v.pv, v.fold = h.pv or "o", h.fold or ""
+  v.open_unit = h.open_unit or " "
   -- (" ": a line of spaces, dropped below like an empty hook's)
   for k, x in pairs(placement(h.rotate)) do v[k] = x == "" and " " or U.fill(x, v) end
   v.pad_qk = pad_to(string.format("        issue_qk(%s, desc_q, desc_k + slot * %s);", h.acc, h.k_step), 76)
@@ -326,6 +328,57 @@ ${STATE}
 ${EPILOGUE}
       g += n_tiles;
     }
+  }
+}
+]]
+end
+
+-- The persistent kernel with each unit's output stored late (families pick
+-- it without a causal mask): a unit ends by normalizing and packing its
+-- output and recording where it goes (u.pending, at the same place
+-- ${EPILOGUE} has above); the next unit stores it (u.flush) after its first
+-- softmax, so the stores leave under the other warpgroup's MMAs instead of
+-- between this warpgroup's units.  D=128 N=4096: 1.633 vs 1.659 ms, N=16384
+-- 6.22 vs 6.30; under causal 0.956 vs 0.948 ms, slower, so causal keeps the
+-- kernel above (h200-2026-11-29-s7, call 3).  Stored right after S(0) was
+-- issued, before the softmax, it was 1.5% slower than the kernel above: the
+-- softmax's shuffles queued behind the stores (call 2).  u.flush runs once
+-- more after the last unit, and in a unit that sees no key.  The hooks of u
+-- (C text, indented here): state, the registers that outlive a unit; row0
+-- and open, the unit's warp_row0 and its fresh O and softmax state;
+-- flush and pending as above.  ${SETUP} and ${DESCRIPTORS} as above.
+function O.persistent_kernel_deferred(h, u)
+  local v = {}
+  for k, x in pairs(h) do v[k] = x end
+  v.persistent = true
+  v.open_unit = (U.indent(u.flush, "      "):gsub("\n$", ""))
+  -- The turns, one level deeper inside the loop over units.
+  local body = U.indent(turns(v), "  ")
+  local function at(text, n) return (U.indent(text, string.rep(" ", n)):gsub("\n$", "")) end
+  return kernel_head(require("blocks.wgmma_common").PRODUCER_PERSISTENT) .. [[
+${DESCRIPTORS}
+]] .. at(u.state, 4) .. [[
+
+    int g = 0;                         // the ring position of this unit, as the producer counts it
+    for (int units = 0;; units++) {
+      mbar_wait(bar_q, units & 1);     // Q has landed, or the unit sees no key, or the end
+      int w;
+      asm volatile("ld.shared.u32 %0, [%1];" : "=r"(w) : "r"(unit_slot) : "memory");
+      if (w >= n_work) break;
+      set_work(w);
+]] .. at(u.row0 .. u.open, 6) .. [[
+
+      if (n_tiles == 0) {              // nothing to read: the slot is free, the output is 0
+        mbar_arrive(bar_q_empty);
+]] .. at(u.flush, 8) .. [[
+
+      }
+]] .. body .. at(u.pending, 6) .. [[
+
+      g += n_tiles;
+    }
+]] .. at(u.flush, 4) .. [[
+
   }
 }
 ]]

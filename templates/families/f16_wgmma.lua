@@ -230,6 +230,33 @@ local KERNEL_PERSISTENT = U.fill(OV.persistent_kernel(TURN_HOOKS), {
   SETUP = "${SETUP}", NAME = "${NAME}",
 })
 
+-- Without a causal mask: each unit's output stored after the next unit's
+-- first softmax (blocks/wgmma_overlap.lua says why and what it measured).
+local UNIT = {
+  state = WC.STATE_DECL .. [[
+bool pending = false;                // a unit's output waits to be stored
+u32 pending_out[2][DT];              // its rows, normalized and packed
+float pending_lse[2];
+u16 *pending_o = nullptr;
+float *pending_lse_head = nullptr;
+int pending_row0 = 0;
+]],
+  row0 = "const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;\n",
+  open = WC.STATE_INIT,
+  flush = "if (pending) store_output(pending_out, pending_lse, pending_o, a.o_ss, pending_lse_head, pending_row0, a.seq_q);\n",
+  pending = [[
+pack_output(pending_out, pending_lse, o, row_max, row_sum);
+pending = true;
+pending_o = (u16 *)a.o + batch * a.o_sb + head * a.o_sh;
+pending_lse_head = a.lse + ((i64)batch * a.heads_q + head) * a.seq_q;
+pending_row0 = warp_row0;
+]],
+}
+local KERNEL_PERSISTENT_DEFERRED = U.fill(OV.persistent_kernel_deferred(TURN_HOOKS, UNIT), {
+  DESCRIPTORS = U.indent(WG_INDEX .. DESCRIPTORS, "  "):gsub("\n$", ""),
+  SETUP = "${SETUP}", NAME = "${NAME}",
+})
+
 function WG.kernel_name(t, canonical)
   return string.format("mxattn_f16_d%d_%s", t.head_dim, U.short_hash(canonical))
 end
@@ -262,7 +289,11 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE};
       W = w, Q_BYTES = l.q_bytes, KV_BYTES = l.kv_bytes, SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar,
       CAUSAL = t.causal == 1, LSE = t.lse == 1 })
   local pp, persistent = t.overlap == 1, t.persistent == 1
-  local kernel = WC.fill(persistent and KERNEL_PERSISTENT or pp and KERNEL_PP or ws and WC.KERNEL_WS or WC.KERNEL,
+  -- The late store holds the packed output (32 registers) through the next
+  -- unit's first tile; beside O and S that fits up to 160 of the consumers'
+  -- 240 (D=128 with 176-key tiles spilled 12-60 bytes).
+  local deferred = persistent and t.causal ~= 1 and d_pad(t) // 2 + t.block_n // 2 + 32 <= 160
+  local kernel = WC.fill(deferred and KERNEL_PERSISTENT_DEFERRED or persistent and KERNEL_PERSISTENT or pp and KERNEL_PP or ws and WC.KERNEL_WS or WC.KERNEL,
                         { NAME = WG.kernel_name(t, canonical), SETUP = persistent and SETUP_PERSISTENT or SETUP,
                           CONSUME = CONSUME, EPILOGUE = EPILOGUE,
                           preamble = "", k_step = "KV_BYTES / 16", v_step = "KV_BYTES / 16", args = "" })
@@ -278,7 +309,7 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE};
     require("blocks.wgmma_f16")({ dtype = t.dtype, bn = t.block_n, d_pad = d_pad(t), swizzle_mode = SWIZZLE_MODE[w] }),
     "MX_INLINE u32 pack_in(float lo, float hi) { return pack_" .. t.dtype .. "(lo, hi); }\n",
     require("blocks.softmax")(t),
-    require("blocks.epilogue")(t),
+    require("blocks.epilogue")(setmetatable({ persistent_deferred = deferred }, { __index = t })),
     per_tile,
     kernel,
   }, "\n")
