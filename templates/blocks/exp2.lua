@@ -1,8 +1,9 @@
 -- The exponentials of the scores, in part on the FMA and integer pipes (knob
--- exp_poly).  ex2.approx issues at 16 per clock per SM, as do the
--- conversions that pack P; with 8-bit MMAs at twice bf16's rate these, not
--- the tensor cores, bound the int8-fp8 kernel (bench/NOTES.md, "issue-rate
--- model").  exp_poly = k sends k of every four 8-key score columns through
+-- exp_poly).  ex2.approx issues at 16 per clock per SM, the softmax's only
+-- instruction that slow (P's packs run at 31-62, the packed f16x2 ex2 is two
+-- MUFU ops: bench/NOTES.md, seventh session); with 8-bit MMAs at twice
+-- bf16's rate the exponentials take as long as the tile's MMAs in the
+-- int8-fp8 kernel.  exp_poly = k sends k of every four 8-key score columns through
 -- poly_exp2 instead, which costs ~10 full-rate instructions.  P is rounded to
 -- E4M3 (3 mantissa bits) right after, so the polynomial's 1e-4 is far below
 -- P's own rounding; the row sum takes the same values, so softmax stays

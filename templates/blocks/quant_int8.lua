@@ -48,10 +48,10 @@ MX_INLINE float warp_sum(float x) {
   for (int s = 16; s > 0; s /= 2) x += __shfl_xor_sync(0xffffffffu, x, s);
   return x;
 }
-// INT8 scores to fp32, exactly, without cvt.rn.f32.s32: Hopper issues that
-// conversion (I2F) at 16 per clock per SM, the rate of ex2, and the attention
-// kernels do one per score beside one ex2, so with 8-bit MMAs twice as fast
-// as bf16 the conversions, not the tensor cores, would bound them.  For
+// INT8 scores to fp32, exactly, without cvt.rn.f32.s32, so the kernels can
+// fold the conversion into the FFMA that scales the score (softmax_acc): an
+// integer add per score, as cheap to issue as sm_90a's I2FP (46+ per clock
+// per SM measured; bench/NOTES.md, seventh session).  For
 // |x| < 2^22 the float with bits 0x4B400000 + x is 1.5 * 2^23 + x exactly
 // (x lands in the mantissa), and subtracting 1.5 * 2^23 leaves x, exactly:
 // an integer add and an fp32 add on full-rate pipes.  Scores of INT8 codes
