@@ -299,6 +299,18 @@ ${EPILOGUE}
 ]]
 end
 
+-- Both persistent kernels' consumers: the loop over the units the producer
+-- hands out, up to set_work of the next one.
+local UNIT_LOOP_HEAD = [[
+    int g = 0;                         // the ring position of this unit, as the producer counts it
+    for (int units = 0;; units++) {
+      mbar_wait(bar_q, units & 1);     // Q has landed, or the unit sees no key, or the end
+      int w;
+      asm volatile("ld.shared.u32 %0, [%1];" : "=r"(w) : "r"(unit_slot) : "memory");
+      if (w >= n_work) break;
+      set_work(w);
+]]
+
 -- The persistent kernel (persistent=1): the same turns, looped over the
 -- work units the producer hands out (blocks/wgmma_common.lua, WORK_SETUP,
 -- PRODUCER_PERSISTENT): the consumers read each unit from unit_slot when
@@ -315,13 +327,7 @@ function O.persistent_kernel(h)
   local body = U.indent(turns(v), "  ")
   return kernel_head(require("blocks.wgmma_common").PRODUCER_PERSISTENT) .. [[
 ${DESCRIPTORS}
-    int g = 0;                         // the ring position of this unit, as the producer counts it
-    for (int units = 0;; units++) {
-      mbar_wait(bar_q, units & 1);     // Q has landed, or the unit sees no key, or the end
-      int w;
-      asm volatile("ld.shared.u32 %0, [%1];" : "=r"(w) : "r"(unit_slot) : "memory");
-      if (w >= n_work) break;
-      set_work(w);
+]] .. UNIT_LOOP_HEAD .. [[
 ${STATE}
       if (n_tiles == 0) mbar_arrive(bar_q_empty);   // nothing to read: the slot is free
 ]] .. body .. [[
@@ -357,16 +363,7 @@ function O.persistent_kernel_deferred(h, u)
   local function at(text, n) return (U.indent(text, string.rep(" ", n)):gsub("\n$", "")) end
   return kernel_head(require("blocks.wgmma_common").PRODUCER_PERSISTENT) .. [[
 ${DESCRIPTORS}
-]] .. at(u.state, 4) .. [[
-
-    int g = 0;                         // the ring position of this unit, as the producer counts it
-    for (int units = 0;; units++) {
-      mbar_wait(bar_q, units & 1);     // Q has landed, or the unit sees no key, or the end
-      int w;
-      asm volatile("ld.shared.u32 %0, [%1];" : "=r"(w) : "r"(unit_slot) : "memory");
-      if (w >= n_work) break;
-      set_work(w);
-]] .. at(u.row0 .. u.open, 6) .. [[
+]] .. at(u.state, 4) .. "\n" .. UNIT_LOOP_HEAD .. at(u.row0 .. u.open, 6) .. [[
 
       if (n_tiles == 0) {              // nothing to read: the slot is free, the output is 0
         mbar_arrive(bar_q_empty);
