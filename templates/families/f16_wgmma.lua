@@ -241,7 +241,7 @@ u16 *pending_o = nullptr;
 float *pending_lse_head = nullptr;
 int pending_row0 = 0;
 ]],
-  row0 = "const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;\n",
+  row0 = (ROW0:gsub("^%s+", "")),
   open = WC.STATE_INIT,
   flush = "if (pending) store_output(pending_out, pending_lse, pending_o, a.o_ss, pending_lse_head, pending_row0, a.seq_q);\n",
   pending = [[
