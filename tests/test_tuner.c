@@ -35,7 +35,7 @@ static void db_path(char *out, size_t cap) { snprintf(out, cap, "%s/tune.db", g_
 static mx_measurement meas(const char *config, const char *status, double ms, double spread) {
     mx_measurement m;
     memset(&m, 0, sizeof m);
-    snprintf(m.config, sizeof m.config, "%s", config);
+    snprintf(m.config, sizeof m.config, "%.255s", config);
     snprintf(m.status, sizeof m.status, "%s", status);
     m.median_ms = ms;
     m.spread = spread;

@@ -22,7 +22,9 @@ mxattn_status mx_fail_context(mxattn_status s, const char *fmt, ...) {
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, g_message, sizeof old);
-    snprintf(g_message, sizeof g_message, "%s: %s", prefix, old);
+    /* Bounded so the two parts fit (prefix 511 + ": " + 7677 + NUL = 8192):
+     * as before, the end of an over-long earlier message is what gives way. */
+    snprintf(g_message, sizeof g_message, "%.511s: %.7677s", prefix, old);
     return s;
 }
 
