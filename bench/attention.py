@@ -31,6 +31,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
 import mxattn  # noqa: E402
+from clock_log import ClockLog  # noqa: E402  (bench/, beside this script)
 
 SDPA_BACKENDS = {
     "sdpa-flash": SDPBackend.FLASH_ATTENTION,
@@ -83,6 +84,10 @@ def parse_args():
                         help="timing rounds per config; each round times every implementation "
                              "once, in a rotated order, and a row reports the median of its "
                              f"rounds (default {DEFAULT_ROUNDS}; 1: one timing each, in order)")
+    parser.add_argument("--clocks", action="store_true",
+                        help="sample the SM clock, power and temperature with nvidia-smi while "
+                             "timing (bench/clock_log.py); each row gets their means over its "
+                             "own timed calls (sm_mhz, power_w, temp_c)")
     parser.add_argument("--out", default=None,
                         help="output folder (default bench/results/<device>-<date>)")
     args = parser.parse_args()
@@ -315,6 +320,7 @@ def base_row(name, cfg, input_sets):
         "accuracy_scope": f"batch 0, heads 0-{REFERENCE_HEADS - 1} vs fp32 SDPA math",
         "input_sets": len(input_sets), "first_call_s": None, "peak_mem_gb": None,
         "plan": None, "error": None,
+        "sm_mhz": None, "power_w": None, "temp_c": None, "clock_samples": None,   # --clocks
     }
 
 
@@ -384,15 +390,16 @@ def context_is_broken():
         return True
 
 
-def run_config(cfg, names, l2_bytes, rounds):
+def run_config(cfg, names, l2_bytes, rounds, clock_log=None):
     """Rows for every implementation on cfg; failures become rows with error.
 
     The implementations are timed in interleaved rounds (A B C, B C A, ...)
     rather than one after the other: the GPU's clock and power state drift
     over a run, and timed in order the same kernel read up to 7% apart
     (bench/results/h200-2026-11-29-s6/call1), more than the differences the
-    tuner's choices and these ratios are about."""
-    rows, timers = [], {}
+    tuner's choices and these ratios are about.  With a clock_log, each row
+    also gets the clock and power sampled during its own timed calls."""
+    rows, timers, spans = [], {}, {}
     input_sets = make_input_sets(cfg, l2_bytes)
     reference = reference_slice(*input_sets[0], cfg["causal"])
     for name in names:
@@ -409,12 +416,16 @@ def run_config(cfg, names, l2_bytes, rounds):
             row, timer, round_ms = timers[name]
             if row["error"]:
                 continue
+            begin = time.time()
             ms, row["error"] = guarded(name, cfg, lambda: timer(REP_MS / rounds))
+            spans.setdefault(name, []).append((begin, time.time()))
             if ms is not None:
                 round_ms.append(ms)
-    for row, _, round_ms in timers.values():
+    for name, (row, _, round_ms) in timers.items():
         if not row["error"] and round_ms:
             finish(row, cfg, round_ms)
+        if clock_log and name in spans:
+            row.update(clock_log.window(spans[name]) or {})
     for row in rows:
         print_progress(cfg, row)
     add_ratios(rows)
@@ -483,17 +494,23 @@ def write_markdown(out_dir, env, rows, peak_gb, wall_s):
         "- TOPS = 4·B·H·N·N·D / t, halved for causal; vs cuDNN = TOPS / SDPA cuDNN's TOPS "
         "in this run",
         f"- accuracy: {REFERENCE_HEADS} heads of batch 0 against float32 SDPA (math backend)",
-        f"- peak torch memory {peak_gb:.1f} GiB; run took {wall_s:.0f} s", "",
-        "| family | D | N | causal | ms | TOPS | vs cuDNN | cos | rel-L1 | note |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"- peak torch memory {peak_gb:.1f} GiB; run took {wall_s:.0f} s",
     ]
+    clocks = any(r.get("sm_mhz") for r in rows)
+    if clocks:
+        lines.append("- MHz, W: nvidia-smi's SM clock and power draw, means over the row's own "
+                     "timed calls (--clocks)")
+    lines += ["", "| family | D | N | causal | ms | TOPS | vs cuDNN | cos | rel-L1 | "
+              + ("MHz | W | " if clocks else "") + "note |",
+              "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if clocks else "") + "---|"]
     for r in rows:
         note = r["error"] or (r["plan"] or {}).get("config", "")
         note = note.replace("|", "\\|").replace("\n", " ")
+        power = f"{fmt(r.get('sm_mhz'), 'd')} | {fmt(r.get('power_w'), '.0f')} | " if clocks else ""
         lines.append(f"| {r['family']} | {r['head_dim']} | {r['seq_len']} | "
                      f"{'yes' if r['causal'] else 'no'} | {fmt(r['ms'], '.4f')} | "
                      f"{fmt(r['tops'], '.1f')} | {fmt(r['ratio_vs_cudnn'], '.3f')} | "
-                     f"{fmt(r['cos'], '.5f')} | {fmt(r['rel_l1'], '.4f')} | {note} |")
+                     f"{fmt(r['cos'], '.5f')} | {fmt(r['rel_l1'], '.4f')} | {power}{note} |")
     with open(os.path.join(out_dir, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -549,6 +566,18 @@ def print_summary(rows):
     sys.stdout.flush()
 
 
+def nvidia_smi_id():
+    """The GPU torch calls device 0, as nvidia-smi --id names it: its UUID
+    where torch knows it (CUDA's device order need not be nvidia-smi's), else
+    CUDA_VISIBLE_DEVICES' first entry, else 0."""
+    uuid = getattr(torch.cuda.get_device_properties(0), "uuid", None)
+    if uuid:
+        text = str(uuid)
+        return text if text.startswith("GPU-") else f"GPU-{text}"
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    return visible or "0"
+
+
 # --- main ----------------------------------------------------------------------------------
 
 def main():
@@ -567,12 +596,13 @@ def main():
     print(f"timer: {env['timer']}; results to {out_dir}", flush=True)
     started = time.perf_counter()
     rows = []
+    clock_log = ClockLog(gpu_id=nvidia_smi_id()).start() if args.clocks else None
     try:
         for cfg in configs(args):
             print(f"{config_label(cfg)} (B={cfg['batch']} H={cfg['heads']} "
                   f"Hkv={cfg['heads_kv']}):", flush=True)
             try:
-                rows += run_config(cfg, names, l2_bytes, args.rounds)
+                rows += run_config(cfg, names, l2_bytes, args.rounds, clock_log)
             except ContextBroken as error:
                 print(f"stopping: {error}", flush=True)
                 break
@@ -582,6 +612,10 @@ def main():
                 torch.cuda.empty_cache()
             write_json(out_dir, env, rows)  # after every config: a crash keeps the rest
     finally:
+        if clock_log:
+            clock_log.stop()
+            if not clock_log.samples:
+                print(f"--clocks: no samples ({clock_log.error or 'nvidia-smi printed none'})", flush=True)
         wall_s = time.perf_counter() - started
         peak_gb = max(_peak_bytes, torch.cuda.max_memory_allocated()) / 2**30
         write_json(out_dir, env, rows)
