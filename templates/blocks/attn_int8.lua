@@ -79,8 +79,7 @@ ${V_LOAD}
     scores_int8(s, qf, qscale, sK + buf * BN * RSQ, sKS + buf * (BN / 16));
 
     // Mask the tile's tail (padding keys) and, under causal, keys past the diagonal.
-    if (tile_needs_mask(t, warp_row0, a))
-      mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
+    mask_tile(s, t, warp_row0, a);
 
     // Scores are already base 2: scale 1.
     online_softmax(s, row_max, row_sum, o, 1.f);

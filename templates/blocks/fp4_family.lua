@@ -441,8 +441,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
     qk_product(s, qop, sl, kt, a, kv_bh, t);
 
     // Mask the tile's tail and, under causal, keys past the diagonal.
-    if (tile_needs_mask(t, warp_row0, a))
-      mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
+    mask_tile(s, t, warp_row0, a);
 
     // Row max, P~ = exp2(S - max), l += sum P~ (unquantized), O *= alpha.
     // The scores are scaled to base 2 first, so the row max is one of them

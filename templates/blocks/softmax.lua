@@ -48,6 +48,12 @@ MX_INLINE void mask_scores(float (&s)[MT][NT][4], int row0, int key0, int seq_k,
       }
 }
 
+// Key tile t's masking for the rows from warp_row0, only where it needs it.
+MX_INLINE void mask_tile(float (&s)[MT][NT][4], int t, int warp_row0, const mx_kernel_args &a) {
+  if (tile_needs_mask(t, warp_row0, a))
+    mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
+}
+
 ]]
 
 -- A warp's rows, up to each row's alpha = exp2(old_max - new_max); shared

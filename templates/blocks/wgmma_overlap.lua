@@ -125,15 +125,6 @@ MX_INLINE void rescale_o(float (&o)[1][DT][4], const float (&alpha)[2]) {
 }
 ]]
 
-local MASK = [[
-// Masks the tile's tail and, under causal, keys past the diagonal (only on
-// tiles that need it).
-MX_INLINE void mask_tile(float (&s)[1][NT][4], int t, int warp_row0, const mx_kernel_args &a) {
-  if (tile_needs_mask(t, warp_row0, a))
-    mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
-}
-]]
-
 -- The device functions of the turns.  p.sched_bar: the first of the two named
 -- barrier ids (not 0: __syncthreads); p.issue and p.pack: the family's
 -- issue_qk/issue_pv and pack_p, or "" where the family renders them itself;
@@ -143,7 +134,7 @@ function O.block(p)
   -- The score exponentials follow the family's exp_poly (blocks/exp2.lua,
   -- whose functions blocks/softmax.lua emits).
   local softmax = require("blocks.exp2").apply(SOFTMAX, p.t)
-  for _, x in ipairs({ SCHED, p.issue, softmax, p.pack, MASK }) do
+  for _, x in ipairs({ SCHED, p.issue, softmax, p.pack }) do
     if x ~= "" then parts[#parts + 1] = x end
   end
   return U.fill(table.concat(parts, "\n"), { SCHED_BAR = p.sched_bar })

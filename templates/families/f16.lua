@@ -141,8 +141,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const mx_kernel_ar
     }
 
     // Mask the tile's tail and, under causal, keys past the diagonal.
-    if (tile_needs_mask(t, warp_row0, a))
-      mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
+    mask_tile(s, t, warp_row0, a);
 
     // P in the A operand's layout, packed before O's rescale so the tile's
     // fp32 scores are dead by the time O is touched (at D=128, 128x64 with

@@ -138,8 +138,7 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
   reg_fence(s);
 
   // Mask the tile's tail and, under causal, keys past the diagonal.
-  if (tile_needs_mask(t, warp_row0, a))
-    mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
+  mask_tile(s, t, warp_row0, a);
 
   online_softmax(s, row_max, row_sum, o, a.scale_log2);
 
@@ -222,9 +221,11 @@ local TURN_HOOKS = {
 }
 local KERNEL_PP = OV.kernel(TURN_HOOKS)
 
--- persistent=1: the same turns looped over the block's work units.
+-- persistent=1: the same turns looped over the block's work units, whose
+-- consumers set up their descriptors once, one level deeper.
+local PERSISTENT_DESCRIPTORS = U.indent(WG_INDEX .. DESCRIPTORS, "  "):gsub("\n$", "")
 local KERNEL_PERSISTENT = U.fill(OV.persistent_kernel(TURN_HOOKS), {
-  DESCRIPTORS = U.indent(WG_INDEX .. DESCRIPTORS, "  "):gsub("\n$", ""),
+  DESCRIPTORS = PERSISTENT_DESCRIPTORS,
   STATE = U.indent(ROW0 .. WC.CONSUMER_STATE, "    "):gsub("\n$", ""),
   EPILOGUE = U.indent(WC.WRITE_OUTPUT, "    "):gsub("\n$", ""),
   SETUP = "${SETUP}", NAME = "${NAME}",
@@ -253,7 +254,7 @@ pending_row0 = warp_row0;
 ]],
 }
 local KERNEL_PERSISTENT_DEFERRED = U.fill(OV.persistent_kernel_deferred(TURN_HOOKS, UNIT), {
-  DESCRIPTORS = U.indent(WG_INDEX .. DESCRIPTORS, "  "):gsub("\n$", ""),
+  DESCRIPTORS = PERSISTENT_DESCRIPTORS,
   SETUP = "${SETUP}", NAME = "${NAME}",
 })
 
