@@ -54,11 +54,11 @@ S.params = {
   { name = "exp_poly", role = "knob", values = { 0, 1, 2 }, default = 0,
     families = { ["int8-fp8"] = true },
     help = "wgmma: of every four 8-key score columns, how many take exp2 from a polynomial on the FMA pipes instead of ex2 (16/clock/SM)" },
-  { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 256 },
+  { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 192, 256 },
     help = "query rows per thread block" },
   { name = "block_n", role = "knob", values = { 16, 32, 64, 96, 128, 160, 176, 192 },
     help = "keys per inner-loop tile (96|160|176|192: f16 variant=wgmma only)" },
-  { name = "warps", role = "knob", values = { 1, 2, 4, 8, 12 },
+  { name = "warps", role = "knob", values = { 1, 2, 4, 8, 12, 16 },
     help = "warps per thread block; each owns block_m/warps query rows" },
   { name = "stages", role = "knob", values = { 1, 2, 3 },
     help = "K/V tiles in flight (cp.async pipeline depth)" },
@@ -275,7 +275,8 @@ function S.help()
   lines[#lines + 1] = "Constraints:"
   lines[#lines + 1] = "  mma: block_m = 16*warps or 32*warps (each warp owns 16 or 32 query rows)"
   lines[#lines + 1] = "  wgmma (f16, sm_90a): block_m = 64*consumers; warps = 4*consumers (thread 0 issues the TMA"
-  lines[#lines + 1] = "    copies) or 4*consumers+4 (a producer warpgroup, setmaxnreg); align=8, q_regs=0, stages>=2"
+  lines[#lines + 1] = "    copies) or 4*consumers+4 (a producer warpgroup, setmaxnreg); align=8, q_regs=0, stages>=2;"
+  lines[#lines + 1] = "    three consumers (block_m=192) only up to head_dim 64"
   lines[#lines + 1] = "  wgmma (int8-fp8, sm_90a): same warpgroup rules; block_n 32|64|128 (<= 64 above head_dim 128)"
   lines[#lines + 1] = "  overlap=1 (wgmma, f16 and int8-fp8): block_m=128, warps=12"
   lines[#lines + 1] = "  persistent=1 (f16): overlap=1; block_n 96|160|176|192: f16 variant=wgmma only"

@@ -145,6 +145,24 @@ static void test_configs(void **state) {
     assert_int_equal(failures, 0);
 }
 
+/* block_m=192 (three consumer warpgroups on one K/V stream, D <= 64), with
+ * and without the producer: row counts that leave a block's last warpgroups
+ * without rows, every causal mode, GQA. */
+static void test_three_consumers(void **state) {
+    static const char *configs[] = {WG "block_m=192 warps=16 block_n=128 stages=2", WG "block_m=192 warps=12 block_n=128 stages=3",
+                                    WG "block_m=192 warps=16 block_n=64 stages=3"};
+    static const int seq_q[] = {333, 200, 1000}, seq_k[] = {1000, 777, 130};
+    int failures = 0;
+    for (int i = 0; i < 3; i++) {
+        gpu_case c = gpu_tile_sweep_case("f16", i);
+        c.head_dim = 64;
+        c.seq_q = seq_q[i];
+        c.seq_k = seq_k[i];
+        failures += check_case(&c, configs[i], (uint64_t)time(NULL) + 500 + i);
+    }
+    assert_int_equal(failures, 0);
+}
+
 /* One long causal sequence: many blocks per head and many key tiles per block. */
 static void test_long(void **state) {
     gpu_case c = {.family = "f16", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 4097, .seq_k = 4097,
@@ -383,6 +401,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_overlap_long),
         cmocka_unit_test(test_wide_key_tiles),
         cmocka_unit_test(test_persistent),
+        cmocka_unit_test(test_three_consumers),
         cmocka_unit_test(test_overlap_speed),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -379,6 +379,34 @@ static void test_persistent(void **state) {
     }
 }
 
+/* block_m=192: three consumer warpgroups share one K/V stream, at D <= 64
+ * only (160 registers a consumer beside a producer, 168 without); both
+ * kernels compile lean for sm_90a, the producer's giving 24 + 3 x 160. */
+static void test_three_consumers(void **state) {
+    gen_expect_invalid(g, "family=f16 head_dim=128 variant=wgmma q_regs=0 block_m=192 warps=16 block_n=128 stages=2",
+                       "head_dim <= 64");
+    gen_expect_invalid(g, "family=f16 head_dim=64 variant=wgmma q_regs=0 block_m=192 warps=8 block_n=128 stages=2",
+                       "warps");
+    gen_expect_invalid(g, "family=f16 head_dim=64 variant=wgmma q_regs=0 overlap=1 block_m=192 warps=16 block_n=128 stages=2",
+                       "overlap");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=192 warps=16 block_n=128 stages=2", "block_m");
+    static const char *cases[] = {"head_dim=64 block_m=192 warps=16 block_n=128 stages=2",
+                                  "head_dim=64 block_m=192 warps=16 block_n=128 stages=3 causal=1 lse=1",
+                                  "head_dim=48 block_m=192 warps=12 block_n=64 stages=3 dtype=f16 out_dtype=f16"};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char params[256];
+        snprintf(params, sizeof params, "family=f16 variant=wgmma q_regs=0 %s", cases[i]);
+        mx_compile_result r;
+        if (!compile(params, &r)) skip();
+        if (strstr(cases[i], "warps=16")) {
+            assert_non_null(strstr(r.ptx, "setmaxnreg.inc.sync.aligned.u32 160"));
+            assert_non_null(strstr(r.ptx, "setmaxnreg.dec.sync.aligned.u32 24"));
+        }
+        expect_lean_wgmma_kernel(params, cases[i], &r);
+        mx_compile_result_free(&r);
+    }
+}
+
 static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
 static int teardown(void **state) { mx_gen_close(g); return 0; }
 
@@ -395,6 +423,7 @@ int main(void) {
         cmocka_unit_test(test_overlap_compiles),
         cmocka_unit_test(test_turns_wait_for_pv_where_ptxas_keeps_it),
         cmocka_unit_test(test_persistent),
+        cmocka_unit_test(test_three_consumers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -39,8 +39,14 @@ function WG.check(t)
   if t.q_regs ~= 0 then
     return "variant=wgmma needs q_regs=0 (the MMA reads Q from shared memory)"
   end
-  if t.block_m % 64 ~= 0 or t.block_m > 128 then
-    return string.format("variant=wgmma: block_m=%d must be 64 or 128 (64 query rows per consumer warpgroup)", t.block_m)
+  if t.block_m % 64 ~= 0 or t.block_m > 192 then
+    return string.format("variant=wgmma: block_m=%d must be 64, 128 or 192 (64 query rows per consumer warpgroup)", t.block_m)
+  end
+  -- Three consumers share one K/V stream (a third of the L2 reads of three
+  -- 64-row blocks).  Their registers: 168 a thread, or 160 beside a
+  -- producer (24 + 3 x 160 of 128 at launch), enough for D <= 64 only.
+  if consumers(t) == 3 and d_pad(t) > 64 then
+    return string.format("variant=wgmma: block_m=192 (three consumer warpgroups) needs head_dim <= 64, not %d", t.head_dim)
   end
   local c = consumers(t)
   if t.warps ~= 4 * c and t.warps ~= 4 * c + 4 then
@@ -105,7 +111,7 @@ end
 function WG.prior(t)
   -- Blocks per SM: shared memory and registers (a producer warpgroup's
   -- setmaxnreg split averages 168 a thread; 65536 registers per SM).
-  local regs = t.warps == 12 and 168 or math.min(255, WG.register_estimate(t))
+  local regs = t.warps == 12 and 168 or t.warps == 16 and 128 or math.min(255, WG.register_estimate(t))
   local by_regs = 65536 // (32 * t.warps * (regs + 7) // 8 * 8)
   local by_smem = math.min((228 * 1024) // math.max(WG.smem_bytes(t), 1), 2, math.max(by_regs, 1))
   local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
@@ -268,9 +274,11 @@ function WG.render(t, canonical)
   local l, w = layout(t), panel_cols(t)
   local ws = has_producer(t)
   -- setmaxnreg with 3 warpgroups (384 threads, 168 registers each at entry):
-  -- 24 + 2 x 240 keeps the block's 64512.  Two warpgroups already get 255.
+  -- 24 + 2 x 240 keeps the block's 64512; with 4 (512 threads, 128 each):
+  -- 24 + 3 x 160 = 504 of 512.  Two warpgroups already get 255.
   local regs_p, regs_c = 0, 0
   if ws and consumers(t) == 2 then regs_p, regs_c = 24, 240 end
+  if ws and consumers(t) == 3 then regs_p, regs_c = 24, 160 end
   local constants = U.fill([[
 constexpr int D = ${D}, D_PAD = ${D_PAD};
 constexpr int BM = ${BM}, BN = ${BN}, WARPS = ${WARPS}, THREADS = WARPS * 32, STAGES = ${STAGES};
