@@ -571,6 +571,24 @@ static void test_v_terms(void **state) {
     assert_int_equal(failures, 0);
 }
 
+/* block_m=192 (three consumer warpgroups on one K/V stream, D <= 64), with
+ * and without the producer: row counts that leave a block's last warpgroups
+ * without rows, every causal mode, GQA, both layouts, V in two terms. */
+static void test_three_consumers(void **state) {
+    static const char *configs[] = {WG "block_m=192 warps=16 block_n=128 stages=2", WG "block_m=192 warps=12 block_n=128 stages=3",
+                                    WG "block_m=192 warps=16 block_n=64 stages=3", WG "block_m=192 warps=12 block_n=64 stages=2"};
+    static const int seq_q[] = {333, 200, 1000, 129}, seq_k[] = {1000, 777, 130, 2049}, dims[] = {64, 64, 48, 64};
+    int failures = 0;
+    for (int i = 0; i < 4; i++) {
+        gpu_case c = {.family = "int8-fp8", .batch = 2, .heads_q = 4, .heads_kv = 2 - i % 2, .seq_q = seq_q[i],
+                      .seq_k = seq_k[i], .head_dim = dims[i], .causal = (mxattn_causal)(i % 3),
+                      .dtype = i == 2 ? MXATTN_F16 : MXATTN_BF16, .layout = (mxattn_layout)(i % 2), .pad = 8 * (i % 2),
+                      .lse = 1, .v_terms = i == 3 ? 2 : 1};
+        failures += check_case(&c, configs[i], (uint64_t)time(NULL) + 1000 + i);
+    }
+    assert_int_equal(failures, 0);
+}
+
 int main(int argc, char **argv) {
     /* The speed lines are measurements, not checks: they cost minutes of a
      * device session, so ctest skips them; name them to run them:
@@ -608,6 +626,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_exp_poly),
         cmocka_unit_test(test_long_rows),
         cmocka_unit_test(test_v_terms),
+        cmocka_unit_test(test_three_consumers),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     mxattn_destroy(g_ctx);

@@ -447,6 +447,36 @@ static void test_overlap_compiles(void **state) {
     }
 }
 
+/* block_m=192: three consumer warpgroups on one K/V stream, as in the f16
+ * family, at D <= 64 only (160 registers a consumer beside a producer, 168
+ * without); both kernels compile lean for sm_90a, the producer's giving
+ * 24 + 3 x 160. */
+static void test_three_consumers(void **state) {
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=96 variant=wgmma block_m=192 warps=16 block_n=128 stages=2",
+                       "head_dim <= 64");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=192 warps=8 block_n=128 stages=2", "warps");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma overlap=1 block_m=192 warps=16 block_n=128 stages=2",
+                       "overlap");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=256 warps=16 block_n=128 stages=2",
+                       "block_m");
+    static const char *cases[] = {"head_dim=64 block_m=192 warps=16 block_n=128 stages=2",
+                                  "head_dim=64 block_m=192 warps=16 block_n=128 stages=3 causal=1 lse=1",
+                                  "head_dim=40 block_m=192 warps=12 block_n=64 stages=3 dtype=f16 out_dtype=f16",
+                                  "head_dim=64 block_m=192 warps=12 block_n=128 stages=2 v_terms=2"};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char params[256];
+        snprintf(params, sizeof params, "family=int8-fp8 variant=wgmma %s", cases[i]);
+        mx_compile_result r;
+        if (!compile(params, &r)) skip();
+        if (strstr(cases[i], "warps=16")) {
+            assert_non_null(strstr(r.ptx, "setmaxnreg.inc.sync.aligned.u32 160"));
+            assert_non_null(strstr(r.ptx, "setmaxnreg.dec.sync.aligned.u32 24"));
+        }
+        expect_lean_wgmma_kernel(params, cases[i], &r);
+        mx_compile_result_free(&r);
+    }
+}
+
 static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
 static int teardown(void **state) { mx_gen_close(g); return 0; }
 
@@ -539,6 +569,7 @@ int main(void) {
         cmocka_unit_test(test_overlap_compiles),
         cmocka_unit_test(test_exp_poly),
         cmocka_unit_test(test_v_terms),
+        cmocka_unit_test(test_three_consumers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

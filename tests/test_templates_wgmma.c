@@ -389,7 +389,6 @@ static void test_three_consumers(void **state) {
                        "warps");
     gen_expect_invalid(g, "family=f16 head_dim=64 variant=wgmma q_regs=0 overlap=1 block_m=192 warps=16 block_n=128 stages=2",
                        "overlap");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=192 warps=16 block_n=128 stages=2", "block_m");
     static const char *cases[] = {"head_dim=64 block_m=192 warps=16 block_n=128 stages=2",
                                   "head_dim=64 block_m=192 warps=16 block_n=128 stages=3 causal=1 lse=1",
                                   "head_dim=48 block_m=192 warps=12 block_n=64 stages=3 dtype=f16 out_dtype=f16"};
