@@ -82,7 +82,14 @@ end
 -- producer warpgroup and two consumers for D=128, one consumer for D<=64.
 function WG.default(t)
   local dp = d_pad(t)
-  if dp <= 64 then return { variant = "wgmma", q_regs = 0, block_m = 64, warps = 4, stages = 2, block_n = 128 } end
+  -- Up to D=64 three consumer warpgroups share one K/V stream behind a
+  -- producer (block_m=192): 498 vs 460 TOPS at N=16384, 483 vs 442 causal,
+  -- 464 vs 445 at N=4096 (404 vs 407 causal), where three 64-row blocks per
+  -- SM each streamed all of K and V (2.1x cuDNN's L2 reads) and the SM's
+  -- clock sagged in sustained runs: best/mean of 100 launches 16.0/17.5 ms
+  -- against 16.8/19.4 (bench/results/h200-2026-11-29-s8/call2).  Without
+  -- the producer (warps=12) it is 10-18% slower.
+  if dp <= 64 then return { variant = "wgmma", q_regs = 0, block_m = 192, warps = 16, stages = 2, block_n = 128 } end
   -- Ping-pong of the two consumer warpgroups (overlap=1): 643 vs 599 TOPS at
   -- D=128 N=4096, 571 vs 516 causal (gpu_wgmma on the H200, 2026-11-29).
   -- (A table that names its own tile keeps overlap=0 unless it asks.)

@@ -319,6 +319,24 @@ MX_INLINE void add_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], int 
 #pragma unroll
     for (int e = 0; e < 4; e++) o[0][slice * PV_DT + dt][e] += pv[0][dt][e];
 }
+
+// O = O * alpha + PV for column slice `slice`: the rescale and the fold in
+// one FFMA a value.  The kernel is bound by issue (bench/NOTES.md), and a
+// separate rescale costs an FMUL a value on every tile where a row's max
+// moved; after the P V wait the fold costs as many instructions either way.
+// On the H200 (h200-2026-11-29-s8 call 3): 1.5% faster at D=128 N=16384,
+// 2.3% at N=4096, but 2% slower at D=64, whose short P V leaves the
+// separate rescale under the MMA for free (FOLD_RESCALE).
+constexpr bool FOLD_RESCALE = DV > 64;
+MX_INLINE void fold_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], const float (&alphas)[1][2], int slice) {
+#pragma unroll
+  for (int dt = 0; dt < PV_DT; dt++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      float &x = o[0][slice * PV_DT + dt][e];
+      x = fmaf(x, alphas[0][e / 2], pv[0][dt][e]);
+    }
+}
 ]]
 
 -- One key tile for one warpgroup, shared by the overlap=0 kernels.
@@ -348,10 +366,11 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
 #pragma unroll
   for (int slice = 0; slice < PV_SLICES; slice++) {   // V^T rows (channels) PV_N * slice on
     issue_pv(pv, pa, desc_v + slice * (PV_N * BN / 16));
-    if (slice == 0) rescale_o(o, alphas);              // under the MMA: P V has its own accumulator
+    if (!FOLD_RESCALE && slice == 0) rescale_o(o, alphas);   // under the MMA: P V has its own accumulator
     wgmma_wait<0>();
     reg_fence(pv);
-    add_pv(o, pv, slice);
+    if (FOLD_RESCALE) fold_pv(o, pv, alphas, slice);
+    else add_pv(o, pv, slice);
   }
 }
 ]]
