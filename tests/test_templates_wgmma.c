@@ -392,18 +392,8 @@ static void test_three_consumers(void **state) {
     static const char *cases[] = {"head_dim=64 block_m=192 warps=16 block_n=128 stages=2",
                                   "head_dim=64 block_m=192 warps=16 block_n=128 stages=3 causal=1 lse=1",
                                   "head_dim=48 block_m=192 warps=12 block_n=64 stages=3 dtype=f16 out_dtype=f16"};
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char params[256];
-        snprintf(params, sizeof params, "family=f16 variant=wgmma q_regs=0 %s", cases[i]);
-        mx_compile_result r;
-        if (!compile(params, &r)) skip();
-        if (strstr(cases[i], "warps=16")) {
-            assert_non_null(strstr(r.ptx, "setmaxnreg.inc.sync.aligned.u32 160"));
-            assert_non_null(strstr(r.ptx, "setmaxnreg.dec.sync.aligned.u32 24"));
-        }
-        expect_lean_wgmma_kernel(params, cases[i], &r);
-        mx_compile_result_free(&r);
-    }
+    if (!expect_three_consumer_kernels(compile, "family=f16 variant=wgmma q_regs=0", cases, sizeof cases / sizeof *cases))
+        skip();
 }
 
 static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }

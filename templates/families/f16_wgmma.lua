@@ -78,8 +78,8 @@ function WG.register_estimate(t)
   return d_pad(t) // 2 + t.block_n // 2 + t.block_n // 4 + 40
 end
 
--- The winners of `mxattn tune` on an H200 at N=4096 (bench/NOTES.md): a
--- producer warpgroup and two consumers for D=128, one consumer for D<=64.
+-- The winners on an H200 (bench/NOTES.md): a producer warpgroup and two
+-- consumers for D=128, a producer and three consumers for D<=64.
 function WG.default(t)
   local dp = d_pad(t)
   -- Up to D=64 three consumer warpgroups share one K/V stream behind a

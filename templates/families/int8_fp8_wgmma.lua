@@ -167,8 +167,11 @@ function WG.prior(t)
   -- exp_poly is not yet measured on a GPU: its tiles rank a little below the
   -- same tile without it, so a short tuning run (first use: the top 24)
   -- spends its slots on distinct tiles first.
+  -- Three consumers (block_m=192) measured 4-25% slower than the default's
+  -- one-warpgroup blocks at D=64 (h200-2026-11-29-s8 call 2): ranked below it.
+  local three = consumers(t) == 3 and 0.3 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
-         * (1 - 0.05 * t.exp_poly)
+         * (1 - 0.05 * t.exp_poly) * three
 end
 
 -- The int8/e4m3 operands' pieces of a key tile, shared by attend_tile and
@@ -324,7 +327,7 @@ MX_INLINE void add_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], int 
 // one FFMA a value.  The kernel is bound by issue (bench/NOTES.md), and a
 // separate rescale costs an FMUL a value on every tile where a row's max
 // moved; after the P V wait the fold costs as many instructions either way.
-// On the H200 (h200-2026-11-29-s8 call 3): 1.5% faster at D=128 N=16384,
+// On the H200 (h200-2026-11-29-s8 call 3): 1.6% faster at D=128 N=16384,
 // 2.3% at N=4096, but 2% slower at D=64, whose short P V leaves the
 // separate rescale under the MMA for free (FOLD_RESCALE).
 constexpr bool FOLD_RESCALE = DV > 64;

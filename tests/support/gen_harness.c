@@ -30,3 +30,20 @@ void expect_lean_wgmma_kernel(const char *params, const char *label, const mx_co
     if (strstr(r->log, "serialized") || strstr(r->log, "C7508") || strstr(r->log, "C7510"))
         fail_msg("%s: %s", params, r->log);
 }
+
+int expect_three_consumer_kernels(int (*compile)(const char *, mx_compile_result *), const char *prefix,
+                                  const char *const *cases, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char params[256];
+        snprintf(params, sizeof params, "%s %s", prefix, cases[i]);
+        mx_compile_result r;
+        if (!compile(params, &r)) return 0;
+        if (strstr(params, "warps=16") &&
+            (!strstr(r.ptx, "setmaxnreg.inc.sync.aligned.u32 160") || !strstr(r.ptx, "setmaxnreg.dec.sync.aligned.u32 24")))
+            fail_msg("%s: a producer beside three consumers needs setmaxnreg 24 + 3 x 160 (512 threads, 128 registers "
+                     "each at launch)", params);
+        expect_lean_wgmma_kernel(params, cases[i], &r);
+        mx_compile_result_free(&r);
+    }
+    return 1;
+}

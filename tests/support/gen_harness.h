@@ -15,5 +15,12 @@ void gen_expect_invalid(mx_gen *g, const char *params, const char *needle);
  * row) and fails the test if ptxas spilled, used a stack, serialized its
  * warpgroup MMAs or ignored its setmaxnreg (warnings C7508, C7510). */
 void expect_lean_wgmma_kernel(const char *params, const char *label, const mx_compile_result *r);
+/* Compiles `prefix` + each case with `compile` (the test file's: 0 when NVRTC
+ * is absent, and then this returns 0 for the caller to skip) and checks each
+ * block_m=192 kernel (three consumer warpgroups) with
+ * expect_lean_wgmma_kernel; a producer (warps=16) must split the registers
+ * 24 + 3 x 160. */
+int expect_three_consumer_kernels(int (*compile)(const char *, mx_compile_result *), const char *prefix,
+                                  const char *const *cases, size_t n);
 
 #endif
