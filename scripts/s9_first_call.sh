@@ -1,34 +1,48 @@
 #!/usr/bin/env bash
 # A prepared first device call for the session after 2026-11-29-s8 (docs/status-2026-11-29-s8.md):
-# where the int8-fp8 quantization pass spends its 300 us at D=128 N=4096 (ncu, full set), the
-# whole GPU test suite on the tree as it is, and the bench of the issue's shapes.
-# Prepare here (build-dev built from this tree), as bench/results/*/README.md describe:
+# where the int8-fp8 quantization pass spends its 300 us at D=128 N=4096 (ncu, full set), branch
+# quant-split's pass checked bit for bit (gpu_int8 under its templates) and timed against main's,
+# then every GPU test on main.  The bench of the issue's shapes wants a second call, after any
+# merge.  Prepare here (build-dev built from main), as bench/results/*/README.md describe:
 #   rm -rf build-gpu && cp -a build-dev build-gpu && find build-gpu -name '*.o' -delete
 #   grep -rl build-dev build-gpu --include=CTestTestfile.cmake | xargs sed -i 's#/build-dev#/build-gpu#g'
+#   scripts/ab_templates.sh build-gpu main quant-split
 # then run on the GPU machine with OUT set (the device tool sets it), carrying build-gpu:
 #   bash scripts/s9_first_call.sh
-# Budget: ~8 minutes.  Logs in $OUT/logs (tar'd to $OUT/logs.tgz), a summary last.
+# Budget: ~9 minutes.  Logs in $OUT/logs (tar'd to $OUT/logs.tgz), a summary last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=${MXATTN_BUILD:-build-gpu}
 L=$OUT/logs; mkdir -p "$L"; S=$L/summary.txt
 export LD_LIBRARY_PATH=$PWD/$B/testlib MXATTN_LIB=$B/libmxattn.so MXATTN_CACHE=/tmp/mx.db PYTHONUNBUFFERED=1
+MAIN=$B/tpl/main/templates SPLIT=$B/tpl/quant-split/templates
+for d in "$MAIN" "$SPLIT"; do [ -d "$d" ] || { echo "missing $d: run scripts/ab_templates.sh first" | tee -a "$S"; exit 2; }; done
 A="--family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32"
-# 1. The quantization and stats kernels under ncu: throughput, occupancy, stall reasons.
-timeout 120 ncu --set full --clock-control none -k regex:'_quant$|_stats$' -c 2 -o "$L/quant" \
-  $B/mxattn run $A --reps 1 --check-heads 0 > "$L/ncu.log" 2>&1
+# 1. main's quantization and stats kernels under ncu: throughput, occupancy, stall reasons.
+MXATTN_TEMPLATE_DIR=$MAIN timeout 120 ncu --set full --clock-control none -k regex:'_quant$|_stats$' -c 2 \
+  -o "$L/quant" $B/mxattn run $A --reps 1 --check-heads 0 > "$L/ncu.log" 2>&1
 echo "ncu rc=$?" >> "$S"
 ncu --import "$L/quant.ncu-rep" --page details > "$L/quant_details.txt" 2>&1
 grep -E "^  mxattn|Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per|Theoretical Occ" \
   "$L/quant_details.txt" >> "$S"
-# 2. Every GPU test (the speed lines skipped), correctness in parallel, gpu_tune alone.
-( cd $B && timeout 300 ctest -L gpu -E gpu_tune -j6 --output-on-failure > "$L/ctest_gpu.log" 2>&1; echo "ctest gpu rc=$?" >> "$S" )
-( cd $B && timeout 90 ctest -R gpu_tune --output-on-failure > "$L/ctest_tune.log" 2>&1; echo "ctest gpu_tune rc=$?" >> "$S" )
+# 2. quant-split: bit for bit (gpu_int8 compares the passes with numerics/), memcheck, kernel times, e2e.
+MXATTN_TEMPLATE_DIR=$SPLIT timeout 150 $B/tests/gpu_int8 > "$L/gpu_int8_split.log" 2>&1
+echo "gpu_int8 under quant-split rc=$? $(tail -1 "$L/gpu_int8_split.log")" >> "$S"
+MXATTN_TEMPLATE_DIR=$SPLIT timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $B/mxattn run --family int8-fp8 \
+  --head-dim 80 --seq-q 300 --seq-k 333 --batch 2 --heads 4 --kv-heads 2 --v-terms 2 --reps 1 --check-heads 0 > "$L/san.log" 2>&1
+echo "memcheck quant-split rc=$? $(grep 'ERROR SUMMARY' "$L/san.log")" >> "$S"
+for side in MAIN SPLIT; do
+  MXATTN_TEMPLATE_DIR=${!side} timeout 60 ncu --clock-control none --metrics gpu__time_duration.sum -k regex:'_quant$' -c 3 \
+    $B/mxattn run $A --reps 2 --check-heads 0 > "$L/ncu_time_$side.log" 2>&1
+  echo "$side quant us: $(grep -E "^ +gpu__time_duration" "$L/ncu_time_$side.log" | awk '{print $NF}' | tr '\n' ' ')" >> "$S"
+done
+for r in 1 2 3; do for side in MAIN SPLIT; do
+  ms=$(MXATTN_TEMPLATE_DIR=${!side} timeout 60 $B/mxattn run $A --reps 100 --check-heads 0 2>&1 | awk '/^time/ {print $2, $5}')
+  echo "int8-fp8 D128 N4096 r$r $side ${ms:-failed}" >> "$S"
+done; done
+# 3. Every GPU test on main (the speed lines skipped), correctness in parallel, gpu_tune alone.
+( cd $B && timeout 250 ctest -L gpu -E gpu_tune -j6 --output-on-failure > "$L/ctest_gpu.log" 2>&1; echo "ctest gpu rc=$?" >> "$S" )
+( cd $B && timeout 80 ctest -R gpu_tune --output-on-failure > "$L/ctest_tune.log" 2>&1; echo "ctest gpu_tune rc=$?" >> "$S" )
 grep -hE "Test +#.*(Passed|Failed|Skipped)|No tests were found" "$L/ctest_gpu.log" "$L/ctest_tune.log" >> "$S"
-# 3. The issue's shapes beside SDPA flash and cuDNN.
-timeout 200 python3 bench/attention.py --families f16,int8-fp8 --dims 128,64 --seqs 4096,16384 --causal both \
-  --baselines sdpa-flash,sdpa-cudnn --rounds 2 --out "$L/bench" > "$L/bench.log" 2>&1
-echo "bench rc=$?" >> "$S"
 tar -czf "$OUT/logs.tgz" -C "$OUT" logs
 cat "$S"
-grep -E "^\| (f16|int8-fp8) " "$L/bench/results.md" 2>/dev/null | cut -d'|' -f2-8
