@@ -82,6 +82,18 @@ static mxattn_status choose_config(mxattn_plan *plan, const char *explicit_confi
     return MXATTN_OK;
 }
 
+/* The heuristic default's knobs for this problem's sizes (the templates'
+ * default_knobs): a family may pick by them, as f16 at D <= 64 keeps short
+ * queries on 64-row blocks. */
+static mxattn_status default_config(const mx_jit_env *env, const char *shape, const char *sizes, char *config,
+                                    size_t cap) {
+    char *knobs = NULL;
+    mxattn_status st = mx_jit_gen_call(env, "default_knobs", shape, sizes, &knobs);
+    if (st == MXATTN_OK) snprintf(config, cap, "%s", knobs);
+    free(knobs);
+    return st;
+}
+
 static mxattn_status make_plan(mxattn_plan *plan, const mxattn_problem *p, const char *explicit_config) {
     mxattn_status st = MXATTN_OK;
     char shape[1024], sizes[256], config[512], params[1600];
@@ -90,9 +102,10 @@ static mxattn_status make_plan(mxattn_plan *plan, const mxattn_problem *p, const
     mx_problem_shape_params(&plan->pr, plan->dev->arch, shape, sizeof shape);
     mx_problem_sizes(&plan->pr, sizes, sizeof sizes);
     MX_TRY(choose_config(plan, explicit_config, shape, config, sizeof config));
-    snprintf(params, sizeof params, "%s %s", shape, config);
     mx_jit_env env;
     mx_ctx_jit_env(plan->ctx, plan->dev, &env);
+    if (!config[0]) MX_TRY(default_config(&env, shape, sizes, config, sizeof config));
+    snprintf(params, sizeof params, "%s %s", shape, config);
     MX_TRY(mx_jit_build(&env, params, sizes, &plan->kernel));
     /* Zeroed: a persistent kernel's unit counters start at zero and each
      * launch leaves them so (blocks/wgmma_common.lua). */

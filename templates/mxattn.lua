@@ -35,8 +35,9 @@ local function parse_numbers(text)
 end
 
 -- A full, validated table: shape parameters from `text`, knobs from `text`
--- or else the family's heuristic default.
-local function complete(text)
+-- or else the family's heuristic default, which may read the problem's
+-- sizes `pr` (batch, heads_q, seq_q, ...) where the caller has them.
+local function complete(text, pr)
   local t = S.parse(text)
   if t.family == nil then error("invalid parameter family: missing", 0) end
   local fam = family_of(t)
@@ -51,7 +52,7 @@ local function complete(text)
   end
   if probe.head_dim == nil then error("invalid parameter head_dim: missing", 0) end
   -- Knobs the caller left out come from the family's heuristic default.
-  for k, v in pairs(fam.default(probe)) do
+  for k, v in pairs(fam.default(probe, pr)) do
     if t[k] == nil then t[k] = v end
   end
   return S.validate(t), fam
@@ -80,6 +81,15 @@ end
 -- Canonical text of the knobs alone.
 function M.knobs(text)
   local t = complete(text)
+  return S.canonical(t, S.KNOB_ROLES)
+end
+
+-- The heuristic default's knobs for a problem ("batch=.. heads_q=.. seq_q=..
+-- seq_k=.."): what a plan without a tuned configuration builds.  Without the
+-- sizes (mxattn compile, the tuner's candidate list) a family picks for long
+-- sequences.
+function M.default_knobs(text, problem)
+  local t = complete(text, parse_numbers(problem))
   return S.canonical(t, S.KNOB_ROLES)
 end
 

@@ -396,6 +396,31 @@ static void test_three_consumers(void **state) {
         skip();
 }
 
+/* The default reads the problem's sizes where a plan has them: at D <= 64
+ * long queries get 192-row blocks, short ones (decoding, 1024-row heads)
+ * keep the 64-row blocks; without sizes (mxattn compile, the tuner's list)
+ * the long-query table; D=128 does not depend on them. */
+static void test_default_reads_the_queries(void **state) {
+    static const char *shape = "family=f16 arch=sm_90a head_dim=64 dtype=bf16 out_dtype=bf16 causal=0 lse=0 align=8";
+    static const struct { const char *sizes; const char *want; } cases[] = {
+        {"batch=8 heads_q=32 heads_kv=8 seq_q=1 seq_k=4096 head_dim=64", "block_m=64 "},
+        {"batch=4 heads_q=32 heads_kv=32 seq_q=1024 seq_k=1024 head_dim=64", "block_m=64 "},
+        {"batch=4 heads_q=32 heads_kv=32 seq_q=2048 seq_k=2048 head_dim=64", "block_m=192 "},
+        {"batch=1 heads_q=8 heads_kv=8 seq_q=16384 seq_k=16384 head_dim=64", "block_m=192 "},
+        {NULL, "block_m=192 "}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *knobs = gen_call(g, "default_knobs", shape, cases[i].sizes);
+        if (!strstr(knobs, cases[i].want)) fail_msg("%s: default %s, want %s", cases[i].sizes, knobs, cases[i].want);
+        free(knobs);
+    }
+    char *d128 = gen_call(g, "default_knobs", "family=f16 arch=sm_90a head_dim=128 align=8",
+                          "batch=1 heads_q=8 heads_kv=8 seq_q=1 seq_k=4096 head_dim=128");
+    char *plain = gen_call(g, "knobs", "family=f16 arch=sm_90a head_dim=128 align=8", NULL);
+    assert_string_equal(d128, plain);
+    free(d128);
+    free(plain);
+}
+
 static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
 static int teardown(void **state) { mx_gen_close(g); return 0; }
 
@@ -413,6 +438,7 @@ int main(void) {
         cmocka_unit_test(test_turns_wait_for_pv_where_ptxas_keeps_it),
         cmocka_unit_test(test_persistent),
         cmocka_unit_test(test_three_consumers),
+        cmocka_unit_test(test_default_reads_the_queries),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

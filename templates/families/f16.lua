@@ -38,7 +38,7 @@ end
 -- reloaded from shared memory, which beat the tuner's earlier 256x32x8 pick
 -- in one bench run (bench/results/h200-2026-11-29-s3: D=128 0.87-0.95x SDPA
 -- flash vs 0.69-0.85x; D=80 1.09-1.14x vs 0.76-0.89x).
-function F.default(t)
+function F.default(t, pr)
   -- On Hopper the warpgroup MMA is the fast path wherever TMA can move the rows.
   -- Knobs given without a variant describe an mma.sync tile, so only a table
   -- that leaves every knob open gets the wgmma default.
@@ -46,7 +46,7 @@ function F.default(t)
   -- (Head dims under 64 compile for wgmma but have not been checked on a GPU.)
   local hopper_fast = t.arch == "sm_90a" and t.align == 8 and t.variant == nil and open
                       and d_pad(t) >= 64
-  if t.variant == "wgmma" or hopper_fast then return WG.default(t) end
+  if t.variant == "wgmma" or hopper_fast then return WG.default(t, pr) end
   local dp = d_pad(t)
   if dp <= 64 then return { variant = "mma", q_regs = 1, block_m = 128, block_n = 64, warps = 4, stages = 2 } end
   if dp <= 128 then return { variant = "mma", q_regs = 0, block_m = 128, block_n = 64, warps = 4, stages = 2 } end

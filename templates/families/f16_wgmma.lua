@@ -79,8 +79,9 @@ function WG.register_estimate(t)
 end
 
 -- The winners on an H200 (bench/NOTES.md): a producer warpgroup and two
--- consumers for D=128, a producer and three consumers for D<=64.
-function WG.default(t)
+-- consumers for D=128, a producer and three consumers for D<=64 (with
+-- shorter queries, one consumer).  pr: the problem's sizes, or nil.
+function WG.default(t, pr)
   local dp = d_pad(t)
   -- Up to D=64 three consumer warpgroups share one K/V stream behind a
   -- producer (block_m=192): 498 vs 460 TOPS at N=16384, 483 vs 442 causal,
@@ -88,8 +89,16 @@ function WG.default(t)
   -- SM each streamed all of K and V (2.1x cuDNN's L2 reads) and the SM's
   -- clock sagged in sustained runs: best/mean of 100 launches 16.0/17.5 ms
   -- against 16.8/19.4 (bench/results/h200-2026-11-29-s8/call2).  Without
-  -- the producer (warps=12) it is 10-18% slower.
-  if dp <= 64 then return { variant = "wgmma", q_regs = 0, block_m = 192, warps = 16, stages = 2, block_n = 128 } end
+  -- the producer (warps=12) it is 10-18% slower.  Shorter queries keep the
+  -- 64-row blocks, three to an SM: a 192-row block pads a 1024-row head by
+  -- 12% (4096: 3%), and with a few rows (decoding) its idle warpgroups
+  -- would still stream every key tile while taking a whole SM.  Measured at
+  -- N >= 4096; 2048 pads by 3% as 4096 does.
+  local long_queries = pr == nil or pr.seq_q == nil or pr.seq_q >= 2048
+  if dp <= 64 and long_queries then
+    return { variant = "wgmma", q_regs = 0, block_m = 192, warps = 16, stages = 2, block_n = 128 }
+  end
+  if dp <= 64 then return { variant = "wgmma", q_regs = 0, block_m = 64, warps = 4, stages = 2, block_n = 128 } end
   -- Ping-pong of the two consumer warpgroups (overlap=1): 643 vs 599 TOPS at
   -- D=128 N=4096, 571 vs 516 causal (gpu_wgmma on the H200, 2026-11-29).
   -- (A table that names its own tile keeps overlap=0 unless it asks.)
