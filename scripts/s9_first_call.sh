@@ -40,6 +40,18 @@ for r in 1 2 3; do for side in MAIN SPLIT; do
   ms=$(MXATTN_TEMPLATE_DIR=${!side} timeout 60 $B/mxattn run $A --reps 100 --check-heads 0 2>&1 | awk '/^time/ {print $2, $5}')
   echo "int8-fp8 D128 N4096 r$r $side ${ms:-failed}" >> "$S"
 done; done
+# 2b. f16 D<=64's default by query length (77c9d38, not yet run on a GPU): the plan path, its
+#     checks against the CPU reference, and the 64-row default against 192-row blocks at short
+#     queries (decoding, 1024 rows), where the choice was reasoned, not measured.
+F192="variant=wgmma q_regs=0 block_m=192 warps=16 block_n=128 stages=2"
+for args in "--seq-q 1 --seq-k 4096 --batch 8 --heads 32 --kv-heads 8" "--seq 1024 --batch 4 --heads 32" "--seq 4096 --batch 4 --heads 32"; do
+  echo "check f16 D64 $args: $(timeout 60 $B/mxattn run --family f16 --head-dim 64 $args --reps 2 --check-heads 2 2>&1 | grep -E '^config|^error|error:' | tr '\n' ' ')" >> "$S"
+  for r in 1 2; do for side in default 192; do
+    extra=(); [ $side = 192 ] && extra=(--config "$F192")
+    ms=$(timeout 60 $B/mxattn run --family f16 --head-dim 64 $args --reps 100 --check-heads 0 "${extra[@]}" 2>&1 | awk '/^time/ {print $2, $5}')
+    echo "f16 D64 $args r$r $side ${ms:-failed}" >> "$S"
+  done; done
+done
 # 3. Every GPU test on main (the speed lines skipped), correctness in parallel, gpu_tune alone.
 ( cd $B && timeout 250 ctest -L gpu -E gpu_tune -j6 --output-on-failure > "$L/ctest_gpu.log" 2>&1; echo "ctest gpu rc=$?" >> "$S" )
 ( cd $B && timeout 80 ctest -R gpu_tune --output-on-failure > "$L/ctest_tune.log" 2>&1; echo "ctest gpu_tune rc=$?" >> "$S" )
