@@ -197,10 +197,11 @@ mxattn_status mxattn_candidates(mxattn_ctx *ctx, const mxattn_problem *p, char *
     const mx_device *dev = NULL;
     const char *arch = mx_ctx_device(ctx, &dev) == MXATTN_OK ? dev->arch : "sm_90a";
     mx_clear_error();
-    char shape[1024], *text = NULL;
+    char shape[1024], sizes[256], *text = NULL;
     mx_problem_shape_params(&pr, arch, shape, sizeof shape);
+    mx_problem_sizes(&pr, sizes, sizeof sizes);
     pthread_mutex_lock(&ctx->gen_lock);
-    st = mx_gen_call(ctx->gen, "candidates", shape, NULL, &text);
+    st = mx_gen_call(ctx->gen, "candidates", shape, sizes, &text);
     pthread_mutex_unlock(&ctx->gen_lock);
     if (st != MXATTN_OK) return st;
     int n = 0;

@@ -142,8 +142,9 @@ void mxattn_plan_destroy(mxattn_plan *plan); /* NULL is a no-op */
 mxattn_status mxattn_run(mxattn_plan *plan, const void *q, const void *k,
                          const void *v, void *o, float *lse, void *stream);
 
-/* The legal configurations for a problem, best first by a cheap analytic
- * prior, without compiling or running anything.  Writes up to `max` strings
+/* The legal configurations for a problem, without compiling or running
+ * anything: first the heuristic default a plan would build for it, then the
+ * rest best first by a cheap analytic prior.  Writes up to `max` strings
  * into configs[] (each freed with mxattn_free); *count gets the total. */
 mxattn_status mxattn_candidates(mxattn_ctx *ctx, const mxattn_problem *p,
                                 char **configs, int max, int *count);

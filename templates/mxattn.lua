@@ -127,8 +127,10 @@ function M.launch(text, problem)
 end
 
 -- Every legal knob setting for the shape in `text`, best prior first, one
--- canonical knob string per line; the heuristic default is always first.
-function M.candidates(text)
+-- canonical knob string per line; the heuristic default is always first (for
+-- the problem's sizes `problem` where the caller has them, as a plan builds
+-- it: the tuner then measures against what an untuned plan would run).
+function M.candidates(text, problem)
   local base = S.parse(text)
   local shape = {}
   for _, p in ipairs(S.params) do
@@ -139,7 +141,7 @@ function M.candidates(text)
   -- family does not read but the caller set (v_terms=2 for f16) is an error
   -- here, not a silent drop by the canonical text below.
   complete(table.concat(shape, " "))
-  local t, fam = complete(S.canonical(base))
+  local t, fam = complete(S.canonical(base), parse_numbers(problem))
   local default_knobs = S.canonical(t, S.KNOB_ROLES)
   local all = S.enumerate(base)
   table.sort(all, function(x, y)

@@ -413,6 +413,14 @@ static void test_default_reads_the_queries(void **state) {
         if (!strstr(knobs, cases[i].want)) fail_msg("%s: default %s, want %s", cases[i].sizes, knobs, cases[i].want);
         free(knobs);
     }
+    /* The tuner's list starts with the same default, so it measures against
+     * what an untuned plan runs. */
+    char *list = gen_call(g, "candidates", shape, cases[0].sizes);
+    char *first = gen_call(g, "default_knobs", shape, cases[0].sizes);
+    assert_int_equal(strncmp(list, first, strlen(first)), 0);
+    assert_int_equal(list[strlen(first)], '\n');
+    free(list);
+    free(first);
     char *d128 = gen_call(g, "default_knobs", "family=f16 arch=sm_90a head_dim=128 align=8",
                           "batch=1 heads_q=8 heads_kv=8 seq_q=1 seq_k=4096 head_dim=128");
     char *plain = gen_call(g, "knobs", "family=f16 arch=sm_90a head_dim=128 align=8", NULL);

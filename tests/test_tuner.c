@@ -313,10 +313,13 @@ static mx_tune_key fake_key(void) {
     return k;
 }
 
-/* The first n candidates the templates list for SHAPE. */
+/* The first n candidates the templates list for SHAPE at small_sizes(), as
+ * a tuning run lists them (the default first depends on the sizes). */
 static int first_candidates(fixture *f, char out[][256], int n) {
-    char *text = NULL;
-    if (mx_jit_gen_call(&f->env, "candidates", SHAPE, NULL, &text) != MXATTN_OK) fail_msg("%s", mx_error_message());
+    char *text = NULL, sizes[256];
+    mx_tune_sizes s = small_sizes();
+    mx_tune_sizes_text(&s, sizes, sizeof sizes);
+    if (mx_jit_gen_call(&f->env, "candidates", SHAPE, sizes, &text) != MXATTN_OK) fail_msg("%s", mx_error_message());
     const char *c[64];
     int got = mx_tune_split_candidates(text, c, 64, n);
     for (int i = 0; i < got; i++) snprintf(out[i], 256, "%s", c[i]);

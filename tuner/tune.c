@@ -534,7 +534,7 @@ static mxattn_status check_arguments(const mx_jit_env *env, const char *shape, c
 }
 
 static mxattn_status list_candidates(run *r, char **text, const char **configs) {
-    mxattn_status st = mx_jit_gen_call(r->env, "candidates", r->shape, NULL, text);
+    mxattn_status st = mx_jit_gen_call(r->env, "candidates", r->shape, r->sizes_text, text);
     if (st != MXATTN_OK) return st;
     int n = mx_tune_split_candidates(*text, configs, MAX_CANDIDATES, r->opt.max_candidates);
     if (n == 0) return mx_fail(MXATTN_ERROR_TEMPLATE, "the templates listed no candidate for '%s'", r->shape);
@@ -599,8 +599,7 @@ mxattn_status mx_tune_run(const mx_jit_env *env, const char *shape_params, const
     r->key = key;
     r->opt = *opt;
     r->out = out;
-    snprintf(r->sizes_text, sizeof r->sizes_text, "batch=%d heads_q=%d heads_kv=%d seq_q=%d seq_k=%d head_dim=%d",
-             sizes->batch, sizes->heads_q, sizes->heads_kv, sizes->seq_q, sizes->seq_k, sizes->head_dim);
+    mx_tune_sizes_text(sizes, r->sizes_text, sizeof r->sizes_text);
     r->pool.env = *env;
     r->pool.env.dev = NULL;
     r->pool.shape = shape_params;

@@ -155,3 +155,8 @@ double mx_tune_eta(double elapsed_s, int done, int total) {
     if (done <= 0 || total <= done) return 0;
     return elapsed_s / done * (total - done);
 }
+
+void mx_tune_sizes_text(const mx_tune_sizes *s, char *out, size_t cap) {
+    snprintf(out, cap, "batch=%d heads_q=%d heads_kv=%d seq_q=%d seq_k=%d head_dim=%d", s->batch, s->heads_q,
+             s->heads_kv, s->seq_q, s->seq_k, s->head_dim);
+}

@@ -97,6 +97,10 @@ int mx_tune_choose_winner(const mx_measurement *m, int n, const char *default_co
 
 /* ---- sizes ---------------------------------------------------------------- */
 
+/* The sizes as the templates read them ("batch=.. heads_q=.. seq_q=.."): the
+ * launch plan's problem and the default's choice (mxattn.candidates). */
+void mx_tune_sizes_text(const mx_tune_sizes *s, char *out, size_t cap);
+
 /* Tensor operations of one attention call: 4 * B * Hq * Nq * Nk * D
  * (two matrix products of 2 flops per multiply-add), halved under a causal
  * mask. */
