@@ -137,6 +137,37 @@ C.PRODUCER_PERSISTENT = [[
     }
 ]]
 
+-- The warpgroup rules both wgmma families share: 64 query rows per consumer
+-- warpgroup, at most three, and warps = 4 * consumers, or that plus a TMA
+-- producer warpgroup.  Three consumers share one K/V stream (a third of the
+-- L2 reads of three 64-row blocks); their registers, 168 a thread or 160
+-- beside a producer (24 + 3 x 160 of 128 at launch), are enough for D <= 64
+-- only (`d`: the head dim as the family pads it).  The message, or nil.
+function C.check_warpgroups(t, d)
+  if t.block_m % 64 ~= 0 or t.block_m > 192 then
+    return string.format("variant=wgmma: block_m=%d must be 64, 128 or 192 (64 query rows per consumer warpgroup)", t.block_m)
+  end
+  local c = t.block_m // 64
+  if c == 3 and d > 64 then
+    return string.format("variant=wgmma: block_m=192 (three consumer warpgroups) needs head_dim <= 64, not %d", t.head_dim)
+  end
+  if t.warps ~= 4 * c and t.warps ~= 4 * c + 4 then
+    return string.format("variant=wgmma: block_m=%d needs warps=%d (a warpgroup of 4 warps per 64 rows) or %d (plus a TMA producer warpgroup), not warps=%d",
+                         t.block_m, 4 * c, 4 * c + 4, t.warps)
+  end
+end
+
+-- setmaxnreg's targets (producer, consumer; 0, 0: none) for a block of
+-- `consumers` warpgroups and, if `producer`, one more that only issues
+-- copies.  With 3 warpgroups (384 threads, 168 registers each at entry):
+-- 24 + 2 x 240 keeps the block's 64512; with 4 (512 threads, 128 each):
+-- 24 + 3 x 160 = 504 of 512.  Two warpgroups already get 255.
+function C.register_split(consumers, producer)
+  if producer and consumers == 2 then return 24, 240 end
+  if producer and consumers == 3 then return 24, 160 end
+  return 0, 0
+end
+
 -- A consumer warpgroup's running state for its 64 rows: O, row max, row sum
 -- (STATE_DECL), set for a new row block by STATE_INIT (both unindented);
 -- CONSUMER_STATE declares and sets it.

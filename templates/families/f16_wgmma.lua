@@ -39,20 +39,8 @@ function WG.check(t)
   if t.q_regs ~= 0 then
     return "variant=wgmma needs q_regs=0 (the MMA reads Q from shared memory)"
   end
-  if t.block_m % 64 ~= 0 or t.block_m > 192 then
-    return string.format("variant=wgmma: block_m=%d must be 64, 128 or 192 (64 query rows per consumer warpgroup)", t.block_m)
-  end
-  -- Three consumers share one K/V stream (a third of the L2 reads of three
-  -- 64-row blocks).  Their registers: 168 a thread, or 160 beside a
-  -- producer (24 + 3 x 160 of 128 at launch), enough for D <= 64 only.
-  if consumers(t) == 3 and d_pad(t) > 64 then
-    return string.format("variant=wgmma: block_m=192 (three consumer warpgroups) needs head_dim <= 64, not %d", t.head_dim)
-  end
-  local c = consumers(t)
-  if t.warps ~= 4 * c and t.warps ~= 4 * c + 4 then
-    return string.format("variant=wgmma: block_m=%d needs warps=%d (a warpgroup of 4 warps per 64 rows) or %d (plus a TMA producer warpgroup), not warps=%d",
-                         t.block_m, 4 * c, 4 * c + 4, t.warps)
-  end
+  local why = require("blocks.wgmma_common").check_warpgroups(t, d_pad(t))
+  if why then return why end
   if t.stages < 2 then
     return string.format("variant=wgmma needs stages>=2 (a TMA ring), not stages=%d", t.stages)
   end
@@ -289,12 +277,7 @@ local function has_producer(t) return t.warps == 4 * consumers(t) + 4 end
 function WG.render(t, canonical)
   local l, w = layout(t), panel_cols(t)
   local ws = has_producer(t)
-  -- setmaxnreg with 3 warpgroups (384 threads, 168 registers each at entry):
-  -- 24 + 2 x 240 keeps the block's 64512; with 4 (512 threads, 128 each):
-  -- 24 + 3 x 160 = 504 of 512.  Two warpgroups already get 255.
-  local regs_p, regs_c = 0, 0
-  if ws and consumers(t) == 2 then regs_p, regs_c = 24, 240 end
-  if ws and consumers(t) == 3 then regs_p, regs_c = 24, 160 end
+  local regs_p, regs_c = WC.register_split(consumers(t), ws)
   local constants = U.fill([[
 constexpr int D = ${D}, D_PAD = ${D_PAD};
 constexpr int BM = ${BM}, BN = ${BN}, WARPS = ${WARPS}, THREADS = WARPS * 32, STAGES = ${STAGES};

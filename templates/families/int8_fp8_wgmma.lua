@@ -56,20 +56,8 @@ function WG.check(t)
   if t.arch ~= "sm_90a" then
     return string.format("variant=wgmma needs arch=sm_90a (warpgroup MMA and TMA), not arch=%s", t.arch)
   end
-  if t.block_m % 64 ~= 0 or t.block_m > 192 then
-    return string.format("variant=wgmma: block_m=%d must be 64, 128 or 192 (64 query rows per consumer warpgroup)", t.block_m)
-  end
-  -- Three consumers share one K/V stream (a third of the L2 reads of three
-  -- 64-row blocks, as in families/f16_wgmma.lua).  Their registers: 168 a
-  -- thread, or 160 beside a producer (24 + 3 x 160), enough for D <= 64 only.
-  if consumers(t) == 3 and d32(t) > 64 then
-    return string.format("variant=wgmma: block_m=192 (three consumer warpgroups) needs head_dim <= 64, not %d", t.head_dim)
-  end
-  local c = consumers(t)
-  if t.warps ~= 4 * c and t.warps ~= 4 * c + 4 then
-    return string.format("variant=wgmma: block_m=%d needs warps=%d (a warpgroup of 4 warps per 64 rows) or %d (plus a TMA producer warpgroup), not warps=%d",
-                         t.block_m, 4 * c, 4 * c + 4, t.warps)
-  end
+  local why = require("blocks.wgmma_common").check_warpgroups(t, d32(t))
+  if why then return why end
   if t.block_n % 32 ~= 0 then
     return string.format("variant=wgmma needs block_n a multiple of 32 (the k32 FP8 MMA reduces 32 keys; V^T's panel is a tile's keys), not block_n=%d",
                          t.block_n)
@@ -472,12 +460,7 @@ function WG.render(t, canonical)
   if why then error("invalid configuration: " .. why, 0) end
   local l, w = layout(t), panel_qk(t)
   local ws_producer = has_producer(t)
-  -- setmaxnreg with 3 warpgroups (384 threads, 168 registers each at entry):
-  -- 24 + 2 x 240 keeps the block's 64512; with 4 (512 threads, 128 each):
-  -- 24 + 3 x 160 = 504 of 512.  Two warpgroups already get 255.
-  local regs_p, regs_c = 0, 0
-  if ws_producer and consumers(t) == 2 then regs_p, regs_c = 24, 240 end
-  if ws_producer and consumers(t) == 3 then regs_p, regs_c = 24, 160 end
+  local regs_p, regs_c = WC.register_split(consumers(t), ws_producer)
   local name = WG.kernel_name(t, canonical)
   local ws = {}
   for i, n in ipairs(WS_NAMES) do ws[#ws + 1] = string.format("%s = %d", n, i - 1) end
