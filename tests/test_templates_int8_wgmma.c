@@ -219,6 +219,8 @@ static int compile(const char *params, mx_compile_result *r) {
 }
 
 /* The value of the last `key` in a parameter string (a later key overrides). */
+static int count_in_kernel(const char *ptx, const char *what);
+
 static int last_int(const char *params, const char *key) {
     int v = 0;
     for (const char *p = strstr(params, key); p; p = strstr(p + 1, key)) v = atoi(p + strlen(key));
@@ -261,7 +263,12 @@ static void test_nvrtc_sm90a_emits_int8_and_fp8_wgmma(void **state) {
             assert_non_null(strstr(r.ptx, "wgmma.wait_group.sync.aligned"));
             assert_non_null(strstr(r.ptx, "cvt.rn.satfinite.e4m3x2.f32"));
             assert_non_null(strstr(r.ptx, "ex2.approx.ftz.f32"));
-            assert_null(strstr(r.ptx, "cvt.rn.f32.s32"));   /* scores: exact_s32_to_f32, not I2F */
+            /* Scores go to fp32 inside their FFMA (exact_s32_to_f32's bits), not
+             * by I2F; only each row's 16-key group maximum takes a cvt: two rows
+             * a thread, BN / 16 groups, in each copy of the unmasked softmax. */
+            int i2f = count_in_kernel(r.ptx, "cvt.rn.f32.s32"), groups = 2 * last_int(params, "block_n=") / 16;
+            if (i2f == 0 || i2f % groups != 0)
+                fail_msg("%s: %d cvt.rn.f32.s32 in the kernel, want a multiple of %d (the group maxima)", params, i2f, groups);
             /* The attention kernel uses no mma.sync: pv_fp8's tile is compiled out. */
             assert_null(strstr(r.ptx, "mma.sync.aligned.m16n8k32"));
             char label[96];

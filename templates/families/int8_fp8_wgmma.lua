@@ -202,7 +202,9 @@ MX_INLINE void dequant_scores(float (&s)[1][NT][4], const int (&acc)[1][NT][4], 
 // the max and scaling P onto E4M3's range each cost one per score before.
 //  - The row max is taken over each 16-key group's integers and scaled once
 //    per group: the scales are positive, so max(acc) * scale is the largest
-//    product, rounded as each product would be.
+//    product, rounded as each product would be.  The group's maximum goes to
+//    fp32 by cvt (one I2FP, exact below 2^24): the magic-number conversion
+//    costs two instructions where no FFMA absorbs its subtraction.
 //  - Conversion, dequantization and minus-max are one FFMA: the bits
 //    0x4B400000 + acc are the float 1.5*2^23 + acc (exact_s32_to_f32 says
 //    why), times scale, minus c = 1.5*2^23 * scale + max - log2(448).
@@ -222,7 +224,7 @@ MX_INLINE void softmax_acc(float (&s)[1][NT][4], const int (&acc)[1][NT][4], flo
     for (int g = 0; g < BN / 16; g++) {
       const int top = max(max(acc[0][2 * g][2 * h], acc[0][2 * g][2 * h + 1]),
                           max(acc[0][2 * g + 1][2 * h], acc[0][2 * g + 1][2 * h + 1]));
-      m = fmaxf(m, exact_s32_to_f32(top) * (qscale * kscale[g]));
+      m = fmaxf(m, __int2float_rn(top) * (qscale * kscale[g]));
     }
     m = fmaxf(row_max[0][h], quad_max(m));   // finite: the tile has a key for every row
     alphas[0][h] = fast_exp2(row_max[0][h] - m);
