@@ -137,8 +137,9 @@ void mxattn_plan_destroy(mxattn_plan *plan); /* NULL is a no-op */
  * only launches kernels (no allocation, no synchronization), so it can be
  * captured in a CUDA graph once the plan exists.  A plan whose info shows
  * workspace_bytes > 0 owns one workspace (a quantized family's operands, the
- * f16 persistent kernel's unit counter): running the same plan on two streams
- * at once races on it (make one plan per stream). */
+ * f16 persistent kernel's unit counters and, with split=1, the partial
+ * outputs of row blocks split along the keys, ~11 MB at D=128): running the
+ * same plan on two streams at once races on it (make one plan per stream). */
 mxattn_status mxattn_run(mxattn_plan *plan, const void *q, const void *k,
                          const void *v, void *o, float *lse, void *stream);
 

@@ -51,6 +51,9 @@ S.params = {
   { name = "persistent", role = "knob", values = { 0, 1 }, default = 0,
     families = { f16 = true }, quiet_default = true,
     help = "wgmma overlap=1: one block per SM loops over the row blocks, loading the next one's Q, K and V under the last one's output" },
+  { name = "split", role = "knob", values = { 0, 1 }, default = 0,
+    families = { f16 = true }, quiet_default = true,
+    help = "persistent=1 without a causal mask: a problem with fewer row blocks than the GPU has SMs splits them along the keys" },
   { name = "exp_poly", role = "knob", values = { 0, 1, 2 }, default = 0,
     families = { ["int8-fp8"] = true },
     help = "wgmma: of every four 8-key score columns, how many take exp2 from a polynomial on the FMA pipes instead of ex2 (16/clock/SM)" },
@@ -150,6 +153,19 @@ S.constraints = {
   function(t)
     if t.persistent == 1 and t.overlap ~= 1 then
       return "persistent=1: only the overlap=1 schedule (variant=wgmma, block_m=128, warps=12) loops over work units"
+    end
+  end,
+  -- The split pieces' partials travel through the late-output kernel's
+  -- state (families/f16_wgmma.lua, deferred_output): no causal mask, and the
+  -- packed output must fit beside O and S.
+  function(t)
+    if t.split ~= 1 then return nil end
+    if t.persistent ~= 1 or t.causal == 1 then
+      return "split=1: only the persistent kernel without a causal mask splits its work units (persistent=1 causal=0)"
+    end
+    if not require("families.f16_wgmma").deferred_output(t) then
+      return string.format("split=1: head_dim=%d with block_n=%d leaves no registers for a piece's output beside O and S (head_dim/2 + block_n/2 + 32 <= 160)",
+                           t.head_dim, t.block_n)
     end
   end,
   -- The polynomial exponentials relieve the ex2 pipe of the 8-bit warpgroup
@@ -280,6 +296,7 @@ function S.help()
   lines[#lines + 1] = "  wgmma (int8-fp8, sm_90a): same warpgroup rules; block_n 32|64|128 (<= 64 above head_dim 128)"
   lines[#lines + 1] = "  overlap=1 (wgmma, f16 and int8-fp8): block_m=128, warps=12"
   lines[#lines + 1] = "  persistent=1 (f16): overlap=1; block_n 96|160|176|192: f16 variant=wgmma only"
+  lines[#lines + 1] = "  split=1 (f16): persistent=1, causal=0, head_dim/2 + block_n/2 + 32 <= 160"
   lines[#lines + 1] = "  exp_poly > 0 (int8-fp8): variant=wgmma"
   lines[#lines + 1] = "  knobs marked for some families keep their default in the others"
   lines[#lines + 1] = "  align divides head_dim"

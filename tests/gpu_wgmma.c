@@ -321,6 +321,16 @@ static void test_persistent(void **state) {
         {{.batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 1, .seq_k = 17, .head_dim = 96,
           .causal = MXATTN_CAUSAL_BOTTOM_RIGHT},
          PS "block_n=64 stages=2"},
+        /* split=1 on 132 SMs: 6 units in 6 pieces each, the second warpgroup
+         * of the last row block with padding rows only; 8 units in 2, the
+         * last tile masked; and a problem with more units than blocks, which
+         * the split kernel runs whole. */
+        {{.batch = 1, .heads_q = 2, .heads_kv = 2, .seq_q = 300, .seq_k = 3000, .head_dim = 128},
+         PS "split=1 block_n=128 stages=3"},
+        {{.batch = 1, .heads_q = 4, .heads_kv = 2, .seq_q = 130, .seq_k = 1100, .head_dim = 64},
+         PS "split=1 block_n=128 stages=2"},
+        {{.batch = 2, .heads_q = 8, .heads_kv = 2, .seq_q = 1100, .seq_k = 900, .head_dim = 128},
+         PS "split=1 block_n=128 stages=2"},
     };
     int failures = 0;
     for (int i = 0; i < (int)(sizeof cases / sizeof *cases); i++) {

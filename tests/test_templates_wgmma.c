@@ -429,6 +429,62 @@ static void test_default_reads_the_queries(void **state) {
     free(plain);
 }
 
+/* split=1: the persistent kernel without a causal mask whose units split
+ * along the keys when a problem has fewer of them than the launch has blocks:
+ * pieces of a unit's key tiles, masked and loaded from their first tile, a
+ * piece's partial through the workspace; the launch asks for 8 blocks a unit.
+ * The default takes it where the row blocks leave half of the SMs idle. */
+static void test_split(void **state) {
+    char *src = gen_call(g, "render", "family=f16 head_dim=128 " PP "persistent=1 split=1 block_n=128 stages=3", NULL);
+    assert_non_null(strstr(src, "finish_piece(o, row_max"));
+    assert_non_null(strstr(src, "load_kv_at(tile0 + t, slot)"));
+    assert_non_null(strstr(src, "mask_tile(s, tile0 + t, warp_row0, a)"));
+    free(src);
+    char *plain = gen_call(g, "render", "family=f16 head_dim=128 " PP "persistent=1 block_n=128 stages=3", NULL);
+    assert_null(strstr(plain, "finish_piece"));
+    assert_null(strstr(plain, "tile0"));
+    free(plain);
+    gen_expect_invalid(g, "family=f16 head_dim=128 causal=1 " PP "persistent=1 split=1 block_n=128 stages=3", "split=1");
+    gen_expect_invalid(g, "family=f16 head_dim=128 " PP "split=1 block_n=128 stages=3", "split=1");
+    gen_expect_invalid(g, "family=f16 head_dim=128 " PP "persistent=1 split=1 block_n=176 stages=2", "registers");
+    char *launch = gen_call(g, "launch", "family=f16 head_dim=128 " PP "persistent=1 split=1 block_n=128 stages=2",
+                            "batch=2 heads_q=8 heads_kv=2 seq_q=1100 seq_k=900");
+    unsigned gx = 0;
+    /* The unit counters, then 160 pieces x 8 consumer warps of counters and
+     * partials: 256 + 160 x 8 x (4 + 32 lanes x (64 + 4) floats x 4). */
+    assert_non_null(strstr(launch, "workspace 11146496"));
+    assert_int_equal(sscanf(strstr(launch, "kernel "), "kernel %*s %u", &gx), 1);
+    assert_int_equal(gx, 9 * 8 * 2 * 8);   /* row blocks x heads x batch, x 8 blocks a unit */
+    free(launch);
+    static const char *shape = "family=f16 arch=sm_90a head_dim=128 dtype=bf16 out_dtype=bf16 causal=%d lse=0 align=8";
+    static const struct { int causal; const char *sizes; int split; } cases[] = {
+        {0, "batch=1 heads_q=8 heads_kv=8 seq_q=1024 seq_k=1024 head_dim=128 sms=132", 1},   /* 64 units */
+        {0, "batch=1 heads_q=8 heads_kv=8 seq_q=1100 seq_k=1024 head_dim=128 sms=132", 0},   /* 72 > 66 */
+        {1, "batch=1 heads_q=8 heads_kv=8 seq_q=1024 seq_k=1024 head_dim=128 sms=132", 0},
+        {0, "batch=4 heads_q=32 heads_kv=32 seq_q=4096 seq_k=4096 head_dim=128 sms=132", 0},
+        {0, "batch=1 heads_q=8 heads_kv=8 seq_q=1024 seq_k=1024 head_dim=128", 0}};     /* no SM count */
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[256];
+        snprintf(text, sizeof text, shape, cases[i].causal);
+        char *knobs = gen_call(g, "default_knobs", text, cases[i].sizes);
+        if ((strstr(knobs, "split=1") != NULL) != cases[i].split)
+            fail_msg("causal=%d %s: default %s, want split=%d", cases[i].causal, cases[i].sizes, knobs, cases[i].split);
+        free(knobs);
+    }
+    static const char *compiled[] = {"head_dim=128 block_n=128 stages=3", "head_dim=64 block_n=128 stages=2 lse=1",
+                                     "head_dim=96 block_n=128 stages=2 dtype=f16 out_dtype=f16"};
+    for (size_t i = 0; i < sizeof compiled / sizeof *compiled; i++) {
+        char params[256];
+        snprintf(params, sizeof params, "family=f16 " PP "persistent=1 split=1 %s", compiled[i]);
+        mx_compile_result r;
+        if (!compile(params, &r)) skip();
+        char label[96];
+        snprintf(label, sizeof label, "split %s", compiled[i]);
+        expect_lean_wgmma_kernel(params, label, &r);
+        mx_compile_result_free(&r);
+    }
+}
+
 static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
 static int teardown(void **state) { mx_gen_close(g); return 0; }
 
@@ -447,6 +503,7 @@ int main(void) {
         cmocka_unit_test(test_persistent),
         cmocka_unit_test(test_three_consumers),
         cmocka_unit_test(test_default_reads_the_queries),
+        cmocka_unit_test(test_split),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

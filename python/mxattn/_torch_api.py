@@ -164,7 +164,7 @@ def attention(q, k, v, *, family="f16", causal=False, sm_scale=None, layout="HND
     The first call for a problem (shapes, strides, dtype, family, causal,
     scale, return_lse) makes a plan, which may compile a kernel; later calls
     reuse it.  Plans are shared process-wide and each owns its workspace (a
-    quantized family's operands, the f16 persistent kernel's unit counter),
+    quantized family's operands, the f16 persistent kernel's unit counters and split partials),
     so do not run one problem concurrently on two streams.
 
     CUDA graphs: once a plan exists, a call only allocates the output through

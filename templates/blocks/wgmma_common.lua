@@ -94,15 +94,15 @@ C.WORK_SETUP = [[
   unsigned *sched = (unsigned *)a.ws;  // [0] units handed out past the first wave, [1] blocks done
   const int m_blocks = (a.seq_q + BM - 1) / BM, n_work = m_blocks * a.heads_q * a.batch;
   int m_block = 0, head = 0, batch = 0, kv_head = 0, m0 = 0, n_tiles = 0;
-  auto set_work = [&](int w) {
-    const int mb = w % m_blocks, hb = w / m_blocks;
+${SPLIT_SETUP}  auto set_work = [&](int w) {
+${SPLIT_ITEM}    const int mb = ${UNIT} % m_blocks, hb = ${UNIT} / m_blocks;
     m_block = CAUSAL ? m_blocks - 1 - mb : mb;   // causal: the longest rows first, as a grid would run them
     head = hb % a.heads_q;
     batch = hb / a.heads_q;
     kv_head = head / a.gqa;
     m0 = m_block * BM;
     n_tiles = key_tiles(m0, a);
-  };
+${SPLIT_RANGE}  };
   if (threadIdx.x == 0) mbar_init(bar_q_empty, CONSUMERS * 128);   // RING_INIT fences it
 ]]
 
@@ -118,7 +118,7 @@ C.PRODUCER_PERSISTENT = [[
       for (int w = blockIdx.x;; units++) {
         if (units > 0) mbar_wait(bar_q_empty, (units - 1) & 1);   // the last unit's S products are done
         asm volatile("st.shared.u32 [%0], %1;" :: "r"(unit_slot), "r"(w) : "memory");
-        if (w >= n_work) { mbar_arrive(bar_q); break; }           // the end, read by the consumers
+        if (w >= ${N_ITEMS}) { mbar_arrive(bar_q); break; }           // the end, read by the consumers
         // The next unit, asked for now so the answer is back by the last load.
         const int next = (int)atomicAdd(&sched[0], 1u) + gridDim.x;
         set_work(w);
@@ -126,7 +126,7 @@ C.PRODUCER_PERSISTENT = [[
         for (int t = 0; t < n_tiles; t++, g++) {
           const int slot = g % STAGES;
           if (g >= STAGES) mbar_wait(bar_empty(slot), (g / STAGES - 1) & 1);   // tile g - STAGES released
-          load_kv_at(t, slot);
+          load_kv_at(${TILE0}t, slot);
         }
         w = next;
       }
@@ -167,6 +167,121 @@ function C.register_split(consumers, producer)
   if producer and consumers == 3 then return 24, 160 end
   return 0, 0
 end
+
+-- Units split along the keys (the knob split=1: the non-causal persistent
+-- kernel of families/f16_wgmma.lua) when a problem has fewer units than the
+-- launch has blocks (launches() asks for up to MAX_SPLIT blocks a unit; the
+-- runtime launches at most one wave): n_work units would leave the other
+-- blocks' SMs idle for the whole call.  Each unit is cut into `split` pieces
+-- of consecutive key tiles (at most gridDim.x pieces in all, each of
+-- MIN_PIECE_TILES tiles or more, at most MAX_SPLIT a unit: the warp that
+-- completes a unit reads every piece back); a piece ends with finish_piece
+-- (C.SPLIT_FINISH) instead of the unit's output.  Splitting only the last
+-- wave of a large problem measured 0.8-1% slower on the H200 (the blocks
+-- drift apart and absorb that wave; h200-2026-11-29-s7 call 7), so a problem
+-- with a wave's worth of units or more is not split; and the split-capable
+-- kernel is 1.6% slower where it does not split (s8 call 1), hence a knob
+-- that the default sets by the problem's size (WG.default).
+local SPLIT_SETUP = [[
+  constexpr int MIN_PIECE_TILES = 4, MAX_SPLIT = ${MAX_SPLIT};
+  const int split = n_work > 0 && n_work < (int)gridDim.x && (int)gridDim.x <= MAX_PIECES
+                        ? max(1, min(min((int)gridDim.x / n_work, key_tiles(0, a) / MIN_PIECE_TILES), MAX_SPLIT)) : 1;
+  const int n_full = split > 1 ? 0 : n_work, n_items = split > 1 ? n_work * split : n_work;
+  int tile0 = 0, piece = -1, split_unit = 0;   // the current item: its first key tile; its piece (-1: a whole unit)
+]]
+local SPLIT_ITEM = [[
+    int u = w;
+    tile0 = 0;
+    piece = -1;
+    if (w >= n_full) {
+      split_unit = (w - n_full) / split;
+      piece = (w - n_full) % split;
+      u = n_full + split_unit;
+    }
+]]
+local SPLIT_RANGE = [[
+    if (piece >= 0) {
+      tile0 = piece * n_tiles / split;
+      n_tiles = (piece + 1) * n_tiles / split - tile0;
+    }
+]]
+
+function C.work_setup(split)
+  if not split then return require("util").fill(C.WORK_SETUP, { SPLIT_SETUP = "", SPLIT_ITEM = "", UNIT = "w", SPLIT_RANGE = "" }) end
+  return require("util").fill(C.WORK_SETUP, { SPLIT_SETUP = require("util").fill(SPLIT_SETUP, { MAX_SPLIT = C.SPLIT_MAX }),
+                                              SPLIT_ITEM = SPLIT_ITEM, UNIT = "u", SPLIT_RANGE = SPLIT_RANGE })
+end
+
+function C.producer_persistent(split)
+  return require("util").fill(C.PRODUCER_PERSISTENT, { N_ITEMS = split and "n_items" or "n_work", TILE0 = split and "tile0 + " or "" })
+end
+
+-- Workspace of the split: the scheduler's two counters, then a counter per
+-- split unit and consumer warp (zero between launches: the warp that
+-- completes a unit resets its own), then each piece's partial O, row max and
+-- row sum, in each consumer thread's register order (lane fastest).
+function C.split_workspace(d_pad, consumers)
+  local warps = 4 * consumers
+  local counters = C.SPLIT_MAX_PIECES * warps * 4
+  local partials = C.SPLIT_MAX_PIECES * warps * 32 * (4 * (d_pad // 8) + 4) * 4
+  return 256 + counters + partials
+end
+C.SPLIT_MAX_PIECES = 160   -- >= the SMs of any sm_90a part; more blocks than this do not split
+C.SPLIT_MAX = 8            -- pieces a unit at most
+
+C.SPLIT_FINISH = [[
+constexpr int MAX_PIECES = ${MAX_PIECES};
+// A piece's end: its partial O, row max and row sum go to the workspace; the
+// warp whose arrival completes the unit's pieces adds them up, each scaled by
+// exp2(its max - the common max), and writes the rows (write_output).
+MX_INLINE void finish_piece(float (&o)[1][DT][4], const float (&row_max)[1][2], const float (&row_sum)[1][2],
+                            const mx_kernel_args &a, int split_unit, int piece, int split, int cwarp,
+                            u16 *o_head, float *lse_head, int row0) {
+  constexpr int VALS = 4 * DT + 4;     // O, then the row max and sum of both row halves
+  const int lane = threadIdx.x % 32;
+  unsigned *count = (unsigned *)((u8 *)a.ws + 256) + split_unit * CONSUMERS * 4 + cwarp;
+  float *parts = (float *)((u8 *)a.ws + 256 + MAX_PIECES * CONSUMERS * 4 * 4);
+  auto part = [&](int p) { return parts + ((i64)(split_unit * split + p) * CONSUMERS * 4 + cwarp) * VALS * 32 + lane; };
+  float *mine = part(piece);
+#pragma unroll
+  for (int dt = 0; dt < DT; dt++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) mine[(dt * 4 + e) * 32] = o[0][dt][e];
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    mine[(4 * DT + h) * 32] = row_max[0][h];
+    mine[(4 * DT + 2 + h) * 32] = row_sum[0][h];
+  }
+  __threadfence();                     // this lane's partial, before its warp counts it
+  __syncwarp();
+  unsigned before = 0;
+  if (lane == 0) before = atomicAdd(count, 1u);
+  if (__shfl_sync(0xffffffffu, before, 0) != (unsigned)split - 1) return;
+  __threadfence();                     // the other pieces' partials, after their counts
+  float m[1][2] = {{MX_NEG_INF, MX_NEG_INF}}, l[1][2] = {{0.f, 0.f}};
+  for (int p = 0; p < split; p++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) m[0][h] = fmaxf(m[0][h], __ldcg(part(p) + (4 * DT + h) * 32));
+#pragma unroll
+  for (int dt = 0; dt < DT; dt++) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.f;
+  for (int p = 0; p < split; p++) {
+    const float *theirs = part(p);
+    float f[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const float mp = __ldcg(theirs + (4 * DT + h) * 32);
+      f[h] = mp == MX_NEG_INF ? 0.f : fast_exp2(mp - m[0][h]);
+      l[0][h] += f[h] * __ldcg(theirs + (4 * DT + 2 + h) * 32);
+    }
+#pragma unroll
+    for (int dt = 0; dt < DT; dt++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) o[0][dt][e] += f[e / 2] * __ldcg(theirs + (dt * 4 + e) * 32);
+  }
+  if (lane == 0) *count = 0u;          // zero for the next launch on this workspace
+  write_output(o, m, l, o_head, a.o_ss, lse_head, row0, a.seq_q);
+}
+]]
 
 -- A consumer warpgroup's running state for its 64 rows: O, row max, row sum
 -- (STATE_DECL), set for a new row block by STATE_INIT (both unindented);

@@ -171,7 +171,7 @@ ${decls}
       reg_fence(${acc});
       ${q_done0}
       ${scores}
-      mask_tile(s, 0, warp_row0, a);
+      mask_tile(s, ${mtile0}, warp_row0, a);
       softmax_scores(s, row_max, row_sum, alpha, ${scale});
       ${turn0_end}
 ${open_unit}
@@ -190,7 +190,7 @@ ${head}
         reg_fence(${acc});
         ${q_done}
         ${scores}
-        mask_tile(s, t, warp_row0, a);
+        mask_tile(s, ${mtile}, warp_row0, a);
         softmax_scores(s, row_max, row_sum, alpha, ${scale});
 ${tail}
       }
@@ -252,6 +252,7 @@ local function turns(h)
   for k, x in pairs(h) do v[k] = x end
   v.pv, v.fold = h.pv or "o", h.fold or ""
   v.open_unit = h.open_unit or " "
+  v.mtile0, v.mtile = h.mtile0 or "0", h.mtile or "t"   -- the key tile mask_tile sees (a split piece's start + t)
   -- (" ": a line of spaces, dropped below like an empty hook's)
   for k, x in pairs(placement(h.rotate)) do v[k] = x == "" and " " or U.fill(x, v) end
   v.pad_qk = pad_to(string.format("        issue_qk(%s, desc_q, desc_k + slot * %s);", h.acc, h.k_step), 76)
@@ -298,7 +299,7 @@ local UNIT_LOOP_HEAD = [[
       mbar_wait(bar_q, units & 1);     // Q has landed, or the unit sees no key, or the end
       int w;
       asm volatile("ld.shared.u32 %0, [%1];" : "=r"(w) : "r"(unit_slot) : "memory");
-      if (w >= n_work) break;
+      if (w >= ${N_ITEMS}) break;
       set_work(w);
 ]]
 
@@ -316,9 +317,9 @@ function O.persistent_kernel(h)
   v.persistent = true
   -- The turns, one level deeper inside the loop over units.
   local body = U.indent(turns(v), "  ")
-  return kernel_head(require("blocks.wgmma_common").PRODUCER_PERSISTENT) .. [[
+  return kernel_head(require("blocks.wgmma_common").producer_persistent(false)) .. [[
 ${DESCRIPTORS}
-]] .. UNIT_LOOP_HEAD .. [[
+]] .. U.fill(UNIT_LOOP_HEAD, { N_ITEMS = "n_work" }) .. [[
 ${STATE}
       if (n_tiles == 0) mbar_arrive(bar_q_empty);   // nothing to read: the slot is free
 ]] .. body .. [[
@@ -343,18 +344,23 @@ end
 -- more after the last unit, and in a unit that sees no key.  The hooks of u
 -- (C text, indented here): state, the registers that outlive a unit; row0
 -- and open, the unit's warp_row0 and its fresh O and softmax state;
--- flush and pending as above.  ${SETUP} and ${DESCRIPTORS} as above.
+-- flush and pending as above; split, true when ${SETUP} splits units along
+-- the keys (split=1; blocks/wgmma_common.lua, C.work_setup): the turns then
+-- mask by the piece's key tiles and the loop runs over n_items.  ${SETUP} and
+-- ${DESCRIPTORS} as above.
 function O.persistent_kernel_deferred(h, u)
   local v = {}
   for k, x in pairs(h) do v[k] = x end
   v.persistent = true
   v.open_unit = (U.indent(u.flush, "      "):gsub("\n$", ""))
+  if u.split then v.mtile0, v.mtile = "tile0", "tile0 + t" end
   -- The turns, one level deeper inside the loop over units.
   local body = U.indent(turns(v), "  ")
   local function at(text, n) return (U.indent(text, string.rep(" ", n)):gsub("\n$", "")) end
-  return kernel_head(require("blocks.wgmma_common").PRODUCER_PERSISTENT) .. [[
+  return kernel_head(require("blocks.wgmma_common").producer_persistent(u.split)) .. [[
 ${DESCRIPTORS}
-]] .. at(u.state, 4) .. "\n" .. UNIT_LOOP_HEAD .. at(u.row0 .. u.open, 6) .. [[
+]] .. at(u.state, 4) .. "\n" .. U.fill(UNIT_LOOP_HEAD, { N_ITEMS = u.split and "n_items" or "n_work" })
+    .. at(u.row0 .. u.open, 6) .. [[
 
       if (n_tiles == 0) {              // nothing to read: the slot is free, the output is 0
         mbar_arrive(bar_q_empty);

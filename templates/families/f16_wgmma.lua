@@ -100,10 +100,16 @@ function WG.default(t, pr)
   -- rounds).  176-key tiles measured level with 128 at N >= 4096 and 10%
   -- slower at N=1024.  (bench/results/h200-2026-11-29-s5/call1 bn128, call2
   -- p128; h200-2026-11-29-s6/call1 dyn, call2 causal.)
+  -- split=1 where a problem's row blocks leave at least half of the SMs
+  -- idle (pr.sms: the plan's GPU): +10% at B=1 H=8 N=1024 (64 units on 132
+  -- SMs, 0.0219 vs 0.0242 ms), while the split-capable kernel is 1.6%
+  -- slower where it does not split (h200-2026-11-29-s8 call 1).
   if dp <= 128 then
     local loops = open and t.overlap ~= 0
+    local units = pr and pr.sms and pr.seq_q and U.ceil_div(pr.seq_q, 128) * (pr.heads_q or 1) * (pr.batch or 1)
+    local split = loops and t.causal ~= 1 and units ~= nil and 2 * units <= pr.sms
     return { variant = "wgmma", q_regs = 0, overlap = open and 1 or 0, persistent = loops and 1 or 0,
-             block_m = 128, warps = 12, stages = 3, block_n = 128 }
+             split = split and 1 or 0, block_m = 128, warps = 12, stages = 3, block_n = 128 }
   end
   return { variant = "wgmma", q_regs = 0, block_m = 128, warps = 12, stages = 2, block_n = 64 }
 end
@@ -197,7 +203,9 @@ local LOADS = [[
 ]]
 local SETUP = U.fill(WC.BLOCK_SETUP, { where = "" }) .. LOAD_KV.grid .. LOADS .. WC.RING_INIT .. [[
 ]]
-local SETUP_PERSISTENT = WC.SMEM_SETUP .. WC.WORK_SETUP .. LOAD_KV.persistent .. LOADS .. WC.RING_INIT
+local function setup_persistent(split)
+  return WC.SMEM_SETUP .. WC.work_setup(split) .. LOAD_KV.persistent .. LOADS .. WC.RING_INIT
+end
 
 -- The consumer side: one warpgroup's 64 rows over every key tile.
 local WG_INDEX = [[
@@ -268,6 +276,34 @@ local KERNEL_PERSISTENT_DEFERRED = U.fill(OV.persistent_kernel_deferred(TURN_HOO
   SETUP = "${SETUP}", NAME = "${NAME}",
 })
 
+-- split=1: the same kernel whose units split along the keys when a problem
+-- has fewer of them than the launch has blocks (blocks/wgmma_common.lua,
+-- C.work_setup): a piece leaves its partial instead of its output, and the
+-- piece that completes its unit writes the rows (finish_piece).
+local UNIT_SPLIT = {}
+for k, x in pairs(UNIT) do UNIT_SPLIT[k] = x end
+UNIT_SPLIT.pending = "if (piece < 0) {\n" .. U.indent(UNIT.pending, "  ") .. [[
+} else {
+  pending = false;
+  finish_piece(o, row_max, row_sum, a, split_unit, piece, split, wg * 4 + warp % 4,
+               (u16 *)a.o + batch * a.o_sb + head * a.o_sh, a.lse + ((i64)batch * a.heads_q + head) * a.seq_q,
+               warp_row0);
+}
+]]
+UNIT_SPLIT.split = true
+local KERNEL_PERSISTENT_SPLIT = U.fill(OV.persistent_kernel_deferred(TURN_HOOKS, UNIT_SPLIT), {
+  DESCRIPTORS = PERSISTENT_DESCRIPTORS,
+  SETUP = "${SETUP}", NAME = "${NAME}",
+})
+
+-- The late store holds the packed output (32 registers) through the next
+-- unit's first tile; beside O and S that fits up to 160 of the consumers'
+-- 240 (D=128 with 176-key tiles spilled 12-60 bytes).  No causal mask.
+local function deferred_output(t)
+  return t.persistent == 1 and t.causal ~= 1 and d_pad(t) // 2 + t.block_n // 2 + 32 <= 160
+end
+WG.deferred_output = deferred_output
+
 function WG.kernel_name(t, canonical)
   return string.format("mxattn_f16_d%d_%s", t.head_dim, U.short_hash(canonical))
 end
@@ -297,19 +333,17 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE};
       W = w, Q_BYTES = l.q_bytes, KV_BYTES = l.kv_bytes, SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar,
       CAUSAL = t.causal == 1, LSE = t.lse == 1 })
   local pp, persistent = t.overlap == 1, t.persistent == 1
-  -- The late store holds the packed output (32 registers) through the next
-  -- unit's first tile; beside O and S that fits up to 160 of the consumers'
-  -- 240 (D=128 with 176-key tiles spilled 12-60 bytes).
-  local deferred = persistent and t.causal ~= 1 and d_pad(t) // 2 + t.block_n // 2 + 32 <= 160
-  local kernel = WC.fill(deferred and KERNEL_PERSISTENT_DEFERRED or persistent and KERNEL_PERSISTENT or pp and KERNEL_PP or ws and WC.KERNEL_WS or WC.KERNEL,
-                        { NAME = WG.kernel_name(t, canonical), SETUP = persistent and SETUP_PERSISTENT or SETUP,
+  local deferred, split = deferred_output(t), t.split == 1
+  local persistent_kernel = split and KERNEL_PERSISTENT_SPLIT or deferred and KERNEL_PERSISTENT_DEFERRED or KERNEL_PERSISTENT
+  local kernel = WC.fill(persistent and persistent_kernel or pp and KERNEL_PP or ws and WC.KERNEL_WS or WC.KERNEL,
+                        { NAME = WG.kernel_name(t, canonical), SETUP = persistent and setup_persistent(split) or SETUP,
                           CONSUME = CONSUME, EPILOGUE = EPILOGUE,
                           preamble = "", k_step = "KV_BYTES / 16", v_step = "KV_BYTES / 16", args = "" })
   -- overlap=1 replaces attend_tile with the pieces of a turn; overlap=0
   -- renders exactly what it did before the knob existed.
   local per_tile = pp and OV.block({ sched_bar = 1, issue = OV.F16_ISSUE, pack = OV.F16_PACK })
                    or table.concat({ OV.F16_ISSUE, OV.F16_PACK, ATTEND }, "\n")
-  return table.concat({
+  local parts = {
     "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
     require("blocks.prelude")(t),
     constants,
@@ -318,19 +352,25 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE};
     "MX_INLINE u32 pack_in(float lo, float hi) { return pack_" .. t.dtype .. "(lo, hi); }\n",
     require("blocks.softmax")(t),
     require("blocks.epilogue")(setmetatable({ persistent_deferred = deferred }, { __index = t })),
-    per_tile,
-    kernel,
-  }, "\n")
+  }
+  if split then parts[#parts + 1] = U.fill(WC.SPLIT_FINISH, { MAX_PIECES = WC.SPLIT_MAX_PIECES }) end
+  parts[#parts + 1] = per_tile
+  parts[#parts + 1] = kernel
+  return table.concat(parts, "\n")
 end
 
 function WG.launches(t, pr, canonical)
   local w = panel_cols(t)
   local m_blocks = U.ceil_div(pr.seq_q, t.block_m)
   -- A persistent kernel names every work unit along x; the runtime launches
-  -- at most `resident` blocks per SM of them and each block loops.
-  local grid = t.persistent == 1 and { m_blocks * pr.heads_q * pr.batch, 1, 1 } or { m_blocks, pr.heads_q, pr.batch }
+  -- at most `resident` blocks per SM of them and each block loops.  With
+  -- split=1 it asks for up to C.SPLIT_MAX blocks a unit: the kernel splits
+  -- when the runtime launches more blocks than there are units.
+  local n_work, split = m_blocks * pr.heads_q * pr.batch, t.split == 1
+  local grid = t.persistent == 1 and { n_work * (split and WC.SPLIT_MAX or 1), 1, 1 } or { m_blocks, pr.heads_q, pr.batch }
   return {
-    workspace = t.persistent == 1 and 8 or 0,   -- the persistent kernel's two unit counters
+    -- The persistent kernel's two unit counters, and the split's pieces.
+    workspace = split and WC.split_workspace(d_pad(t), consumers(t)) or t.persistent == 1 and 8 or 0,
     kernels = { { name = WG.kernel_name(t, canonical), grid = grid, block = 32 * t.warps, smem = WG.smem_bytes(t),
                   resident = t.persistent == 1 and 1 or nil } },
     tmaps = {
