@@ -10,19 +10,18 @@
 -- same order makes P.V the same sum, with no shuffles.
 return function()
   return [[
-// E4M3 code in the low byte: RNE, saturating to +-448, NaN -> NaN (0x7F).
-MX_INLINE u32 to_e4m3(float x) {
+// E4M3 codes of two values, `lo` in the low byte: RNE, saturating to +-448,
+// NaN -> NaN (0x7F).
+MX_INLINE u32 to_e4m3x2(float lo, float hi) {
   u16 r;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.f), "f"(x));
-  return r & 0xffu;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
 }
-// An E4M3 code's value (exact in f16, then f32).
-MX_INLINE float from_e4m3(u32 code) {
+// Two E4M3 codes' values (exact in f16, then f32).
+MX_INLINE void from_e4m3x2(u32 codes, float &lo, float &hi) {
   u32 h2;
-  float f;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"((u16)code));
-  asm("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %1; cvt.f32.f16 %0, lo; }" : "=f"(f) : "r"(h2));
-  return f;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"((u16)codes));
+  asm("{ .reg .b16 l, h; mov.b32 {l, h}, %2; cvt.f32.f16 %0, l; cvt.f32.f16 %1, h; }" : "=f"(lo), "=f"(hi) : "r"(h2));
 }
 MX_INLINE int permuted_key(int pos) { return 2 * (pos / 4) + (pos & 1) + 8 * ((pos >> 1) & 1); }
 
@@ -40,6 +39,8 @@ MX_INLINE void quantize_v_transposed(const u16 *v, i64 ss, int key0, int keys, c
   const int lane = threadIdx.x % 32;
 #pragma unroll 1
   for (int c0 = lane * VV; c0 < DV; c0 += 32 * VV) {
+    // Keys past the sequence load as 0 and code to 0 under any scale but 0,
+    // whose channel is all zero codes anyway.
     v_vec x[16];
 #pragma unroll
     for (int pos = 0; pos < 16; pos++) {
@@ -56,14 +57,27 @@ MX_INLINE void quantize_v_transposed(const u16 *v, i64 ss, int key0, int keys, c
       const int c = c0 + e;
       const float scale = c < D ? vscale[c] : 0.f;
       const scale_recip inv = scale_reciprocal(scale);
-      v_codes out = {{0u, 0u, 0u, 0u}}, out_lo = {{0u, 0u, 0u, 0u}};
+      // y = v / scale; r.k is 1 for every scale of at least 2^-100, and
+      // multiplying by it changes nothing then (one FMUL a value saved).
+      float y[16];
 #pragma unroll
-      for (int pos = 0; pos < 16; pos++)
-        if (scale > 0.f && key0 + permuted_key(pos) < keys) {
-          const float y = div_by_scale(in_to_f32(x[pos].h[e]), inv);
-          const u32 hi = to_e4m3(y);
-          out.w[pos / 4] |= hi << (8 * (pos % 4));
-          if (V_TERMS == 2) out_lo.w[pos / 4] |= to_e4m3(y - from_e4m3(hi)) << (8 * (pos % 4));
+      for (int pos = 0; pos < 16; pos++) {
+        const float x1 = in_to_f32(x[pos].h[e]);
+        y[pos] = inv.k == 1.f ? __fmul_rn(x1, inv.inv) : div_by_scale(x1, inv);
+      }
+      v_codes out = {{0u, 0u, 0u, 0u}}, out_lo = {{0u, 0u, 0u, 0u}};
+      if (scale > 0.f)
+#pragma unroll
+        for (int w = 0; w < 4; w++) {
+          const u32 a = to_e4m3x2(y[4 * w], y[4 * w + 1]), b = to_e4m3x2(y[4 * w + 2], y[4 * w + 3]);
+          out.w[w] = __byte_perm(a, b, 0x5410);
+          if (V_TERMS == 2) {
+            float h[4];
+            from_e4m3x2(a, h[0], h[1]);
+            from_e4m3x2(b, h[2], h[3]);
+            out_lo.w[w] = __byte_perm(to_e4m3x2(y[4 * w] - h[0], y[4 * w + 1] - h[1]),
+                                      to_e4m3x2(y[4 * w + 2] - h[2], y[4 * w + 3] - h[3]), 0x5410);
+          }
         }
       if (c < DV) *(v_codes *)(vt + (i64)c * nkp) = out;
       if (V_TERMS == 2 && c < DV) *(v_codes *)(vt + (i64)(DV + c) * nkp) = out_lo;

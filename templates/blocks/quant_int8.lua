@@ -68,7 +68,9 @@ MX_INLINE int pad_k(int n) { return (n + BN - 1) / BN * BN; }   // keys in the w
 constexpr int VEC = ${VEC};
 constexpr int ROW_VECS = D / VEC, TILE_VECS = 16 * ROW_VECS, LANE_VECS = (TILE_VECS + 31) / 32;
 struct __align__(2 * VEC) in_vec { u16 h[VEC]; };
-struct __align__(VEC) code_vec { u8 b[VEC]; };
+// A vector's codes as stored: whole words where VEC packs into them.
+struct __align__(VEC) code_vec { u32 w[VEC / 4 > 0 ? VEC / 4 : 1]; };
+template <bool B> struct mx_bool { static constexpr bool value = B; };
 
 // Lane's j-th vector of the block: row r, first column c; false past the block.
 MX_INLINE bool tile_slot(int j, int &r, int &c) {
@@ -89,6 +91,61 @@ MX_INLINE void load_rows(const u16 *src, i64 ss, int row0, int rows, in_vec (&t)
 #pragma unroll
       for (int e = 0; e < VEC; e++) t[j].h[e] = 0;
     }
+  }
+}
+
+// The largest |in| of the lane's vectors, two at a time in the input format
+// (max.bf16x2 / max.f16x2 ignore a NaN as fmaxf does); rows past the data
+// were loaded as 0 and do not count.  With no mean to subtract, x = in * mul
+// rounds monotonically, so the block's max |x| is |mul| * max |in| rounded
+// once, exactly what taking max |x| element by element gives.
+MX_INLINE float in_amax(const in_vec (&t)[LANE_VECS]) {
+  u32 m2 = 0u;
+#pragma unroll
+  for (int j = 0; j < LANE_VECS; j++)
+#pragma unroll
+    for (int e = 0; e + 1 < VEC; e += 2) {
+      const u32 pair = ((u32)t[j].h[e + 1] << 16 | t[j].h[e]) & 0x7fff7fffu;
+      asm("max.${PAIR}x2 %0, %0, %1;" : "+r"(m2) : "r"(pair));
+    }
+  float amax = in_to_f32((u16)m2);
+  amax = fmaxf(amax, in_to_f32((u16)(m2 >> 16)));
+  if (VEC == 1)
+#pragma unroll
+    for (int j = 0; j < LANE_VECS; j++) amax = fmaxf(amax, abs_f(in_to_f32(t[j].h[0])));
+  return amax;
+}
+
+// x / scale's INT8 code in the low byte (upper bytes undefined), as
+// to_int8(div_by_scale(x, r)) computes it.  NO_CLAMP is for a scale of at
+// least 2^-100 (r.k == 1, every scale but tiny ones) taken from the block's
+// own maximum: scale = amax / 127 and r.inv = 1 / scale each rounded once
+// put |x * r.inv| within 127 + 2^-16, so the clamps never act, and adding
+// 1.5 * 2^23 rounds x * r.inv to an integer, half to even as cvt.rni does,
+// with the integer's two's complement in the low byte of the sum's bits (an
+// FADD where cvt runs at 16 a clock an SM).  A NaN product (a NaN or an
+// infinite x) must code 0 as cvt makes it: max.f32 with -inf turns it into
+// -inf, whose sum's low byte is 0.  The _rn intrinsics keep the two
+// roundings from being contracted into one FFMA.
+template <bool NO_CLAMP> MX_INLINE u32 int8_code(float x, scale_recip r) {
+  if (!NO_CLAMP) return to_int8(div_by_scale(x, r));
+  float y = __fmul_rn(x, r.inv);
+  asm("max.f32 %0, %0, 0fFF800000;" : "+f"(y));
+  return __float_as_uint(__fadd_rn(y, 12582912.f));
+}
+// The low bytes of four words, in order, in one word.
+MX_INLINE u32 pack_low_bytes(u32 a, u32 b, u32 c, u32 d) {
+  return __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
+}
+MX_INLINE void store_codes(u8 *dst, const u32 (&code)[VEC]) {
+  if (VEC % 4 == 0) {
+    code_vec out;
+#pragma unroll
+    for (int i = 0; i < VEC / 4; i++) out.w[i] = pack_low_bytes(code[4 * i], code[4 * i + 1], code[4 * i + 2], code[4 * i + 3]);
+    *(code_vec *)dst = out;
+  } else {
+#pragma unroll
+    for (int e = 0; e < VEC; e++) dst[e] = (u8)code[e];
   }
 }
 
@@ -115,27 +172,36 @@ MX_INLINE void quantize_rows(const u16 *src, i64 ss, int row0, int rows, float m
   };
   // Step 1: the block's absolute maximum -> its scale.
   float amax = 0.f;
+  if (mean) {
 #pragma unroll
-  for (int j = 0; j < LANE_VECS; j++) {
-    int r, c;
-    if (tile_slot(j, r, c) && row0 + r < rows)
+    for (int j = 0; j < LANE_VECS; j++) {
+      int r, c;
+      if (tile_slot(j, r, c) && row0 + r < rows)
 #pragma unroll
-      for (int e = 0; e < VEC; e++) amax = fmaxf(amax, abs_f(x_at(j, e)));
+        for (int e = 0; e < VEC; e++) amax = fmaxf(amax, abs_f(x_at(j, e)));
+    }
+  } else {
+    amax = __fmul_rn(in_amax(t), abs_f(mul));
   }
   const float scale = div_rn(warp_max(amax), 127.f);
   if (threadIdx.x % 32 == 0) *scale_out = scale;
   const scale_recip inv = scale_reciprocal(scale);
-  // Step 2: the codes; padding rows and columns are 0.
+  // Step 2: the codes; padding rows and columns are 0 (a padding row of Q
+  // was loaded as 0 and codes to 0; K's has its mean subtracted).
+  auto write_codes = [&](auto no_clamp) {
 #pragma unroll
-  for (int j = 0; j < LANE_VECS; j++) {
-    int r, c;
-    if (!tile_slot(j, r, c)) continue;
-    code_vec out;
+    for (int j = 0; j < LANE_VECS; j++) {
+      int r, c;
+      if (!tile_slot(j, r, c)) continue;
+      const bool live = scale > 0.f && (!mean || row0 + r < rows);
+      u32 code[VEC];
 #pragma unroll
-    for (int e = 0; e < VEC; e++)
-      out.b[e] = scale > 0.f && row0 + r < rows ? (u8)to_int8(div_by_scale(x_at(j, e), inv)) : (u8)0;
-    *(code_vec *)(dst + r * D32 + c) = out;
-  }
+      for (int e = 0; e < VEC; e++) code[e] = live ? int8_code<decltype(no_clamp)::value>(x_at(j, e), inv) : 0u;
+      store_codes(dst + r * D32 + c, code);
+    }
+  };
+  if (inv.k == 1.f) write_codes(mx_bool<true>());
+  else write_codes(mx_bool<false>());
   constexpr int PAD_COLS = D32 - D > 0 ? D32 - D : 1;
   if (D32 > D)
     for (int i = threadIdx.x % 32; i < 16 * PAD_COLS; i += 32) dst[i / PAD_COLS * D32 + D + i % PAD_COLS] = 0;
@@ -154,5 +220,5 @@ MX_INLINE void smooth_k_correction(const u16 *src, i64 ss, int row0, int rows, f
     if (lane == 0) corr[r] = dot;
   }
 }
-]], { TO_F32 = to_f32[p.dtype], VEC = p.align })
+]], { TO_F32 = to_f32[p.dtype], PAIR = p.dtype, VEC = p.align })
 end
