@@ -19,7 +19,7 @@ for v in old new lb6; do
   for a in "int8-fp8 128" "int8-fp8 64" "int8-f16 128"; do set -- $a
     MXATTN_TEMPLATE_DIR=$(tpl $v) timeout 60 ncu --clock-control none --metrics gpu__time_duration.sum,launch__registers_per_thread -k regex:'_quant$|_stats$' -c 4 \
       $B/mxattn run --family $1 --head-dim $2 --seq 4096 --batch 4 --heads 32 --reps 2 --check-heads 0 > "$L/ncu_${v}_$1_$2.log" 2>&1
-    echo "$v $1 D$2 quant us/regs: $(grep -A3 '_quant' "$L/ncu_${v}_$1_$2.log" | grep -E 'gpu__time|registers' | awk '{print $NF}' | tr '\n' ' ')" >> "$S"
+    echo "$v $1 D$2 quant us/regs: $(grep -A8 '_quant' "$L/ncu_${v}_$1_$2.log" | grep -E 'gpu__time|registers' | awk '{print $NF}' | tr '\n' ' ')" >> "$S"
   done
 done
 MXATTN_TEMPLATE_DIR=$(tpl new) timeout 120 ncu --set full --clock-control none -k regex:'_quant$' -c 1 -o "$L/quant_new" \
