@@ -227,7 +227,7 @@ enum { ${WS} };                         // workspace sections
       parts[#parts + 1] = require("blocks.load")(t)
       parts[#parts + 1] = require("blocks.pv_f16")(t)
     end
-    parts[#parts + 1] = require("blocks.quant_kernels")({ name = name })
+    parts[#parts + 1] = require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim })
     parts[#parts + 1] = COPY_BYTES
     parts[#parts + 1] = require("blocks.qk_int8")(t)
     parts[#parts + 1] = require("blocks.softmax")(t)

@@ -60,12 +60,10 @@ MX_INLINE void quantize_v_transposed(const u16 *v, i64 ss, int key0, int keys, c
       // y = v / scale; r.k is 1 for every scale of at least 2^-100, and
       // multiplying by it changes nothing then (one FMUL a value saved).
       float y[16];
-      if (inv.k == 1.f) {
 #pragma unroll
-        for (int pos = 0; pos < 16; pos++) y[pos] = __fmul_rn(in_to_f32(x[pos].h[e]), inv.inv);
-      } else {
-#pragma unroll
-        for (int pos = 0; pos < 16; pos++) y[pos] = div_by_scale(in_to_f32(x[pos].h[e]), inv);
+      for (int pos = 0; pos < 16; pos++) {
+        const float x1 = in_to_f32(x[pos].h[e]);
+        y[pos] = inv.k == 1.f ? __fmul_rn(x1, inv.inv) : div_by_scale(x1, inv);
       }
       v_codes out = {{0u, 0u, 0u, 0u}}, out_lo = {{0u, 0u, 0u, 0u}};
       if (scale > 0.f)

@@ -37,13 +37,8 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_stats(const mx_kernel_
 
 // Kernel 2, quant.  Grid (ceil(max(nqp, nkp) / 64), heads_q + heads_kv, batch),
 // 128 threads: a warp per 16-row group; y < heads_q quantizes a Q head, the
-// rest a KV head.  A warp loads its rows, then computes, then stores, so the
-// pass waits on memory unless many warps share an SM: up to D=64 six blocks
-// an SM fit without spills (80 registers; 153 -> 135 us at D=64 N=4096 B=4
-// H=32, bench/NOTES.md, session 9); at D=128 forcing six spills and measured
-// slower than the compiler's 94-96 registers (five blocks).
-constexpr int QUANT_MIN_BLOCKS = D <= 64 ? 6 : 1;
-extern "C" __global__ void __launch_bounds__(128, QUANT_MIN_BLOCKS) ${NAME}_quant(const mx_kernel_args a) {
+// rest a KV head.
+extern "C" __global__ void __launch_bounds__(${QUANT_BOUNDS}) ${NAME}_quant(const mx_kernel_args a) {
   const int warp = threadIdx.x / 32, batch = blockIdx.z;
   const int row0 = (blockIdx.x * 4 + warp) * 16;
   const int nqp = pad_q(a.seq_q), nkp = pad_k(a.seq_k);
@@ -75,4 +70,14 @@ extern "C" __global__ void __launch_bounds__(128, QUANT_MIN_BLOCKS) ${NAME}_quan
 }
 ]]
 
-return function(p) return U.fill(KERNELS, { NAME = p.name }) end
+-- A quant warp loads its rows, then computes, then stores, so the pass waits
+-- on memory unless many warps share an SM.  At D=32 and 64 six blocks an SM
+-- fit in 80 registers without spills; at D=40, 48, 56, whose rows end in
+-- padding, 8-96 bytes spill.  int8-fp8 D=64 N=4096 B=4 H=32: 153 -> 135 us
+-- (bench/NOTES.md, session 9).  Above, the
+-- compiler's choice: at D=128 it takes 94 registers (five blocks); forcing six
+-- spills and measured slower, and even a minimum of one block changes its
+-- register heuristic (int8-f16: 96 -> 108), so no minimum is written there.
+local function quant_bounds(head_dim) return head_dim <= 64 and head_dim % 32 == 0 and "128, 6" or "128" end
+
+return function(p) return U.fill(KERNELS, { NAME = p.name, QUANT_BOUNDS = quant_bounds(p.head_dim) }) end
