@@ -6,33 +6,59 @@ local U = require("util")
 local KERNELS = [[
 MX_INLINE u8 *ws_at(const mx_kernel_args &a, int section) { return (u8 *)a.ws + a.ws_off[section]; }
 
-// Kernel 1, stats.  Grid (D32 / 32, heads_kv, batch), 256 threads: a lane per
-// channel (coalesced rows), eight warps striding over the keys.  The mean is
-// summed in fp64 as numerics' mx_channel_mean does; sums of bf16/fp16 values
-// are exact in fp64 unless their magnitudes span ~40 binades, so the order of
-// the sum does not change the fp32 mean.
+// Kernel 1, stats.  Grid (D32 / 32, heads_kv, batch), 256 threads over the
+// block's 32 channels: a lane loads SV adjacent channels (8 bytes where the
+// plan's alignment allows), so a warp load covers SV keys of the 32 channels
+// (32 lanes / (32 / SV) lanes a key) and eight warps stride over the keys.
+// The pass is bound by the loads in flight: 2-byte loads (a warp load of 64
+// bytes) read 2.9 TB/s (s8 call 7).  The mean is summed in fp64 as numerics'
+// mx_channel_mean does; sums of bf16/fp16 values are exact in fp64 unless
+// their magnitudes span ~40 binades, so the order of the sum does not change
+// the fp32 mean.
+constexpr int SV = VEC < 4 ? VEC : 4, SV_LANES = 32 / SV;   // channels a lane, lanes a key
+struct __align__(2 * SV) stat_vec { u16 h[SV]; };
 extern "C" __global__ void __launch_bounds__(256) ${NAME}_stats(const mx_kernel_args a) {
   __shared__ double part_sum[8][32];
   __shared__ float part_max[8][32];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int c = blockIdx.x * 32 + lane, kv_head = blockIdx.y, batch = blockIdx.z;
-  const u16 *k = (const u16 *)a.k + batch * a.k_sb + kv_head * a.k_sh;
-  const u16 *v = (const u16 *)a.v + batch * a.v_sb + kv_head * a.v_sh;
-  double sum = 0.0;
-  float amax = 0.f;
-  if (c < D)
-    for (int j = warp; j < a.seq_k; j += 8) {
-      if (SMOOTH_K) sum += (double)ld_in(k + (i64)j * a.k_ss + c);
-      if (FP8_V) amax = fmaxf(amax, abs_f(ld_in(v + (i64)j * a.v_ss + c)));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, kv_head = blockIdx.y, batch = blockIdx.z;
+  const int c0 = blockIdx.x * 32 + lane % SV_LANES * SV, key_lane = lane / SV_LANES;
+  const u16 *k = (const u16 *)a.k + batch * a.k_sb + kv_head * a.k_sh + c0;
+  const u16 *v = (const u16 *)a.v + batch * a.v_sb + kv_head * a.v_sh + c0;
+  double sum[SV] = {};
+  float amax[SV] = {};
+  if (c0 < D)
+#pragma unroll 4
+    for (int j = warp * SV + key_lane; j < a.seq_k; j += 8 * SV) {
+      if (SMOOTH_K) {
+        const stat_vec x = *(const stat_vec *)(k + (i64)j * a.k_ss);
+#pragma unroll
+        for (int e = 0; e < SV; e++) sum[e] += (double)in_to_f32(x.h[e]);
+      }
+      if (FP8_V) {
+        const stat_vec x = *(const stat_vec *)(v + (i64)j * a.v_ss);
+#pragma unroll
+        for (int e = 0; e < SV; e++) amax[e] = fmaxf(amax[e], abs_f(in_to_f32(x.h[e])));
+      }
     }
-  part_sum[warp][lane] = sum;
-  part_max[warp][lane] = amax;
+  // The lanes of one channel group, then the warps.
+#pragma unroll
+  for (int e = 0; e < SV; e++) {
+#pragma unroll
+    for (int s = SV_LANES; s < 32; s *= 2) {
+      sum[e] += __shfl_xor_sync(0xffffffffu, sum[e], s);
+      amax[e] = fmaxf(amax[e], __shfl_xor_sync(0xffffffffu, amax[e], s));
+    }
+    if (key_lane == 0) { part_sum[warp][lane * SV + e] = sum[e]; part_max[warp][lane * SV + e] = amax[e]; }
+  }
   __syncthreads();
   if (warp != 0) return;
-  for (int w = 1; w < 8; w++) { sum += part_sum[w][lane]; amax = fmaxf(amax, part_max[w][lane]); }
+  double total = part_sum[0][lane];
+  float vmax = part_max[0][lane];
+  for (int w = 1; w < 8; w++) { total += part_sum[w][lane]; vmax = fmaxf(vmax, part_max[w][lane]); }
+  const int c = blockIdx.x * 32 + lane;
   const i64 kh = (i64)batch * a.heads_kv + kv_head;
-  ((float *)ws_at(a, WS_KMEAN))[kh * D32 + c] = SMOOTH_K && a.seq_k > 0 ? (float)(sum / a.seq_k) : 0.f;
-  if (FP8_V) ((float *)ws_at(a, WS_VSCALE))[kh * D32 + c] = div_rn(amax, 448.f);
+  ((float *)ws_at(a, WS_KMEAN))[kh * D32 + c] = SMOOTH_K && a.seq_k > 0 && c < D ? (float)(total / a.seq_k) : 0.f;
+  if (FP8_V) ((float *)ws_at(a, WS_VSCALE))[kh * D32 + c] = div_rn(vmax, 448.f);
 }
 
 // Kernel 2, quant.  Grid (ceil(max(nqp, nkp) / 64), heads_q + heads_kv, batch),
