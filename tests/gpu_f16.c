@@ -49,7 +49,7 @@ static void test_head_dims(void **state) {
         c.heads_q = c.heads_kv * (i % 3 == 0 ? 1 : i % 3 == 1 ? 4 : 8);
         c.seq_q = seqs[i % 6][0];
         c.seq_k = seqs[i % 6][1];
-        failures += check_case(&c, (uint64_t)time(NULL) + i);
+        failures += check_case(&c, gpu_seed_base() + i);
     }
     assert_int_equal(failures, 0);
 }
@@ -64,7 +64,7 @@ static void test_lengths(void **state) {
             gpu_case c = {.family = "f16", .batch = 1, .heads_q = 2, .heads_kv = 1, .seq_q = lens[a],
                           .seq_k = lens[b], .head_dim = i % 2 ? 64 : 80, .causal = (mxattn_causal)(i % 3),
                           .dtype = MXATTN_BF16, .layout = MXATTN_LAYOUT_BHND, .lse = 1};
-            failures += check_case(&c, (uint64_t)time(NULL) + 100 + i++);
+            failures += check_case(&c, gpu_seed_base() + 100 + i++);
         }
     assert_int_equal(failures, 0);
 }
@@ -78,7 +78,7 @@ static void test_gqa_and_alignment(void **state) {
         gpu_case c = {.family = "f16", .batch = 3, .heads_kv = 2, .heads_q = 2 * gqa[i], .seq_q = 200,
                       .seq_k = 333, .head_dim = odd_dims[i], .causal = MXATTN_CAUSAL_BOTTOM_RIGHT,
                       .dtype = MXATTN_BF16, .layout = (mxattn_layout)(i % 2), .pad = i == 2 ? 3 : 0, .lse = 1};
-        failures += check_case(&c, (uint64_t)time(NULL) + 200 + i);
+        failures += check_case(&c, gpu_seed_base() + 200 + i);
     }
     assert_int_equal(failures, 0);
 }
@@ -88,7 +88,7 @@ static void test_long(void **state) {
     gpu_case c = {.family = "f16", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 4097, .seq_k = 4097,
                   .head_dim = 128, .causal = MXATTN_CAUSAL_TOP_LEFT, .dtype = MXATTN_BF16,
                   .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
-    assert_int_equal(check_case(&c, (uint64_t)time(NULL) + 300), 0);
+    assert_int_equal(check_case(&c, gpu_seed_base() + 300), 0);
 }
 
 /* The mma.sync kernel where sm_90a's default is the wgmma one (16-byte rows,
@@ -110,7 +110,7 @@ static void test_mma_sync_tiles(void **state) {
                           .causal = (mxattn_causal)(i % 3), .dtype = MXATTN_BF16,
                           .layout = (mxattn_layout)(i % 2), .pad = (i % 2) * 8, .lse = 1,
                           .config = configs[k]};
-            failures += check_case(&c, (uint64_t)time(NULL) + 400 + i);
+            failures += check_case(&c, gpu_seed_base() + 400 + i);
         }
     assert_int_equal(failures, 0);
 }

@@ -304,7 +304,7 @@ static void test_head_dims(void **state) {
     for (int i = 0; i < N_HEAD_DIMS; i++)
         for (int rep = 0; rep < 3; rep++) {
             gpu_case c = gpu_head_dim_case("int8-fp8", HEAD_DIMS[i], i + rep);
-            failures += check_case(&c, config_for(c.head_dim, i + rep), (uint64_t)time(NULL) + 10 * i + rep);
+            failures += check_case(&c, config_for(c.head_dim, i + rep), gpu_seed_base() + 10 * i + rep);
         }
     assert_int_equal(failures, 0);
 }
@@ -314,7 +314,7 @@ static void test_lengths_and_causal(void **state) {
     int failures = 0;
     gpu_case c;
     for (int i = 0; gpu_lengths_case("int8-fp8", 4, i, &c); i++)
-        failures += check_case(&c, config_for(c.head_dim, i), (uint64_t)time(NULL) + 100 + i);
+        failures += check_case(&c, config_for(c.head_dim, i), gpu_seed_base() + 100 + i);
     assert_int_equal(failures, 0);
 }
 
@@ -326,7 +326,7 @@ static void test_gqa(void **state) {
         gpu_case c = {.family = "int8-fp8", .batch = 2, .heads_kv = 2, .heads_q = 2 * gqa[i], .seq_q = 200,
                       .seq_k = 333, .head_dim = i == 1 ? 64 : 128, .causal = MXATTN_CAUSAL_BOTTOM_RIGHT,
                       .dtype = MXATTN_BF16, .layout = (mxattn_layout)(i % 2), .pad = 8 * i, .lse = 1};
-        failures += check_case(&c, config_for(c.head_dim, i), (uint64_t)time(NULL) + 200 + i);
+        failures += check_case(&c, config_for(c.head_dim, i), gpu_seed_base() + 200 + i);
     }
     assert_int_equal(failures, 0);
 }
@@ -337,9 +337,9 @@ static void test_long(void **state) {
     gpu_case c = {.family = "int8-fp8", .batch = 1, .heads_q = 2, .heads_kv = 1, .seq_q = 2049, .seq_k = 2049,
                   .head_dim = 128, .causal = MXATTN_CAUSAL_TOP_LEFT, .dtype = MXATTN_BF16,
                   .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
-    int failures = check_case(&c, WG "block_m=128 warps=12 block_n=128 stages=2", (uint64_t)time(NULL) + 400);
+    int failures = check_case(&c, WG "block_m=128 warps=12 block_n=128 stages=2", gpu_seed_base() + 400);
     c.causal = MXATTN_CAUSAL_NONE;
-    failures += check_case(&c, WG "block_m=128 warps=8 block_n=64 stages=3", (uint64_t)time(NULL) + 401);
+    failures += check_case(&c, WG "block_m=128 warps=8 block_n=64 stages=3", gpu_seed_base() + 401);
     assert_int_equal(failures, 0);
 }
 
@@ -447,7 +447,7 @@ static void test_overlap_head_dims(void **state) {
     for (int i = 0; i < 7; i++)
         for (int rep = 0; rep < 3; rep++) {
             gpu_case c = gpu_head_dim_case("int8-fp8", dims[i], i + rep);
-            failures += check_case(&c, pp_config_for(rep), (uint64_t)time(NULL) + 500 + 10 * i + rep);
+            failures += check_case(&c, pp_config_for(rep), gpu_seed_base() + 500 + 10 * i + rep);
         }
     assert_int_equal(failures, 0);
 }
@@ -458,7 +458,7 @@ static void test_overlap_lengths(void **state) {
     int failures = 0;
     gpu_case c;
     for (int i = 0; gpu_lengths_case("int8-fp8", 5, i, &c); i++)
-        failures += check_case(&c, pp_config_for(i), (uint64_t)time(NULL) + 600 + i);
+        failures += check_case(&c, pp_config_for(i), gpu_seed_base() + 600 + i);
     assert_int_equal(failures, 0);
 }
 
@@ -472,7 +472,7 @@ static void test_overlap_gqa(void **state) {
                       .causal = i < 3 ? MXATTN_CAUSAL_BOTTOM_RIGHT : MXATTN_CAUSAL_TOP_LEFT,
                       .dtype = i == 4 ? MXATTN_F16 : MXATTN_BF16, .layout = (mxattn_layout)(i % 2), .pad = 8 * (i % 3),
                       .lse = 1};
-        failures += check_case(&c, pp_config_for(i), (uint64_t)time(NULL) + 700 + i);
+        failures += check_case(&c, pp_config_for(i), gpu_seed_base() + 700 + i);
     }
     assert_int_equal(failures, 0);
 }
@@ -484,7 +484,7 @@ static void test_overlap_configs(void **state) {
     int failures = 0;
     for (int i = 0; i < 6; i++) {
         gpu_case c = gpu_tile_sweep_case("int8-fp8", i);
-        failures += check_case(&c, configs[i], (uint64_t)time(NULL) + 800 + i);
+        failures += check_case(&c, configs[i], gpu_seed_base() + 800 + i);
     }
     assert_int_equal(failures, 0);
 }
@@ -495,9 +495,9 @@ static void test_overlap_long(void **state) {
     gpu_case c = {.family = "int8-fp8", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 4097, .seq_k = 4097,
                   .head_dim = 128, .causal = MXATTN_CAUSAL_TOP_LEFT, .dtype = MXATTN_BF16,
                   .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
-    int failures = check_case(&c, PP "block_n=128 stages=2", (uint64_t)time(NULL) + 900);
+    int failures = check_case(&c, PP "block_n=128 stages=2", gpu_seed_base() + 900);
     c.causal = MXATTN_CAUSAL_NONE;
-    failures += check_case(&c, PP "block_n=64 stages=3", (uint64_t)time(NULL) + 901);
+    failures += check_case(&c, PP "block_n=64 stages=3", gpu_seed_base() + 901);
     assert_int_equal(failures, 0);
 }
 
@@ -518,7 +518,7 @@ static void test_long_rows(void **state) {
                       .seq_k = 16384 - 5 * i, .head_dim = dims[i],
                       .causal = i % 2 ? MXATTN_CAUSAL_BOTTOM_RIGHT : MXATTN_CAUSAL_NONE, .dtype = MXATTN_F16,
                       .layout = (mxattn_layout)(i % 2), .lse = 1};
-        failures += check_case(&c, configs[i], (uint64_t)time(NULL) + 950 + i);
+        failures += check_case(&c, configs[i], gpu_seed_base() + 950 + i);
     }
     assert_int_equal(failures, 0);
 }
@@ -584,7 +584,7 @@ static void test_three_consumers(void **state) {
                       .seq_k = seq_k[i], .head_dim = dims[i], .causal = (mxattn_causal)(i % 3),
                       .dtype = i == 2 ? MXATTN_F16 : MXATTN_BF16, .layout = (mxattn_layout)(i % 2), .pad = 8 * (i % 2),
                       .lse = 1, .v_terms = i == 3 ? 2 : 1};
-        failures += check_case(&c, configs[i], (uint64_t)time(NULL) + 1000 + i);
+        failures += check_case(&c, configs[i], gpu_seed_base() + 1000 + i);
     }
     assert_int_equal(failures, 0);
 }

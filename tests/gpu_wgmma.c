@@ -101,7 +101,7 @@ static void test_head_dims(void **state) {
     for (int i = 0; i < N_HEAD_DIMS; i++)
         for (int rep = 0; rep < 3; rep++) {
             gpu_case c = gpu_head_dim_case("f16", HEAD_DIMS[i], i + rep);
-            failures += check_case(&c, config_for(c.head_dim, rep), (uint64_t)time(NULL) + 10 * i + rep);
+            failures += check_case(&c, config_for(c.head_dim, rep), gpu_seed_base() + 10 * i + rep);
         }
     assert_int_equal(failures, 0);
 }
@@ -111,7 +111,7 @@ static void test_lengths(void **state) {
     int failures = 0;
     gpu_case c;
     for (int i = 0; gpu_lengths_case("f16", 5, i, &c); i++)
-        failures += check_case(&c, config_for(c.head_dim, i), (uint64_t)time(NULL) + 100 + i);
+        failures += check_case(&c, config_for(c.head_dim, i), gpu_seed_base() + 100 + i);
     assert_int_equal(failures, 0);
 }
 
@@ -123,7 +123,7 @@ static void test_gqa(void **state) {
         gpu_case c = {.family = "f16", .batch = 3, .heads_kv = 2, .heads_q = 2 * gqa[i], .seq_q = 200, .seq_k = 333,
                       .head_dim = i == 1 ? 96 : 128, .causal = MXATTN_CAUSAL_BOTTOM_RIGHT, .dtype = MXATTN_BF16,
                       .layout = (mxattn_layout)(i % 2), .pad = 8 * i, .lse = 1};
-        failures += check_case(&c, config_for(c.head_dim, i), (uint64_t)time(NULL) + 200 + i);
+        failures += check_case(&c, config_for(c.head_dim, i), gpu_seed_base() + 200 + i);
     }
     assert_int_equal(failures, 0);
 }
@@ -140,7 +140,7 @@ static void test_configs(void **state) {
     for (int i = 0; i < 9; i++) {
         gpu_case c = gpu_tile_sweep_case("f16", i);
         c.causal = (mxattn_causal)(1 + i % 2);   /* top-left and bottom-right only */
-        failures += check_case(&c, configs[i], (uint64_t)time(NULL) + 300 + i);
+        failures += check_case(&c, configs[i], gpu_seed_base() + 300 + i);
     }
     assert_int_equal(failures, 0);
 }
@@ -158,7 +158,7 @@ static void test_three_consumers(void **state) {
         c.head_dim = 64;
         c.seq_q = seq_q[i];
         c.seq_k = seq_k[i];
-        failures += check_case(&c, configs[i], (uint64_t)time(NULL) + 500 + i);
+        failures += check_case(&c, configs[i], gpu_seed_base() + 500 + i);
     }
     assert_int_equal(failures, 0);
 }
@@ -168,8 +168,8 @@ static void test_long(void **state) {
     gpu_case c = {.family = "f16", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 4097, .seq_k = 4097,
                   .head_dim = 128, .causal = MXATTN_CAUSAL_TOP_LEFT, .dtype = MXATTN_BF16,
                   .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
-    assert_int_equal(check_case(&c, config_for(128, 0), (uint64_t)time(NULL) + 400), 0);
-    assert_int_equal(check_case(&c, config_for(128, 1), (uint64_t)time(NULL) + 401), 0);
+    assert_int_equal(check_case(&c, config_for(128, 0), gpu_seed_base() + 400), 0);
+    assert_int_equal(check_case(&c, config_for(128, 1), gpu_seed_base() + 401), 0);
 }
 
 /* B=4 H=32 N=4096 D=128 bf16: TOPS = 4 B H N^2 D / t (halved for causal), wgmma vs the default plan. */
@@ -232,7 +232,7 @@ static void test_overlap_head_dims(void **state) {
     for (int i = 0; i < 6; i++)
         for (int rep = 0; rep < 3; rep++) {
             gpu_case c = gpu_head_dim_case("f16", dims[i], i + rep);
-            failures += check_case(&c, pp_config_for(c.head_dim, rep), (uint64_t)time(NULL) + 500 + 10 * i + rep);
+            failures += check_case(&c, pp_config_for(c.head_dim, rep), gpu_seed_base() + 500 + 10 * i + rep);
         }
     assert_int_equal(failures, 0);
 }
@@ -243,7 +243,7 @@ static void test_overlap_lengths(void **state) {
     int failures = 0;
     gpu_case c;
     for (int i = 0; gpu_lengths_case("f16", 5, i, &c); i++)
-        failures += check_case(&c, pp_config_for(c.head_dim, i), (uint64_t)time(NULL) + 600 + i);
+        failures += check_case(&c, pp_config_for(c.head_dim, i), gpu_seed_base() + 600 + i);
     assert_int_equal(failures, 0);
 }
 
@@ -257,7 +257,7 @@ static void test_overlap_gqa(void **state) {
                       .causal = i < 3 ? MXATTN_CAUSAL_BOTTOM_RIGHT : MXATTN_CAUSAL_TOP_LEFT,
                       .dtype = i == 4 ? MXATTN_F16 : MXATTN_BF16, .layout = (mxattn_layout)(i % 2), .pad = 8 * (i % 3),
                       .lse = 1};
-        failures += check_case(&c, pp_config_for(c.head_dim, i), (uint64_t)time(NULL) + 700 + i);
+        failures += check_case(&c, pp_config_for(c.head_dim, i), gpu_seed_base() + 700 + i);
     }
     assert_int_equal(failures, 0);
 }
@@ -270,7 +270,7 @@ static void test_overlap_configs(void **state) {
     int failures = 0;
     for (int i = 0; i < 8; i++) {
         gpu_case c = gpu_tile_sweep_case("f16", i);
-        failures += check_case(&c, configs[i], (uint64_t)time(NULL) + 800 + i);
+        failures += check_case(&c, configs[i], gpu_seed_base() + 800 + i);
     }
     assert_int_equal(failures, 0);
 }
@@ -280,9 +280,9 @@ static void test_overlap_long(void **state) {
     gpu_case c = {.family = "f16", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 4097, .seq_k = 4097,
                   .head_dim = 128, .causal = MXATTN_CAUSAL_TOP_LEFT, .dtype = MXATTN_BF16,
                   .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
-    assert_int_equal(check_case(&c, PP "block_n=128 stages=3", (uint64_t)time(NULL) + 900), 0);
+    assert_int_equal(check_case(&c, PP "block_n=128 stages=3", gpu_seed_base() + 900), 0);
     c.causal = MXATTN_CAUSAL_NONE;
-    assert_int_equal(check_case(&c, PP "block_n=64 stages=2", (uint64_t)time(NULL) + 901), 0);
+    assert_int_equal(check_case(&c, PP "block_n=64 stages=2", gpu_seed_base() + 901), 0);
 }
 
 /* Key tiles that are not a power of two (96, 160, 176, 192: an MMA N of any
@@ -296,7 +296,7 @@ static void test_wide_key_tiles(void **state) {
     for (int i = 0; i < 7; i++) {
         gpu_case c = gpu_tile_sweep_case("f16", i);
         if (i >= 5) c.head_dim = 64;
-        failures += check_case(&c, configs[i], (uint64_t)time(NULL) + 850 + i);
+        failures += check_case(&c, configs[i], gpu_seed_base() + 850 + i);
     }
     assert_int_equal(failures, 0);
 }
@@ -341,7 +341,7 @@ static void test_persistent(void **state) {
         c.pad = 8 * (i % 2);
         c.lse = 1;
         c.launches = 3;   /* the unit counters must be back at zero for each run */
-        failures += check_case(&c, cases[i].config, (uint64_t)time(NULL) + 870 + i);
+        failures += check_case(&c, cases[i].config, gpu_seed_base() + 870 + i);
     }
     assert_int_equal(failures, 0);
 #undef PS

@@ -5,8 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 #include "util/err.h"
+
+uint64_t gpu_seed_base(void) {
+    const char *fixed = getenv("MXATTN_TEST_SEED");
+    return fixed && *fixed ? strtoull(fixed, NULL, 10) : (uint64_t)time(NULL);
+}
 
 void gpu_open_or_skip(mx_device *dev, const char *test_name) {
     mxattn_status st = mx_device_open(dev, 0);

@@ -14,6 +14,11 @@
 /* Opens GPU 0 or exits the process with MX_TEST_SKIP and a message. */
 void gpu_open_or_skip(mx_device *dev, const char *test_name);
 
+/* The base of a test's seeds: the time, so every run draws fresh inputs, or
+ * MXATTN_TEST_SEED to replay a run (a failing case prints its seed; its base
+ * is that seed minus the case's offset in the test's source). */
+uint64_t gpu_seed_base(void);
+
 /* One attention case. */
 typedef struct {
     const char *family;
