@@ -289,6 +289,18 @@ typedef struct {
      * in base 2).  Scaling before rounding moves the odd code across a
      * rounding boundary; the reference does the same to stay exact. */
     float q_prescale;
+    /* 1: P's exponent as int8_fp8_wgmma's softmax_acc computes it (overlap=0
+     * kernels), in fp32 from the INT8 accumulators: on a key tile the kernel
+     * does not mask, exp2(fma(1.5*2^23 + acc, s, -c)) with s = qscale*kscale
+     * and c = 1.5*2^23*s + m - log2(448) rounded to fp32 (and 1.5*2^23 *
+     * qscale before it), which moves each 16-key group's exponent by up to
+     * about 2^-23 |c| (1e-4 to 3e-4 at the usual scales): enough to flip an
+     * E4M3 code of P now and then, and in a row of few keys one flip moves
+     * the output by 2-4e-3 (bench/NOTES.md, ninth session).  Masked
+     * tiles follow softmax_tile (s rounded to fp32, exp2(s + (log2 448 - m))).
+     * Needs qk INT8, p E4M3, p_tile > 0 and q_prescale != 0; the rows' 16-row
+     * groups decide masking as the kernel's warps do. */
+    int p_fold;
 } mx_ref_config;
 
 /* Optional intermediates, each NULL or batch*heads_q*seq_q*seq_k doubles

@@ -64,6 +64,9 @@ static mxattn_status check_config(const mx_ref_config *c) {
                           c->p_tile % mx_fp4_block_size(p_fp4_kind(c->p)) != 0))
         return mx_fail(MXATTN_ERROR_INVALID_VALUE,
                        "pipeline reference: p_tile %d is not a multiple of the P block", c->p_tile);
+    if (c->p_fold && (c->qk != MX_QK_INT8 || c->p != MX_P_E4M3 || c->p_tile <= 0 || c->q_prescale == 0))
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE,
+                       "pipeline reference: p_fold needs INT8 QK, E4M3 P, p_tile > 0 and q_prescale");
     if (!(c->temperature > 0) || isinf(c->temperature))
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "pipeline reference: bad temperature %g", c->temperature);
     return MXATTN_OK;
@@ -83,6 +86,9 @@ typedef struct {
     double *tile_max;    /* nk: the running max each tile was quantized under */
     float *pf, *pdeq, *row_scale; /* nk: P segment in fp32, dequantized, s1 */
     uint8_t *codes, *scale_codes; /* P segment packed */
+    int8_t *qcode, *kcode;        /* INT8 QK: Q's (nq * d) and K's (nk * d) codes */
+    float *qscale, *kscale;       /* and their block scales */
+    int *acc;                     /* nk: p_fold's INT8 accumulators of one row */
 } workspace;
 
 static void workspace_free(workspace *w) {
@@ -90,6 +96,7 @@ static void workspace_free(workspace *w) {
     free(w->qhat); free(w->khat); free(w->vhat); free(w->corr);
     free(w->scores); free(w->p); free(w->phat); free(w->o); free(w->tile_max);
     free(w->pf); free(w->pdeq); free(w->row_scale); free(w->codes); free(w->scale_codes);
+    free(w->qcode); free(w->kcode); free(w->qscale); free(w->kscale); free(w->acc);
 }
 
 static int workspace_alloc(workspace *w, const mx_ref_shape *s) {
@@ -115,7 +122,12 @@ static int workspace_alloc(workspace *w, const mx_ref_shape *s) {
     w->row_scale = malloc(sizeof(float));
     w->codes = malloc(padded);
     w->scale_codes = malloc(padded);
-    return w->rounded && w->smoothed && w->kmean && w->transposed && w->qhat && w->khat &&
+    w->qcode = malloc(nq * d + 1);
+    w->kcode = malloc(nk * d + 1);
+    w->qscale = malloc((nq + 1) * sizeof(float));
+    w->kscale = malloc((nk + 1) * sizeof(float));
+    w->acc = malloc((nk + 1) * sizeof(int));
+    return w->acc && w->qcode && w->kcode && w->qscale && w->kscale && w->rounded && w->smoothed && w->kmean && w->transposed && w->qhat && w->khat &&
            w->vhat && w->corr && w->scores && w->p && w->phat && w->o && w->tile_max && w->pf &&
            w->pdeq && w->row_scale && w->codes && w->scale_codes;
 }
@@ -130,9 +142,11 @@ static void round_slice(mx_round_mode mode, const float *x, size_t n, float *out
     for (size_t i = 0; i < n; i++) out[i] = round_input(mode, x[i]);
 }
 
-/* Dequantized rows x cols operand of the QK product, quantized along cols. */
+/* Dequantized rows x cols operand of the QK product, quantized along cols.
+ * INT8 also leaves its codes and block scales in codes8 / scales8 (sized
+ * rows * cols and rows + 1), which p_fold reads. */
 static mxattn_status quantize_qk_operand(mx_qk_mode mode, const float *x, int rows, int cols,
-                                         int int8_block, double *out) {
+                                         int int8_block, int8_t *codes8, float *scales8, double *out) {
     size_t n = (size_t)rows * (size_t)cols;
     if (mode == MX_QK_EXACT) {
         for (size_t i = 0; i < n; i++) out[i] = x[i];
@@ -140,14 +154,10 @@ static mxattn_status quantize_qk_operand(mx_qk_mode mode, const float *x, int ro
     }
     mxattn_status st = MXATTN_OK;
     if (mode == MX_QK_INT8) {
-        int8_t *q = malloc(n ? n : 1);
-        float *scales = malloc(((size_t)rows / (size_t)int8_block + 1) * sizeof(float));
-        if (!q || !scales) st = mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "pipeline reference: out of memory");
-        else st = mx_int8_quantize_blocks(x, rows, cols, cols, int8_block, q, scales);
+        st = mx_int8_quantize_blocks(x, rows, cols, cols, int8_block, codes8, scales8);
         if (st == MXATTN_OK)
             for (size_t i = 0; i < n; i++)
-                out[i] = (double)q[i] * scales[(i / (size_t)cols) / (size_t)int8_block];
-        free(q); free(scales);
+                out[i] = (double)codes8[i] * scales8[(i / (size_t)cols) / (size_t)int8_block];
         return st;
     }
     mx_fp4_kind kind = mode == MX_QK_MXFP4 ? MX_FP4_MXFP4 : MX_FP4_NVFP4;
@@ -202,7 +212,7 @@ static mxattn_status prepare_v(workspace *w, const mx_ref_config *c, const float
         double *vt = malloc(n * sizeof(double) + 1);
         if (!vt) return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "pipeline reference: out of memory");
         mxattn_status st = quantize_qk_operand(c->v == MX_V_MXFP4 ? MX_QK_MXFP4 : MX_QK_NVFP4,
-                                               w->transposed, d, nk, 1, vt);
+                                               w->transposed, d, nk, 1, NULL, NULL, vt);
         if (st == MXATTN_OK)
             for (int j = 0; j < nk; j++)
                 for (int ch = 0; ch < d; ch++) w->vhat[(size_t)j * d + ch] = vt[(size_t)ch * nk + j];
@@ -222,7 +232,7 @@ static mxattn_status prepare_k(workspace *w, const mx_ref_config *c, const float
         mx_subtract_mean(x, nk, d, d, w->kmean, w->smoothed);
         x = w->smoothed;
     }
-    return quantize_qk_operand(c->qk, x, nk, d, c->int8_block_k, w->khat);
+    return quantize_qk_operand(c->qk, x, nk, d, c->int8_block_k, w->kcode, w->kscale, w->khat);
 }
 
 /* Call after prepare_k: the correction needs K's mean. */
@@ -235,7 +245,7 @@ static mxattn_status prepare_q(workspace *w, const mx_ref_config *c, const float
         for (int i = 0; i < nq; i++) w->corr[i] = 0;
     if (c->q_prescale != 0)
         for (size_t i = 0; i < (size_t)nq * d; i++) w->rounded[i] = w->rounded[i] * c->q_prescale;
-    return quantize_qk_operand(c->qk, w->rounded, nq, d, c->int8_block_q, w->qhat);
+    return quantize_qk_operand(c->qk, w->rounded, nq, d, c->int8_block_q, w->qcode, w->qscale, w->qhat);
 }
 
 /* Four partial sums: keeps the dependency chain short without reassociating
@@ -362,6 +372,73 @@ static mxattn_status attend_tiled(workspace *w, const mx_ref_shape *s, const mx_
     return MXATTN_OK;
 }
 
+/* p_fold: does the kernel mask key tile [t0, t0 + tile) for row i?  Its warps
+ * own 16-row groups and mask a tile when the tile's last key is past seq_k or
+ * not visible from the group's first row (tile_needs_mask). */
+static int kernel_masks_tile(const mx_ref_shape *s, int i, int t0, int tile) {
+    int last = t0 + tile - 1;
+    return last >= s->seq_k || !mx_ref_key_visible(s, i - i % 16, last);
+}
+
+/* p_fold's form of attend_tiled (mx_ref_config.p_fold says what it emulates),
+ * in base 2 from the INT8 accumulators.  P~ is 448 * 2^(x - m) as the kernel
+ * makes it (E4M3's range), and so is l; nat converts a base-2 score to the
+ * scores' units (for the LSE). */
+static const float LOG2_448 = 8.8073549220576f;
+static mxattn_status attend_folded(workspace *w, const mx_ref_shape *s, const mx_ref_config *c,
+                                   int i, double nat, double corr, double *lse) {
+    int nk = w->nk, d = w->d, tile = c->p_tile;
+    const int8_t *qc = w->qcode + (size_t)i * d;
+    const float qs = w->qscale[i / c->int8_block_q];
+    float m = -INFINITY;
+    double l = 0, l_final;
+    memset(w->o, 0, (size_t)d * sizeof(double));
+    softmax_row(s, i, w->scores, w->p, &l_final);          /* for the trace only */
+    for (int t0 = 0; t0 < nk; t0 += tile) {
+        int n = nk - t0 < tile ? nk - t0 : tile, masked = kernel_masks_tile(s, i, t0, tile);
+        float tile_m = -INFINITY;
+        for (int j = t0; j < t0 + n; j++) {
+            int acc = 0;
+            for (int ch = 0; ch < d; ch++) acc += qc[ch] * w->kcode[(size_t)j * d + ch];
+            w->acc[j] = acc;
+            float scale = qs * w->kscale[j / c->int8_block_k];
+            if (mx_ref_key_visible(s, i, j)) tile_m = fmaxf(tile_m, (float)acc * scale);
+        }
+        float m_new = fmaxf(m, tile_m), base = m_new == -INFINITY ? 0.f : m_new;
+        double alpha = exp2((double)(m - base));
+        double sum = 0;
+        for (int j = t0; j < t0 + n; j++) {
+            float scale = qs * w->kscale[j / c->int8_block_k], acc = (float)w->acc[j], x;
+            if (!mx_ref_key_visible(s, i, j)) {
+                x = -INFINITY;
+            } else if (masked) {                        /* softmax_tile: s + (log2 448 - m) */
+                x = acc * scale + (LOG2_448 - base);
+            } else {                                    /* softmax_acc: the folded constant */
+                float cg = fmaf(12582912.f * qs, w->kscale[j / c->int8_block_k], base - LOG2_448);
+                x = fmaf(12582912.f + acc, scale, -cg);
+            }
+            double p = exp2((double)x);
+            sum += p;
+            w->phat[j] = mx_round_e4m3((float)p);
+        }
+        w->tile_max[t0 / tile] = base;
+        l = l * alpha + sum;
+        for (int ch = 0; ch < d; ch++) w->o[ch] *= alpha;
+        accumulate_pv(w, w->phat, t0, n, w->o);
+        m = m_new;
+    }
+    if (m == -INFINITY) {
+        memset(w->o, 0, (size_t)d * sizeof(double));
+        memset(w->phat, 0, (size_t)nk * sizeof(double));
+        *lse = -INFINITY;
+        return MXATTN_OK;
+    }
+    for (int ch = 0; ch < d; ch++) w->o[ch] /= l;
+    for (int j = 0; j < nk; j++) w->phat[j] *= exp2(w->tile_max[j / tile] - (double)m) / l;
+    *lse = ((double)m + log2(l) - LOG2_448) * nat + corr;
+    return MXATTN_OK;
+}
+
 static void trace_row(const mx_ref_trace *t, const workspace *w, size_t row) {
     if (!t) return;
     size_t nk = (size_t)w->nk, at = row * nk;
@@ -389,8 +466,11 @@ static mxattn_status run_kv_group(workspace *w, const mx_ref_shape *s, const mx_
             for (size_t j = 0; j < nk; j++)
                 w->scores[j] = scale * (dot(qi, w->khat + j * d, (int)d) * unscale_q + w->corr[i]);
             double row_lse = -INFINITY;
-            st = c->p_tile > 0 ? attend_tiled(w, s, c, (int)i, &row_lse)
-                               : attend_offline(w, s, c, (int)i, &row_lse);
+            if (c->p_fold)
+                st = attend_folded(w, s, c, (int)i, scale * unscale_q, scale * w->corr[i], &row_lse);
+            else
+                st = c->p_tile > 0 ? attend_tiled(w, s, c, (int)i, &row_lse)
+                                   : attend_offline(w, s, c, (int)i, &row_lse);
             size_t row = head * nq + i;
             if (o) memcpy(o + row * d, w->o, d * sizeof(double));
             if (lse) lse[row] = row_lse;

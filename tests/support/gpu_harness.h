@@ -77,7 +77,10 @@ void gpu_gaussian_buffers(const mx_device *dev, int count, size_t elems, void **
 void gpu_free_buffers(const mx_device *dev, int count, void **bufs);
 /* The quantized-pipeline reference of an INT8 family (int8-f16, int8-fp8) as
  * its kernels quantize: Q per 16 rows (pre-scaled by sm_scale*log2 e, as
- * api/plan.c computes it), K per 16 keys, P per key tile of block_n. */
-mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, int block_n, const float *q, const float *k,
+ * api/plan.c computes it), K per 16 keys, P per key tile of block_n; fold
+ * sets mx_ref_config.p_fold, P's exponent as int8_fp8_wgmma's overlap=0
+ * kernels compute it (whose fp32 constant flips a P code now and then: a
+ * one-row case then reads 2-4e-3 from the plain form, bench/NOTES.md). */
+mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, int block_n, int fold, const float *q, const float *k,
                                           const float *v, double *o, double *lse);
 #endif
