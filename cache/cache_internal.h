@@ -17,20 +17,23 @@ struct mx_cache {
     char recovery_note[PATH_MAX * 3]; /* "" unless the file was rebuilt */
 };
 
-/* The fifteen columns of a tuning key, in mx_tune_key's order, and the
+/* The sixteen columns of a tuning key, in mx_tune_key's order, and the
  * matching placeholders and WHERE clause.  Constant text only: values are
- * always bound. */
-#define MX_TUNE_KEY_COLUMNS                                                         \
+ * always bound.  Parameters after a key's start at ?17 (MX_TUNE_KEY_NCOLS + 1).
+ * MX_TUNE_KEY_COLUMNS_V2 is the key of schema versions 1 and 2, before
+ * q_bucket: the v1 tables' text and the import of old files use it. */
+#define MX_TUNE_KEY_COLUMNS_V2                                                      \
     "gpu_name, sm_count, compute_capability, driver_version, nvrtc_version, "      \
     "mxattn_version, template_hash, family, head_dim, dtype, out_dtype, causal, "  \
     "gqa, layout, seq_bucket"
-#define MX_TUNE_KEY_PLACEHOLDERS "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15"
+#define MX_TUNE_KEY_COLUMNS MX_TUNE_KEY_COLUMNS_V2 ", q_bucket"
+#define MX_TUNE_KEY_PLACEHOLDERS "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16"
 #define MX_TUNE_KEY_MATCH                                                           \
     "gpu_name=?1 AND sm_count=?2 AND compute_capability=?3 AND driver_version=?4 "  \
     "AND nvrtc_version=?5 AND mxattn_version=?6 AND template_hash=?7 AND family=?8 " \
     "AND head_dim=?9 AND dtype=?10 AND out_dtype=?11 AND causal=?12 AND gqa=?13 "   \
-    "AND layout=?14 AND seq_bucket=?15"
-#define MX_TUNE_KEY_NCOLS 15
+    "AND layout=?14 AND seq_bucket=?15 AND q_bucket=?16"
+#define MX_TUNE_KEY_NCOLS 16
 
 /* The eleven columns of a kernel row, in the order mx_read_kernel_numbers
  * and the readers of a row's text and blob columns (0, 1, 3, 4, 5) expect. */

@@ -145,6 +145,7 @@ static void row_json(text_buffer *b, const mx_tune_row *row) {
     field_int(b, "gqa", k->gqa);
     field_string(b, "layout", k->layout);
     field_int(b, "seq_bucket", k->seq_bucket);
+    field_int(b, "q_bucket", k->q_bucket);
     field_string(b, "config", r->config);
     field_number(b, "median_ms", r->median_ms);
     field_number(b, "tops", r->tops);

@@ -4,6 +4,9 @@
  *
  *   v1  kernels, tune_results, measurements
  *   v2  tune_results.tuned_at, and an index for `mxattn query`'s filters
+ *   v3  q_bucket in the tuning key of tune_results and measurements
+ * Each migration is frozen text: it must build exactly what it built when it
+ * was written, whatever the current key is (MX_TUNE_KEY_COLUMNS_V2 for v1).
  */
 #include "cache/cache_internal.h"
 #include "util/err.h"
@@ -26,11 +29,11 @@ static const char SCHEMA_V1[] =
     " spill_bytes INTEGER NOT NULL, created_at INTEGER NOT NULL);"
     "CREATE TABLE tune_results(" TUNE_KEY_DEFINITION ","
     " config TEXT NOT NULL, median_ms REAL NOT NULL, tops REAL NOT NULL, default_ms REAL NOT NULL,"
-    " PRIMARY KEY(" MX_TUNE_KEY_COLUMNS "));"
+    " PRIMARY KEY(" MX_TUNE_KEY_COLUMNS_V2 "));"
     "CREATE TABLE measurements(" TUNE_KEY_DEFINITION ","
     " config TEXT NOT NULL, status TEXT NOT NULL, median_ms REAL NOT NULL, spread REAL NOT NULL,"
     " registers INTEGER NOT NULL, measured_at INTEGER NOT NULL,"
-    " PRIMARY KEY(" MX_TUNE_KEY_COLUMNS ", config));"
+    " PRIMARY KEY(" MX_TUNE_KEY_COLUMNS_V2 ", config));"
     "PRAGMA user_version=1;";
 
 /* When each result was tuned (old rows read 0: unknown), and an index over
@@ -40,7 +43,34 @@ static const char SCHEMA_V2[] =
     "CREATE INDEX tune_results_by_problem ON tune_results(family, head_dim, dtype, causal);"
     "PRAGMA user_version=2;";
 
-static const char *const MIGRATIONS[] = {SCHEMA_V1, SCHEMA_V2}; /* [i] makes version i + 1 */
+/* The query-length bucket joins the key, so a decode problem (seq_q 1) and a
+ * prefill one with the same keys no longer share a tuned configuration (at
+ * f16 D=64 the prefill winner runs decode 2.4x slower; bench/NOTES.md, ninth
+ * session).  SQLite cannot change a primary key in place: each table is
+ * rebuilt.  Old rows take q_bucket = seq_bucket, the reading of the tuning
+ * runs that wrote them (`mxattn tune` tunes seq_q = seq_k unless a spec says
+ * otherwise). */
+static const char SCHEMA_V3[] =
+    "CREATE TABLE tune_results_v3(" TUNE_KEY_DEFINITION ", q_bucket INTEGER NOT NULL,"
+    " config TEXT NOT NULL, median_ms REAL NOT NULL, tops REAL NOT NULL, default_ms REAL NOT NULL,"
+    " tuned_at INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY(" MX_TUNE_KEY_COLUMNS_V2 ", q_bucket));"
+    "INSERT INTO tune_results_v3 SELECT " MX_TUNE_KEY_COLUMNS_V2 ", seq_bucket,"
+    " config, median_ms, tops, default_ms, tuned_at FROM tune_results;"
+    "DROP TABLE tune_results;"
+    "ALTER TABLE tune_results_v3 RENAME TO tune_results;"
+    "CREATE INDEX tune_results_by_problem ON tune_results(family, head_dim, dtype, causal);"
+    "CREATE TABLE measurements_v3(" TUNE_KEY_DEFINITION ", q_bucket INTEGER NOT NULL,"
+    " config TEXT NOT NULL, status TEXT NOT NULL, median_ms REAL NOT NULL, spread REAL NOT NULL,"
+    " registers INTEGER NOT NULL, measured_at INTEGER NOT NULL,"
+    " PRIMARY KEY(" MX_TUNE_KEY_COLUMNS_V2 ", q_bucket, config));"
+    "INSERT INTO measurements_v3 SELECT " MX_TUNE_KEY_COLUMNS_V2 ", seq_bucket,"
+    " config, status, median_ms, spread, registers, measured_at FROM measurements;"
+    "DROP TABLE measurements;"
+    "ALTER TABLE measurements_v3 RENAME TO measurements;"
+    "PRAGMA user_version=3;";
+
+static const char *const MIGRATIONS[] = {SCHEMA_V1, SCHEMA_V2, SCHEMA_V3}; /* [i] makes version i + 1 */
 #define SCHEMA_VERSION (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0])
 
 int mx_cache_schema_version(void) { return SCHEMA_VERSION; }
@@ -71,11 +101,16 @@ static const char *expected_columns(const char *table, int version) {
     if (!strcmp(table, "kernels"))
         return "SELECT " MX_KERNEL_COLUMNS " FROM kernels LIMIT 0";
     if (!strcmp(table, "measurements"))
-        return "SELECT " MX_TUNE_KEY_COLUMNS ", config, status, median_ms, spread, registers,"
-               " measured_at FROM measurements LIMIT 0";
-    return version >= 2
-        ? "SELECT " MX_TUNE_KEY_COLUMNS ", config, median_ms, tops, default_ms, tuned_at FROM tune_results LIMIT 0"
-        : "SELECT " MX_TUNE_KEY_COLUMNS ", config, median_ms, tops, default_ms FROM tune_results LIMIT 0";
+        return version >= 3
+            ? "SELECT " MX_TUNE_KEY_COLUMNS ", config, status, median_ms, spread, registers,"
+              " measured_at FROM measurements LIMIT 0"
+            : "SELECT " MX_TUNE_KEY_COLUMNS_V2 ", config, status, median_ms, spread, registers,"
+              " measured_at FROM measurements LIMIT 0";
+    if (version >= 3)
+        return "SELECT " MX_TUNE_KEY_COLUMNS ", config, median_ms, tops, default_ms, tuned_at FROM tune_results LIMIT 0";
+    return version == 2
+        ? "SELECT " MX_TUNE_KEY_COLUMNS_V2 ", config, median_ms, tops, default_ms, tuned_at FROM tune_results LIMIT 0"
+        : "SELECT " MX_TUNE_KEY_COLUMNS_V2 ", config, median_ms, tops, default_ms FROM tune_results LIMIT 0";
 }
 
 static const char *const OUR_TABLES[] = {"kernels", "tune_results", "measurements"};
@@ -129,7 +164,11 @@ mxattn_status mx_schema_verify(sqlite3 *db, int *version) {
     mxattn_status st = read_user_version(db, version);
     if (!st) st = scan_tables(db, &tables);
     if (st) return st;
-    if (*version > SCHEMA_VERSION || *version < 0)
+    /* A newer mxattn's file is not corrupt: refuse it without moving it aside. */
+    if (*version > SCHEMA_VERSION)
+        return mx_fail(MXATTN_ERROR_UNSUPPORTED, "schema version %d is newer than this build's %d: use a newer "
+                       "mxattn or another database (the file was left as it is)", *version, SCHEMA_VERSION);
+    if (*version < 0)
         return mx_fail(MXATTN_ERROR_CACHE_CORRUPT, "schema version %d is not one this build knows (1..%d)",
                        *version, SCHEMA_VERSION);
     if (*version == 0)

@@ -156,11 +156,16 @@ static mxattn_status read_source_result(sqlite3_stmt *s, int c, mx_tune_result *
 
 static mxattn_status copy_tune_rows(sqlite3 *src, int version, sqlite3 *dst, int replace, mx_import_report *rep) {
     sqlite3_stmt *stmt;
-    /* v1 files have no tuned_at; 0 means unknown.  The choice is between two
-     * constant statements, never text made from values. */
-    mxattn_status st = mx_db_prepare(src, version >= 2
-        ? "SELECT " MX_TUNE_KEY_COLUMNS ", config, median_ms, tops, default_ms, tuned_at FROM tune_results"
-        : "SELECT " MX_TUNE_KEY_COLUMNS ", config, median_ms, tops, default_ms, 0 FROM tune_results", &stmt);
+    /* v1 files have no tuned_at (0 means unknown), v1 and v2 no q_bucket (the
+     * v3 migration's reading: seq_bucket).  The choice is between constant
+     * statements, never text made from values. */
+    static const char V3[] =
+        "SELECT " MX_TUNE_KEY_COLUMNS ", config, median_ms, tops, default_ms, tuned_at FROM tune_results";
+    static const char V2[] =
+        "SELECT " MX_TUNE_KEY_COLUMNS_V2 ", seq_bucket, config, median_ms, tops, default_ms, tuned_at FROM tune_results";
+    static const char V1[] =
+        "SELECT " MX_TUNE_KEY_COLUMNS_V2 ", seq_bucket, config, median_ms, tops, default_ms, 0 FROM tune_results";
+    mxattn_status st = mx_db_prepare(src, version >= 3 ? V3 : version == 2 ? V2 : V1, &stmt);
     if (st) return st;
     int rc;
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {

@@ -37,6 +37,7 @@ int mx_bind_tune_key(sqlite3_stmt *s, const mx_tune_key *k) {
     rc |= sqlite3_bind_int(s, 13, k->gqa);
     rc |= sqlite3_bind_text(s, 14, k->layout, -1, SQLITE_STATIC);
     rc |= sqlite3_bind_int(s, 15, k->seq_bucket);
+    rc |= sqlite3_bind_int(s, 16, k->q_bucket);
     return rc;
 }
 
@@ -70,7 +71,7 @@ mxattn_status mx_read_tune_key(sqlite3_stmt *s, int c, mx_tune_key *k) {
              mx_column_text_copy(s, c + 10, k->out_dtype, sizeof k->out_dtype) &&
              column_int(s, c + 11, &k->causal) && column_int(s, c + 12, &k->gqa) &&
              mx_column_text_copy(s, c + 13, k->layout, sizeof k->layout) &&
-             column_int(s, c + 14, &k->seq_bucket);
+             column_int(s, c + 14, &k->seq_bucket) && column_int(s, c + 15, &k->q_bucket);
     if (!ok) return mx_fail(MXATTN_ERROR_INVALID_VALUE, "a tuning key field has the wrong type or is too long");
     return mx_check_tune_key(k);
 }
@@ -89,12 +90,12 @@ mxattn_status mx_tune_upsert(sqlite3 *db, const mx_tune_key *key, const mx_tune_
                              int replace, int *changed) {
     static const char REPLACE[] =
         "INSERT INTO tune_results(" MX_TUNE_KEY_COLUMNS ", config, median_ms, tops, default_ms, tuned_at)"
-        " VALUES(" MX_TUNE_KEY_PLACEHOLDERS ",?16,?17,?18,?19,?20)"
+        " VALUES(" MX_TUNE_KEY_PLACEHOLDERS ",?17,?18,?19,?20,?21)"
         " ON CONFLICT DO UPDATE SET config=excluded.config, median_ms=excluded.median_ms,"
         " tops=excluded.tops, default_ms=excluded.default_ms, tuned_at=excluded.tuned_at";
     static const char KEEP_FASTER[] =
         "INSERT INTO tune_results(" MX_TUNE_KEY_COLUMNS ", config, median_ms, tops, default_ms, tuned_at)"
-        " VALUES(" MX_TUNE_KEY_PLACEHOLDERS ",?16,?17,?18,?19,?20)"
+        " VALUES(" MX_TUNE_KEY_PLACEHOLDERS ",?17,?18,?19,?20,?21)"
         " ON CONFLICT DO UPDATE SET config=excluded.config, median_ms=excluded.median_ms,"
         " tops=excluded.tops, default_ms=excluded.default_ms, tuned_at=excluded.tuned_at"
         " WHERE excluded.median_ms < tune_results.median_ms";
@@ -103,11 +104,11 @@ mxattn_status mx_tune_upsert(sqlite3 *db, const mx_tune_key *key, const mx_tune_
     sqlite3_stmt *stmt;
     if ((st = mx_db_prepare(db, replace ? REPLACE : KEEP_FASTER, &stmt))) return st;
     mx_bind_tune_key(stmt, key);
-    sqlite3_bind_text(stmt, 16, r->config, -1, SQLITE_STATIC);
-    sqlite3_bind_double(stmt, 17, r->median_ms);
-    sqlite3_bind_double(stmt, 18, r->tops);
-    sqlite3_bind_double(stmt, 19, r->default_ms);
-    sqlite3_bind_int64(stmt, 20, r->tuned_at ? r->tuned_at : mx_unix_now());
+    sqlite3_bind_text(stmt, MX_TUNE_KEY_NCOLS + 1, r->config, -1, SQLITE_STATIC);
+    sqlite3_bind_double(stmt, MX_TUNE_KEY_NCOLS + 2, r->median_ms);
+    sqlite3_bind_double(stmt, MX_TUNE_KEY_NCOLS + 3, r->tops);
+    sqlite3_bind_double(stmt, MX_TUNE_KEY_NCOLS + 4, r->default_ms);
+    sqlite3_bind_int64(stmt, MX_TUNE_KEY_NCOLS + 5, r->tuned_at ? r->tuned_at : mx_unix_now());
     int rc = sqlite3_step(stmt);
     if (rc != SQLITE_DONE) st = mx_db_fail(db, rc, "cache: storing a tuning result");
     else if (changed) *changed = sqlite3_changes(db) > 0;
@@ -190,15 +191,15 @@ static mxattn_status add_measurement_locked(mx_cache *cache, const mx_tune_key *
     if ((st = mx_db_begin_write(cache->db))) return st;
     st = mx_db_prepare(cache->db,
         "INSERT OR REPLACE INTO measurements(" MX_TUNE_KEY_COLUMNS ", config, status, median_ms, spread,"
-        " registers, measured_at) VALUES(" MX_TUNE_KEY_PLACEHOLDERS ",?16,?17,?18,?19,?20,?21)", &stmt);
+        " registers, measured_at) VALUES(" MX_TUNE_KEY_PLACEHOLDERS ",?17,?18,?19,?20,?21,?22)", &stmt);
     if (st) { mx_db_rollback(cache->db); return st; }
     mx_bind_tune_key(stmt, key);
-    sqlite3_bind_text(stmt, 16, m->config, -1, SQLITE_STATIC);
-    sqlite3_bind_text(stmt, 17, m->status, -1, SQLITE_STATIC);
-    sqlite3_bind_double(stmt, 18, isfinite(m->median_ms) ? m->median_ms : 0);
-    sqlite3_bind_double(stmt, 19, isfinite(m->spread) ? m->spread : 0);
-    sqlite3_bind_int(stmt, 20, m->registers);
-    sqlite3_bind_int64(stmt, 21, m->measured_at ? m->measured_at : mx_unix_now());
+    sqlite3_bind_text(stmt, MX_TUNE_KEY_NCOLS + 1, m->config, -1, SQLITE_STATIC);
+    sqlite3_bind_text(stmt, MX_TUNE_KEY_NCOLS + 2, m->status, -1, SQLITE_STATIC);
+    sqlite3_bind_double(stmt, MX_TUNE_KEY_NCOLS + 3, isfinite(m->median_ms) ? m->median_ms : 0);
+    sqlite3_bind_double(stmt, MX_TUNE_KEY_NCOLS + 4, isfinite(m->spread) ? m->spread : 0);
+    sqlite3_bind_int(stmt, MX_TUNE_KEY_NCOLS + 5, m->registers);
+    sqlite3_bind_int64(stmt, MX_TUNE_KEY_NCOLS + 6, m->measured_at ? m->measured_at : mx_unix_now());
     int rc = sqlite3_step(stmt);
     sqlite3_finalize(stmt);
     if (rc != SQLITE_DONE) {
@@ -224,10 +225,10 @@ static mxattn_status has_measurement_locked(mx_cache *cache, const mx_tune_key *
     sqlite3_stmt *stmt;
     mxattn_status st = mx_check_tune_key(key);
     if (st || (st = mx_db_prepare(cache->db,
-            "SELECT 1 FROM measurements WHERE " MX_TUNE_KEY_MATCH " AND config=?16", &stmt)))
+            "SELECT 1 FROM measurements WHERE " MX_TUNE_KEY_MATCH " AND config=?17", &stmt)))
         return st;
     mx_bind_tune_key(stmt, key);
-    sqlite3_bind_text(stmt, 16, config, -1, SQLITE_STATIC);
+    sqlite3_bind_text(stmt, MX_TUNE_KEY_NCOLS + 1, config, -1, SQLITE_STATIC);
     int rc = sqlite3_step(stmt);
     if (rc == SQLITE_ROW) *measured = 1;
     else if (rc != SQLITE_DONE) st = mx_db_fail(cache->db, rc, "cache: looking up a measurement");
@@ -318,7 +319,7 @@ static mxattn_status query_locked(mx_cache *cache, const mx_tune_filter *f, mx_t
         "SELECT " MX_TUNE_KEY_COLUMNS ", config, median_ms, tops, default_ms, tuned_at FROM tune_results"
         " WHERE (?1 = '' OR instr(lower(gpu_name), lower(?1)) > 0) AND (?2 = '' OR family = ?2)"
         " AND (?3 < 0 OR head_dim = ?3) AND (?4 = '' OR dtype = ?4) AND (?5 < 0 OR causal = ?5)"
-        " ORDER BY gpu_name, family, head_dim, dtype, causal, seq_bucket, " MX_TUNE_KEY_COLUMNS, &stmt);
+        " ORDER BY gpu_name, family, head_dim, dtype, causal, seq_bucket, q_bucket, " MX_TUNE_KEY_COLUMNS, &stmt);
     if (st) return st;
     sqlite3_bind_text(stmt, 1, f->gpu, -1, SQLITE_STATIC);
     sqlite3_bind_text(stmt, 2, f->family, -1, SQLITE_STATIC);

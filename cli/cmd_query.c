@@ -52,14 +52,15 @@ static int parse_args(int argc, char **argv, query_args *a) {
 }
 
 static void print_table(const mx_tune_row *rows, int count) {
-    printf("%-24s %-12s %4s %-4s %6s %3s %6s %9s %8s %7s  %s\n", "gpu", "family", "dim", "dt", "causal", "gqa",
-           "bucket", "ms", "TOPS", "speedup", "config");
+    printf("%-24s %-12s %4s %-4s %6s %3s %6s %6s %9s %8s %7s  %s\n", "gpu", "family", "dim", "dt", "causal", "gqa",
+           "bucket", "q", "ms", "TOPS", "speedup", "config");
     for (int i = 0; i < count; i++) {
         const mx_tune_key *k = &rows[i].key;
         const mx_tune_result *r = &rows[i].result;
         double speedup = r->default_ms > 0 && r->median_ms > 0 ? r->default_ms / r->median_ms : 0;
-        printf("%-24.24s %-12.12s %4d %-4s %6d %3d %6d %9.4f %8.1f %6.2fx  %s\n", k->gpu_name, k->family,
-               k->head_dim, k->dtype, k->causal, k->gqa, k->seq_bucket, r->median_ms, r->tops, speedup, r->config);
+        printf("%-24.24s %-12.12s %4d %-4s %6d %3d %6d %6d %9.4f %8.1f %6.2fx  %s\n", k->gpu_name, k->family,
+               k->head_dim, k->dtype, k->causal, k->gqa, k->seq_bucket, k->q_bucket, r->median_ms, r->tops, speedup,
+               r->config);
     }
     if (count == 0) printf("(no tuned configurations match)\n");
 }

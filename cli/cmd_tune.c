@@ -496,7 +496,7 @@ static int compile_only(mxattn_ctx *ctx, const options *o, problem *pr, int n) {
 
 typedef struct {
     const problem *pr;
-    int bucket;
+    int bucket, q_bucket;
     mx_tune_outcome out;
     mxattn_status st;
     char error[512];
@@ -504,13 +504,13 @@ typedef struct {
 
 static void print_table(const mx_device *dev, const char *db, const result *r, int n) {
     printf("\nTuned on %s (%s, %d SMs); database %s\n", dev->name, dev->arch, dev->sm_count, db);
-    printf("%-8s %4s %-5s %-12s %6s %5s  %-44s %9s %7s %10s %8s\n", "family", "d", "dtype", "causal", "bucket",
-           "cands", "best config", "ms", "TOPS", "default ms", "speed-up");
+    printf("%-8s %4s %-5s %-12s %6s %6s %5s  %-44s %9s %7s %10s %8s\n", "family", "d", "dtype", "causal", "bucket",
+           "q", "cands", "best config", "ms", "TOPS", "default ms", "speed-up");
     for (int i = 0; i < n; i++) {
         const mxattn_problem *p = &r[i].pr->p;
         const mx_tune_outcome *o = &r[i].out;
-        printf("%-8s %4d %-5s %-12s %6d %5d  ", r[i].pr->family, p->head_dim, p->dtype == MXATTN_F16 ? "f16" : "bf16",
-               causal_name(p->causal), r[i].bucket, o->candidates);
+        printf("%-8s %4d %-5s %-12s %6d %6d %5d  ", r[i].pr->family, p->head_dim, p->dtype == MXATTN_F16 ? "f16" : "bf16",
+               causal_name(p->causal), r[i].bucket, r[i].q_bucket, o->candidates);
         if (r[i].st != MXATTN_OK) { printf("failed: %.100s\n", r[i].error); continue; }
         const char *cfg = strncmp(o->best, "variant=mma ", 12) ? o->best : o->best + 12;
         printf("%-44s %9.4f %7.1f %10.4f %7.2fx\n", cfg, o->best_ms, o->best_tops, o->default_ms,
@@ -527,11 +527,12 @@ static void print_json(const mx_device *dev, const result *r, int n) {
         json_string(stdout, dev->name);
         printf(", \"family\": ");
         json_string(stdout, r[i].pr->family);
-        printf(", \"head_dim\": %d, \"dtype\": \"%s\", \"causal\": %d, \"seq_bucket\": %d, \"batch\": %d, "
-               "\"heads_q\": %d, \"heads_kv\": %d, \"seq\": %d, \"candidates\": %d, \"measured\": %d, "
-               "\"failed\": %d, \"skipped\": %d, ",
-               p->head_dim, p->dtype == MXATTN_F16 ? "f16" : "bf16", (int)p->causal, r[i].bucket, p->batch,
-               p->heads_q, p->heads_kv, p->seq_q, o->candidates, o->measured, o->failed, o->skipped);
+        printf(", \"head_dim\": %d, \"dtype\": \"%s\", \"causal\": %d, \"seq_bucket\": %d, \"q_bucket\": %d, "
+               "\"batch\": %d, \"heads_q\": %d, \"heads_kv\": %d, \"seq\": %d, \"seq_q\": %d, \"seq_k\": %d, "
+               "\"candidates\": %d, \"measured\": %d, \"failed\": %d, \"skipped\": %d, ",
+               p->head_dim, p->dtype == MXATTN_F16 ? "f16" : "bf16", (int)p->causal, r[i].bucket, r[i].q_bucket,
+               p->batch, p->heads_q, p->heads_kv, p->seq_q, p->seq_q, p->seq_k,
+               o->candidates, o->measured, o->failed, o->skipped);
         if (r[i].st != MXATTN_OK) {
             printf("\"error\": ");
             json_string(stdout, r[i].error);
@@ -573,6 +574,7 @@ static int tune_all(mxattn_ctx *ctx, const mx_device *dev, const options *o, pro
         ps.label = pr[i].label;
         res[i].pr = &pr[i];
         res[i].bucket = key.seq_bucket;
+        res[i].q_bucket = key.q_bucket;
         res[i].st = mx_tune_run(&env, shape, &sizes, &key, &t, &res[i].out);
         progress_end_line(&ps);
         ps.finished++;

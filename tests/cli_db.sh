@@ -43,10 +43,10 @@ expect_error() {
     if [ "$(grep -c 'error:' "$T/stderr")" -ne 1 ]; then fail "$name: more than one error line"; fi
 }
 
-KEY_COLS="gpu_name, sm_count, compute_capability, driver_version, nvrtc_version, mxattn_version, template_hash, family, head_dim, dtype, out_dtype, causal, gqa, layout, seq_bucket"
-row() { # gpu family head_dim dtype causal bucket config ms
+KEY_COLS="gpu_name, sm_count, compute_capability, driver_version, nvrtc_version, mxattn_version, template_hash, family, head_dim, dtype, out_dtype, causal, gqa, layout, seq_bucket, q_bucket"
+row() { # gpu family head_dim dtype causal bucket config ms (a prefill row: q_bucket = bucket)
     echo "INSERT INTO tune_results($KEY_COLS, config, median_ms, tops, default_ms, tuned_at)
-          VALUES('$1', 132, 90, 12040, 12040, '0.1.0', 'abc', '$2', $3, '$4', '$4', $5, 1, 'bhnd', $6, '$7', $8, 400, $8 * 1.5, 1700000000);"
+          VALUES('$1', 132, 90, 12040, 12040, '0.1.0', 'abc', '$2', $3, '$4', '$4', $5, 1, 'bhnd', $6, $6, '$7', $8, 400, $8 * 1.5, 1700000000);"
 }
 
 # ---- an empty database is created on first use ---------------------------

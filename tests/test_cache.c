@@ -49,6 +49,7 @@ static mx_tune_key sample_key(void) {
     k.gqa = 4;
     strcpy(k.layout, "bhnd");
     k.seq_bucket = 4096;
+    k.q_bucket = 4096;
     return k;
 }
 
@@ -163,15 +164,19 @@ static void test_v1_database_is_migrated(void **state) {
     mx_cache *c = open_in_dir("old.db");
     mx_tune_key key = sample_key();
     mx_tune_result r;
+    key.q_bucket = 4096;     /* v3 reads an old row's query bucket as its seq_bucket */
     assert_int_equal(mx_cache_get_tune(c, &key, &r), MXATTN_OK);
     assert_string_equal(r.config, "block_m=128 block_n=64");
     assert_true(r.median_ms == 0.75);
     assert_int_equal(r.tuned_at, 0); /* unknown for rows from before v2 */
+    key.q_bucket = 16;       /* a decode problem over the same keys: not tuned */
+    assert_int_equal(mx_cache_get_tune(c, &key, &r), MXATTN_ERROR_NOT_FOUND);
     mx_cache_close(c);
 
     db = raw_open("old.db");
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE name='tune_results_by_problem'"), 1);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE name LIKE '%_v3'"), 0);
     sqlite3_close(db);
 }
 
@@ -312,7 +317,15 @@ static void test_tune_lookup_is_isolated_by_sku(void **state) {
     assert_int_equal(mx_cache_get_tune(c, &other, &got), MXATTN_ERROR_NOT_FOUND);
     other = key; other.seq_bucket = 8192;
     assert_int_equal(mx_cache_get_tune(c, &other, &got), MXATTN_ERROR_NOT_FOUND);
+    /* Decoding over the same keys is another problem, with its own winner. */
+    other = key; other.q_bucket = 16;
+    assert_int_equal(mx_cache_get_tune(c, &other, &got), MXATTN_ERROR_NOT_FOUND);
+    mx_tune_result decode = sample_result("block_m=64 block_n=128", 0.05);
+    assert_int_equal(mx_cache_put_tune(c, &other, &decode), MXATTN_OK);
+    assert_int_equal(mx_cache_get_tune(c, &other, &got), MXATTN_OK);
+    assert_string_equal(got.config, "block_m=64 block_n=128");
     assert_int_equal(mx_cache_get_tune(c, &key, &got), MXATTN_OK);
+    assert_string_equal(got.config, "block_m=64");
     mx_cache_close(c);
 }
 

@@ -52,6 +52,15 @@ static void test_seq_bucket_rule(void **state) {
     assert_int_equal(mx_seq_bucket(4096, 4097), 8192);
     assert_int_equal(mx_seq_bucket(65536, 1), 65536);
     assert_int_equal(mx_seq_bucket(1 << 20, 1 << 20), MX_SEQ_BUCKET_MAX);
+    /* The query length alone: decoding (1 row, a few speculative rows) and
+     * chunked prefill fall apart from a full prefill over the same keys. */
+    assert_int_equal(mx_q_bucket(1), MX_Q_BUCKET_MIN);
+    assert_int_equal(mx_q_bucket(16), 16);
+    assert_int_equal(mx_q_bucket(17), 32);
+    assert_int_equal(mx_q_bucket(512), 512);
+    assert_int_equal(mx_q_bucket(4096), mx_seq_bucket(4096, 4096));
+    assert_int_equal(mx_q_bucket(1 << 20), MX_SEQ_BUCKET_MAX);
+    assert_true(mx_q_bucket(1) != mx_q_bucket(4096));
 }
 
 static void test_split_candidates_keeps_default_first_and_caps(void **state) {

@@ -4,14 +4,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-int mx_seq_bucket(int seq_q, int seq_k) {
-    int seq = seq_q > seq_k ? seq_q : seq_k;
-    if (seq <= MX_SEQ_BUCKET_MIN) return MX_SEQ_BUCKET_MIN;
-    if (seq >= MX_SEQ_BUCKET_MAX) return MX_SEQ_BUCKET_MAX;
-    int bucket = MX_SEQ_BUCKET_MIN;
-    while (bucket < seq) bucket *= 2;
+static int pow2_bucket(int n, int lo, int hi) {
+    if (n <= lo) return lo;
+    if (n >= hi) return hi;
+    int bucket = lo;
+    while (bucket < n) bucket *= 2;
     return bucket;
 }
+
+int mx_seq_bucket(int seq_q, int seq_k) {
+    return pow2_bucket(seq_q > seq_k ? seq_q : seq_k, MX_SEQ_BUCKET_MIN, MX_SEQ_BUCKET_MAX);
+}
+
+int mx_q_bucket(int seq_q) { return pow2_bucket(seq_q, MX_Q_BUCKET_MIN, MX_SEQ_BUCKET_MAX); }
 
 int mx_tune_split_candidates(char *text, const char **out, int cap, int max) {
     int n = 0, limit = max > 0 && max < cap ? max : cap;
