@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepared device calls for the session after 2026-11-29-s9 (docs/status-2026-11-29-s9.md):
-#   check (~5 min): what s9 landed without a GPU, and one waiting branch:
+#   check (~9 min; run it with timeout_s 600): what s9 landed without a GPU, and one waiting branch:
 #     - gpu_int8_wgmma against the p_fold reference (48d978c): the two seeds that failed in s9
 #       (bases 1795988417 and 1795991000; their D=128 Nq=1 case should now read ~1e-4, not 2-4e-3),
 #       then the whole test at a fresh seed;
@@ -9,7 +9,8 @@
 #       instructions per line) of main's quant kernel, int8-fp8 D=128 N=4096 B=4 H=32, and its SASS;
 #     - branch quant-live-words: gpu_int8 bit for bit under its templates, the quant kernel's time
 #       (int8-fp8 D=64/128, int8-f16 D=64/128) against main's, end to end.
-#   tests (~7 min): every GPU test binary on main, then the bench of the issue's shapes.
+#   tests (~9 min): every GPU test binary on main, then the bench of the issue's shapes (if gpu_int8_wgmma
+#     nears its 330 s, run the bench in a call of its own).
 # Prepare here (build-dev built from main):
 #   rm -rf build-gpu && cp -a build-dev build-gpu && find build-gpu -name '*.o' -delete
 #   rm -rf build-gpu/tests/test_* build-gpu/libmxattn.a build-gpu/tpl
@@ -30,15 +31,7 @@ timed() { local dir=$1; shift; MXATTN_TEMPLATE_DIR=$dir timeout 60 $B/mxattn run
 check() {
   local MAIN LIVE base v a r
   MAIN=$(tpl main) LIVE=$(tpl quant-live-words)
-  for base in 1795988417 1795991000; do
-    MXATTN_TEST_SEED=$base timeout 100 $B/tests/gpu_int8_wgmma test_head_dims > "$L/replay_$base.log" 2>&1
-    echo "p_fold replay base $base rc=$? $(grep -E 'D=128 B=2 Hq=2 Hkv=2 Nq=1 ' "$L/replay_$base.log" | grep -oE '^(ok  |FAIL)|pipeline rel_l1 [0-9.e+-]+' | tr '\n' ' ')" >> "$S"
-  done
-  ( timeout 280 $B/tests/gpu_int8_wgmma > "$L/gpu_int8_wgmma.log" 2>&1; echo "gpu_int8_wgmma rc=$? $(grep -E 'PASSED|FAILED' "$L/gpu_int8_wgmma.log" | tail -1)" >> "$S" ) &
-  ( timeout 150 $B/tests/gpu_int8 > "$L/gpu_int8.log" 2>&1; echo "gpu_int8 rc=$? $(grep -E 'PASSED|FAILED' "$L/gpu_int8.log" | tail -1)" >> "$S" ) &
-  wait
-  timeout 80 $B/tests/gpu_tune > "$L/gpu_tune.log" 2>&1
-  echo "gpu_tune rc=$? $(grep -E 'PASSED|FAILED' "$L/gpu_tune.log" | tail -1)" >> "$S"
+  # 1. Timings first, on an idle GPU (~150 s): the quant pass's source counters, the branch's A/B.
   cuobjdump -sass $B/sass/int8fp8_d128.cubin > "$L/int8fp8_d128.sass" 2>&1
   MXATTN_TEMPLATE_DIR=$MAIN timeout 120 ncu --set full --import-source yes --clock-control none -k regex:'_quant$' -c 1 -o "$L/quant" \
     $B/mxattn run --family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32 --reps 1 --check-heads 0 > "$L/ncu.log" 2>&1
@@ -46,8 +39,6 @@ check() {
   ncu --import "$L/quant.ncu-rep" --page source --print-source sass --csv > "$L/quant_source.csv" 2>&1
   echo "source page lines: $(wc -l < "$L/quant_source.csv")" >> "$S"
   rm -f "$L/quant.ncu-rep"
-  MXATTN_TEMPLATE_DIR=$LIVE timeout 150 $B/tests/gpu_int8 > "$L/gpu_int8_live.log" 2>&1
-  echo "gpu_int8 under quant-live-words rc=$? $(grep -E 'PASSED|FAILED' "$L/gpu_int8_live.log" | tail -1)" >> "$S"
   for v in MAIN LIVE; do
     for a in "int8-fp8 128" "int8-fp8 64" "int8-f16 128" "int8-f16 64"; do set -- $a
       MXATTN_TEMPLATE_DIR=${!v} timeout 40 ncu --clock-control none --metrics gpu__time_duration.sum,launch__registers_per_thread -k regex:'_quant$' -c 2 \
@@ -59,12 +50,25 @@ check() {
     echo "int8-fp8 D128 N4096 r$r $v $(timed ${!v} --family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32)" >> "$S"
     echo "int8-f16 D64 N4096 r$r $v $(timed ${!v} --family int8-f16 --head-dim 64 --seq 4096 --batch 4 --heads 32)" >> "$S"
   done; done
+  # 2. Correctness (~300 s): p_fold's replays, then the tests in parallel (gpu_int8_wgmma's CPU
+  #    reference now also sums the INT8 products: give it time).
+  for base in 1795988417 1795991000; do
+    MXATTN_TEST_SEED=$base timeout 100 $B/tests/gpu_int8_wgmma test_head_dims > "$L/replay_$base.log" 2>&1
+    echo "p_fold replay base $base rc=$? $(grep -E 'D=128 B=2 Hq=2 Hkv=2 Nq=1 ' "$L/replay_$base.log" | grep -oE '^(ok  |FAIL)|pipeline rel_l1 [0-9.e+-]+' | tr '\n' ' ')" >> "$S"
+  done
+  ( timeout 330 $B/tests/gpu_int8_wgmma > "$L/gpu_int8_wgmma.log" 2>&1; echo "gpu_int8_wgmma rc=$? $(grep -E 'PASSED|FAILED' "$L/gpu_int8_wgmma.log" | tail -1)" >> "$S" ) &
+  ( timeout 150 $B/tests/gpu_int8 > "$L/gpu_int8.log" 2>&1; echo "gpu_int8 rc=$? $(grep -E 'PASSED|FAILED' "$L/gpu_int8.log" | tail -1)" >> "$S"
+    MXATTN_TEMPLATE_DIR=$LIVE timeout 150 $B/tests/gpu_int8 > "$L/gpu_int8_live.log" 2>&1
+    echo "gpu_int8 under quant-live-words rc=$? $(grep -E 'PASSED|FAILED' "$L/gpu_int8_live.log" | tail -1)" >> "$S"
+    timeout 80 $B/tests/gpu_tune > "$L/gpu_tune.log" 2>&1
+    echo "gpu_tune rc=$? $(grep -E 'PASSED|FAILED' "$L/gpu_tune.log" | tail -1)" >> "$S" ) &
+  wait
 }
 
 tests() {
   local t
   for t in gpu_driver gpu_f16 gpu_fp4 gpu_int8 gpu_int8_wgmma gpu_wgmma; do
-    ( timeout 280 $B/tests/$t > "$L/$t.log" 2>&1; echo "$t rc=$? $(grep -E 'PASSED|FAILED' "$L/$t.log" | tail -1)" >> "$S" ) &
+    ( timeout 330 $B/tests/$t > "$L/$t.log" 2>&1; echo "$t rc=$? $(grep -E 'PASSED|FAILED' "$L/$t.log" | tail -1)" >> "$S" ) &
   done
   wait
   timeout 80 $B/tests/gpu_tune > "$L/gpu_tune.log" 2>&1
