@@ -31,6 +31,9 @@ static void usage(void) {
         "                          both = none and top-left (default both)\n"
         "  --seqs N[,N...]         sequence lengths; each stands for its bucket, the\n"
         "                          next power of two (default 1024,4096,16384)\n"
+        "  --seq-q N[,N...]        query lengths against each of --seqs' key lengths\n"
+        "                          (default: the same, prefill); 1 tunes decoding,\n"
+        "                          which keeps its own results (its query bucket)\n"
         "  --batch B               default %d / seq (at least 1)\n"
         "  --heads H               query heads (default %d)\n"
         "  --gqa G                 query heads per KV head (default 1)\n"
@@ -63,6 +66,8 @@ typedef struct {
     int n_causals;
     long seqs[MAX_LIST];
     int n_seqs;
+    long seq_qs[MAX_LIST];             /* none: seq_q = seq */
+    int n_seq_qs;
     long batch, heads, gqa;         /* batch 0: from the seq */
     long reps, warmup, max_candidates, threads;   /* -1: default */
     const char *db, *spec, *arch;
@@ -165,6 +170,7 @@ static int parse_args(int argc, char **argv, options *o) {
             if (!parse_dtype(v, &o->dtype)) return cli_usage_error(CMD, "--dtype must be bf16 or f16, got '%s'", v);
         } else if (!strcmp(a, "--causal")) ok = parse_causal(v, o);
         else if (!strcmp(a, "--seqs") || !strcmp(a, "--seq")) ok = parse_long_list(a, v, 1, 1 << 20, o->seqs, &o->n_seqs);
+        else if (!strcmp(a, "--seq-q")) ok = parse_long_list(a, v, 1, 1 << 20, o->seq_qs, &o->n_seq_qs);
         else if (!strcmp(a, "--batch")) ok = cli_parse_long(CMD, a, v, 1, 65535, &o->batch);
         else if (!strcmp(a, "--heads")) ok = cli_parse_long(CMD, a, v, 1, 65535, &o->heads);
         else if (!strcmp(a, "--gqa")) ok = cli_parse_long(CMD, a, v, 1, 256, &o->gqa);
@@ -184,6 +190,8 @@ static int parse_args(int argc, char **argv, options *o) {
         strcmp(o->arch, "sm_80") && strcmp(o->arch, "sm_86") && strcmp(o->arch, "sm_89"))
         return cli_usage_error(CMD, "--arch must be sm_90a, sm_100a or sm_120a (or sm_80/86/89), got '%s'", o->arch);
     if (o->heads % o->gqa) return cli_usage_error(CMD, "--gqa %ld must divide --heads %ld", o->gqa, o->heads);
+    if (o->spec && o->n_seq_qs)
+        return cli_usage_error(CMD, "--seq-q goes with the grid flags, not --spec (a spec line says seq_q=N)");
     return 0;
 }
 
@@ -195,17 +203,22 @@ static const char *causal_name(mxattn_causal c) {
 
 static void label_problem(problem *pr) {
     const mxattn_problem *p = &pr->p;
-    snprintf(pr->label, sizeof pr->label, "%s d%d %s %s seq %d", pr->family, p->head_dim,
-             p->dtype == MXATTN_F16 ? "f16" : "bf16", causal_name(p->causal), p->seq_q > p->seq_k ? p->seq_q : p->seq_k);
+    int n = snprintf(pr->label, sizeof pr->label, "%s d%d %s %s ", pr->family, p->head_dim,
+                     p->dtype == MXATTN_F16 ? "f16" : "bf16", causal_name(p->causal));
+    if (n < 0 || (size_t)n >= sizeof pr->label) return;
+    if (p->seq_q == p->seq_k) snprintf(pr->label + n, sizeof pr->label - (size_t)n, "seq %d", p->seq_q);
+    else snprintf(pr->label + n, sizeof pr->label - (size_t)n, "q %d k %d", p->seq_q, p->seq_k);
 }
 
+/* seq is the key length; the batch (unless given) keeps the keys' work per bucket equal. */
 static void make_problem(problem *pr, const options *o, const char *family, int head_dim, mxattn_causal causal,
-                         long seq, long batch, long heads, long heads_kv) {
+                         long seq, long seq_q, long batch, long heads, long heads_kv) {
     snprintf(pr->family, sizeof pr->family, "%s", family);
     mxattn_problem_init(&pr->p, pr->family, head_dim);
     pr->p.dtype = pr->p.out_dtype = o->dtype;
     pr->p.causal = causal;
-    pr->p.seq_q = pr->p.seq_k = (int)seq;
+    pr->p.seq_q = (int)seq_q;
+    pr->p.seq_k = (int)seq;
     long auto_batch = TOKENS_PER_BATCH / seq;
     pr->p.batch = (int)(batch > 0 ? batch : auto_batch > 0 ? auto_batch : 1);
     pr->p.heads_q = (int)heads;
@@ -217,11 +230,12 @@ static int grid_problems(const options *o, problem *out, int *n) {
     for (int f = 0; f < o->n_families; f++)
         for (int d = 0; d < o->n_head_dims; d++)
             for (int c = 0; c < o->n_causals; c++)
-                for (int s = 0; s < o->n_seqs; s++) {
-                    if (*n == MAX_PROBLEMS) return cli_usage_error(CMD, "more than %d problems", MAX_PROBLEMS);
-                    make_problem(&out[(*n)++], o, o->families[f], (int)o->head_dims[d], o->causals[c], o->seqs[s],
-                                 o->batch, o->heads, o->heads / o->gqa);
-                }
+                for (int s = 0; s < o->n_seqs; s++)
+                    for (int q = 0; q < (o->n_seq_qs ? o->n_seq_qs : 1); q++) {
+                        if (*n == MAX_PROBLEMS) return cli_usage_error(CMD, "more than %d problems", MAX_PROBLEMS);
+                        make_problem(&out[(*n)++], o, o->families[f], (int)o->head_dims[d], o->causals[c], o->seqs[s],
+                                     o->n_seq_qs ? o->seq_qs[q] : o->seqs[s], o->batch, o->heads, o->heads / o->gqa);
+                    }
     return 0;
 }
 
@@ -269,8 +283,8 @@ static int spec_term(problem *pr, const char *key, const char *value, long *head
 }
 
 static int spec_line(const options *o, char *line, problem *pr, char *why, size_t why_len) {
-    make_problem(pr, o, o->families[0], (int)o->head_dims[0], o->causals[0], o->seqs[0], o->batch, o->heads,
-                 o->heads / o->gqa);
+    make_problem(pr, o, o->families[0], (int)o->head_dims[0], o->causals[0], o->seqs[0], o->seqs[0], o->batch,
+                 o->heads, o->heads / o->gqa);
     pr->p.batch = 0;   /* from the seq unless the line says */
     long heads = o->heads, heads_kv = 0, gqa = 0;
     char *save = NULL;

@@ -50,11 +50,18 @@ if "$MX" info | grep -qE '^nvrtc +[0-9]'; then
   grep -q "kind::mxf4nvf4" "$tmp/out" || { echo "FAIL sm_120a PTX lacks the block-scaled MMA"; fails=$((fails + 1)); }
   check "compile unknown arch"  "1|2" "$MX" compile --family f16 --head-dim 64 --arch sm_999
   check "compile unwritable"    "1|2" "$MX" compile --family f16 --head-dim 64 --cubin /proc/nope/k.cubin
+  # --seq-q is accepted with the grid; decoding and prefill share kernels (one shape).
+  check "tune decode compile"   0 "$MX" tune --compile-only --family f16 --head-dims 64 --causal none --seqs 512 \
+                                    --seq-q 1,512 --max-candidates 1 --threads 1 --json
+  grep -q '"shapes": 1' "$tmp/out" || { echo "FAIL tune decode compile: $(cat "$tmp/out")"; fails=$((fails + 1)); }
 fi
 check "run negative seq"        "1|2" "$MX" run --family f16 --head-dim 64 --seq -5
 check "run no family"           "1|2" "$MX" run --head-dim 64
 check "run bad causal"          "1|2" "$MX" run --family f16 --head-dim 64 --causal sideways
 check "tune bad dims"           "1|2" "$MX" tune --head-dims 64,x
+check "tune seq-q zero"         "1|2" "$MX" tune --seq-q 0 --compile-only
+echo "family=f16 head_dim=64 seq=256" > "$tmp/spec"
+check "tune seq-q with spec"    "1|2" "$MX" tune --seq-q 1 --spec "$tmp/spec" --compile-only
 check "unknown command"         "1|2" "$MX" frobnicate
 if [ $has_gpu -eq 0 ]; then
   check "run without a GPU"     1 "$MX" run --family f16 --head-dim 64 --seq 128
