@@ -8,14 +8,15 @@
 #     - where the quant pass's 17 instructions a value go: ncu source counters (SASS, executed
 #       instructions per line) of main's quant kernel, int8-fp8 D=128 N=4096 B=4 H=32, and its SASS;
 #     - branch quant-live-words: gpu_int8 bit for bit under its templates, the quant kernel's time
-#       (int8-fp8 D=64/128, int8-f16 D=64/128) against main's, end to end.
+#       (int8-fp8 D=64/128, int8-f16 D=64/128) against main's, end to end; its tip (LIVE,
+#       quantize_rows<HAS_MEAN>) and the commit before (LIVE1) both, as their registers differ.
 #   tests (~9 min): every GPU test binary on main, then the bench of the issue's shapes (if gpu_int8_wgmma
 #     nears its 330 s, run the bench in a call of its own).
 # Prepare here (build-dev built from main):
 #   rm -rf build-gpu && cp -a build-dev build-gpu && find build-gpu -name '*.o' -delete
 #   rm -rf build-gpu/tests/test_* build-gpu/libmxattn.a build-gpu/tpl
 #   grep -rl build-dev build-gpu --include=CTestTestfile.cmake | xargs sed -i 's#/build-dev#/build-gpu#g'
-#   scripts/ab_templates.sh build-gpu main quant-live-words
+#   scripts/ab_templates.sh build-gpu main quant-live-words quant-live-words~1
 #   mkdir -p build-gpu/sass && ./build-dev/mxattn compile --family int8-fp8 --head-dim 128 --ptx > /tmp/q.ptx &&
 #     /usr/local/cuda/bin/ptxas -arch=sm_90a /tmp/q.ptx -o build-gpu/sass/int8fp8_d128.cubin
 # then, carrying build-gpu:  bash scripts/s10_first_call.sh check   and   bash scripts/s10_first_call.sh tests
@@ -29,8 +30,8 @@ tpl() { echo "$B/tpl/$1/templates"; }
 timed() { local dir=$1; shift; MXATTN_TEMPLATE_DIR=$dir timeout 60 $B/mxattn run "$@" --reps 100 --check-heads 0 2>&1 | awk '/^time/ {print $2, $5}'; }
 
 check() {
-  local MAIN LIVE base v a r
-  MAIN=$(tpl main) LIVE=$(tpl quant-live-words)
+  local MAIN LIVE LIVE1 base v a r
+  MAIN=$(tpl main) LIVE=$(tpl quant-live-words) LIVE1=$(tpl quant-live-words_1)
   # 1. Timings first, on an idle GPU (~150 s): the quant pass's source counters, the branch's A/B.
   cuobjdump -sass $B/sass/int8fp8_d128.cubin > "$L/int8fp8_d128.sass" 2>&1
   MXATTN_TEMPLATE_DIR=$MAIN timeout 120 ncu --set full --import-source yes --clock-control none -k regex:'_quant$' -c 1 -o "$L/quant" \
@@ -39,14 +40,14 @@ check() {
   ncu --import "$L/quant.ncu-rep" --page source --print-source sass --csv > "$L/quant_source.csv" 2>&1
   echo "source page lines: $(wc -l < "$L/quant_source.csv")" >> "$S"
   rm -f "$L/quant.ncu-rep"
-  for v in MAIN LIVE; do
+  for v in MAIN LIVE LIVE1; do
     for a in "int8-fp8 128" "int8-fp8 64" "int8-f16 128" "int8-f16 64"; do set -- $a
       MXATTN_TEMPLATE_DIR=${!v} timeout 40 ncu --clock-control none --metrics gpu__time_duration.sum,launch__registers_per_thread -k regex:'_quant$' -c 2 \
         $B/mxattn run --family $1 --head-dim $2 --seq 4096 --batch 4 --heads 32 --reps 1 --check-heads 0 > "$L/ncu_${v}_$1_$2.log" 2>&1
       echo "$v $1 D$2 quant us,regs: $(grep -A8 '_quant' "$L/ncu_${v}_$1_$2.log" | grep -E 'gpu__time|registers' | awk '{print $NF}' | tr '\n' ' ')" >> "$S"
     done
   done
-  for r in 1 2; do for v in MAIN LIVE; do
+  for r in 1 2; do for v in MAIN LIVE LIVE1; do
     echo "int8-fp8 D128 N4096 r$r $v $(timed ${!v} --family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32)" >> "$S"
     echo "int8-f16 D64 N4096 r$r $v $(timed ${!v} --family int8-f16 --head-dim 64 --seq 4096 --batch 4 --heads 32)" >> "$S"
   done; done
@@ -58,8 +59,10 @@ check() {
   done
   ( timeout 330 $B/tests/gpu_int8_wgmma > "$L/gpu_int8_wgmma.log" 2>&1; echo "gpu_int8_wgmma rc=$? $(grep -E 'PASSED|FAILED' "$L/gpu_int8_wgmma.log" | tail -1)" >> "$S" ) &
   ( timeout 150 $B/tests/gpu_int8 > "$L/gpu_int8.log" 2>&1; echo "gpu_int8 rc=$? $(grep -E 'PASSED|FAILED' "$L/gpu_int8.log" | tail -1)" >> "$S"
-    MXATTN_TEMPLATE_DIR=$LIVE timeout 150 $B/tests/gpu_int8 > "$L/gpu_int8_live.log" 2>&1
-    echo "gpu_int8 under quant-live-words rc=$? $(grep -E 'PASSED|FAILED' "$L/gpu_int8_live.log" | tail -1)" >> "$S"
+    for v in LIVE LIVE1; do
+      MXATTN_TEMPLATE_DIR=${!v} timeout 150 $B/tests/gpu_int8 > "$L/gpu_int8_$v.log" 2>&1
+      echo "gpu_int8 under $v rc=$? $(grep -E 'PASSED|FAILED' "$L/gpu_int8_$v.log" | tail -1)" >> "$S"
+    done
     timeout 80 $B/tests/gpu_tune > "$L/gpu_tune.log" 2>&1
     echo "gpu_tune rc=$? $(grep -E 'PASSED|FAILED' "$L/gpu_tune.log" | tail -1)" >> "$S" ) &
   wait
