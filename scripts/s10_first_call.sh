@@ -5,8 +5,9 @@
 #       (bases 1795988417 and 1795991000; their D=128 Nq=1 case should now read ~1e-4, not 2-4e-3;
 #       the whole test runs in `tests`);
 #     - gpu_tune and gpu_int8 on the q_bucket key (schema v3, b1fd14d);
-#     - where the quant pass's 17 instructions a value go: ncu source counters (SASS, executed
-#       instructions per line) of main's quant kernel, int8-fp8 D=128 N=4096 B=4 H=32, and its SASS;
+#     - where the quant pass's instructions go: ncu source counters (SASS, executed instructions
+#       per line) of branch quant-live-words' quant kernel (main's waste per value, found in its
+#       PTX, is gone there), int8-fp8 D=128 N=4096 B=4 H=32, and that kernel's SASS;
 #     - branch quant-live-words: gpu_int8 bit for bit under its templates, the quant kernel's time
 #       (int8-fp8 D=64/128, int8-f16 D=64/128) against main's, end to end; its tip (LIVE,
 #       quantize_rows<HAS_MEAN>) and the commit before (LIVE1) both, as their registers differ.
@@ -17,8 +18,8 @@
 #   rm -rf build-gpu/tests/test_* build-gpu/libmxattn.a build-gpu/tpl
 #   grep -rl build-dev build-gpu --include=CTestTestfile.cmake | xargs sed -i 's#/build-dev#/build-gpu#g'
 #   scripts/ab_templates.sh build-gpu main quant-live-words quant-live-words~1
-#   mkdir -p build-gpu/sass && ./build-dev/mxattn compile --family int8-fp8 --head-dim 128 --ptx > /tmp/q.ptx &&
-#     /usr/local/cuda/bin/ptxas -arch=sm_90a /tmp/q.ptx -o build-gpu/sass/int8fp8_d128.cubin
+#   mkdir -p build-gpu/sass && MXATTN_TEMPLATE_DIR=build-gpu/tpl/quant-live-words/templates ./build-dev/mxattn compile \
+#     --family int8-fp8 --head-dim 128 --ptx > /tmp/q.ptx && /usr/local/cuda/bin/ptxas -arch=sm_90a /tmp/q.ptx -o build-gpu/sass/int8fp8_d128.cubin
 # then, carrying build-gpu:  bash scripts/s10_first_call.sh check   and   bash scripts/s10_first_call.sh tests
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +35,7 @@ check() {
   MAIN=$(tpl main) LIVE=$(tpl quant-live-words) LIVE1=$(tpl quant-live-words_1)
   # 1. Timings first, on an idle GPU (~150 s): the quant pass's source counters, the branch's A/B.
   cuobjdump -sass $B/sass/int8fp8_d128.cubin > "$L/int8fp8_d128.sass" 2>&1
-  MXATTN_TEMPLATE_DIR=$MAIN timeout 120 ncu --set full --import-source yes --clock-control none -k regex:'_quant$' -c 1 -o "$L/quant" \
+  MXATTN_TEMPLATE_DIR=$LIVE timeout 120 ncu --set full --import-source yes --clock-control none -k regex:'_quant$' -c 1 -o "$L/quant" \
     $B/mxattn run --family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32 --reps 1 --check-heads 0 > "$L/ncu.log" 2>&1
   echo "ncu rc=$?" >> "$S"
   ncu --import "$L/quant.ncu-rep" --page source --print-source sass --csv > "$L/quant_source.csv" 2>&1
