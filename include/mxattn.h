@@ -150,7 +150,8 @@ mxattn_status mxattn_run(mxattn_plan *plan, const void *q, const void *k,
 mxattn_status mxattn_candidates(mxattn_ctx *ctx, const mxattn_problem *p,
                                 char **configs, int max, int *count);
 
-/* Tunes the problem's (family, shape, sequence bucket) on the present GPU and
+/* Tunes the problem's (family, shape, sequence buckets: max(seq_q, seq_k) and
+ * seq_q, so decoding and prefill keep their own winners) on the present GPU and
  * stores the winner in the database.  best_config (may be NULL) receives the
  * winner; speedup (may be NULL) its speed-up over the heuristic default. */
 mxattn_status mxattn_tune(mxattn_ctx *ctx, const mxattn_problem *p,
