@@ -28,7 +28,6 @@ B=${MXATTN_BUILD:-build-gpu}
 L=$OUT/logs; mkdir -p "$L"; S=$L/summary.txt
 export LD_LIBRARY_PATH=$PWD/$B/testlib MXATTN_LIB=$B/libmxattn.so MXATTN_CACHE=/tmp/mx.db PYTHONUNBUFFERED=1
 tpl() { echo "$B/tpl/$1/templates"; }
-timed() { local dir=$1; shift; MXATTN_TEMPLATE_DIR=$dir timeout 60 $B/mxattn run "$@" --reps 100 --check-heads 0 2>&1 | awk '/^time/ {print $2, $5}'; }
 
 check() {
   local MAIN LIVE LIVE1 base v a r
@@ -48,10 +47,11 @@ check() {
       echo "$v $1 D$2 quant us,regs: $(grep -A8 '_quant' "$L/ncu_${v}_$1_$2.log" | grep -E 'gpu__time|registers' | awk '{print $NF}' | tr '\n' ' ')" >> "$S"
     done
   done
-  for r in 1 2; do for v in MAIN LIVE LIVE1; do
-    echo "int8-fp8 D128 N4096 r$r $v $(timed ${!v} --family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32)" >> "$S"
-    echo "int8-f16 D64 N4096 r$r $v $(timed ${!v} --family int8-f16 --head-dim 64 --seq 4096 --batch 4 --heads 32)" >> "$S"
-  done; done
+  # End to end: scripts/device.sh's interleaved A/B (rounds x templates x problems, medians).
+  AB_TEMPLATES="$MAIN $LIVE $LIVE1" AB_ROUNDS=3 MXATTN_BUILD=$B OUT=$L/ab \
+    AB_RUNS=$'--family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32\n--family int8-f16 --head-dim 64 --seq 4096 --batch 4 --heads 32' \
+    bash scripts/device.sh --ab > "$L/ab.log" 2>&1
+  grep '^## ab' "$L/ab.log" >> "$S"
   # 2. Correctness (~200 s): p_fold's replays (the whole gpu_int8_wgmma runs in `tests`), gpu_int8
   #    on main and under both branch forms, gpu_tune.
   for base in 1795988417 1795991000; do
