@@ -288,7 +288,10 @@ static mxattn_status quantize_p_segment(workspace *w, mx_p_mode mode, const doub
     return st;
 }
 
-static void accumulate_pv(const workspace *w, const double *phat, int first, int n, double *o) {
+/* O = alpha O + the P^ V^ of keys [first, first + n): a key tile's step of
+ * the online form (alpha: the running max's move), or the whole row (1). */
+static void accumulate_pv(const workspace *w, const double *phat, int first, int n, double alpha, double *o) {
+    for (int ch = 0; ch < w->d; ch++) o[ch] *= alpha;
     for (int j = first; j < first + n; j++) {
         double pj = phat[j];
         if (pj == 0) continue;
@@ -324,7 +327,7 @@ static mxattn_status attend_offline(workspace *w, const mx_ref_shape *s, const m
     }
     mxattn_status st = quantize_p_segment(w, c->p, w->p, w->nk, w->phat);
     if (st != MXATTN_OK) return st;
-    accumulate_pv(w, w->phat, 0, w->nk, w->o);
+    accumulate_pv(w, w->phat, 0, w->nk, 1.0, w->o);
     *lse = m + log(l);
     return MXATTN_OK;
 }
@@ -357,8 +360,7 @@ static mxattn_status attend_tiled(workspace *w, const mx_ref_shape *s, const mx_
         mxattn_status st = quantize_p_segment(w, c->p, w->phat + t0, n, w->phat + t0);
         if (st != MXATTN_OK) return st;
         l = l * alpha + sum;
-        for (int ch = 0; ch < w->d; ch++) w->o[ch] *= alpha;
-        accumulate_pv(w, w->phat, t0, n, w->o);
+        accumulate_pv(w, w->phat, t0, n, alpha, w->o);
         m = m_new;
     }
     if (m == -INFINITY) { *lse = -INFINITY; return MXATTN_OK; }
@@ -423,8 +425,7 @@ static mxattn_status attend_folded(workspace *w, const mx_ref_shape *s, const mx
         }
         w->tile_max[t0 / tile] = base;
         l = l * alpha + sum;
-        for (int ch = 0; ch < d; ch++) w->o[ch] *= alpha;
-        accumulate_pv(w, w->phat, t0, n, w->o);
+        accumulate_pv(w, w->phat, t0, n, alpha, w->o);
         m = m_new;
     }
     if (m == -INFINITY) {
