@@ -17,6 +17,10 @@
 #              problem a line) under every folder of $AB_TEMPLATES (space-
 #              separated; "-" is the built-in templates; scripts/ab_templates.sh
 #              makes them from git revisions) -> $OUT/ab.txt, medians in the summary
+#   --kernel-times  ncu's duration and registers of the kernels matching $KT_KERNELS
+#              (a regex, default '_quant$') in each line of $KT_RUNS (`mxattn run`
+#              arguments) under each folder of $AB_TEMPLATES -> $OUT/kt_*.log, one
+#              summary line each
 # Tests come first so the later steps can depend on them.  $OUT returns at
 # most 8 files (scripts/device_session.sh packs its logs into one).  A short
 # summary prints last.
@@ -114,6 +118,19 @@ if has --ab; then
                             for (i = 1; i <= m; i++) a[i] = v[k, i]
                           for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { x = a[i]; a[i] = a[j]; a[j] = x }
                           printf "median best %.4f ms of %d rounds: %s%s\n", (m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2), m, k, (k in bad ? " (some rounds failed)" : "") } }' "$AB_FILE" | sort -t'|' -k2,2 -k1,1)
+fi
+
+if has --kernel-times; then
+  n=0
+  for tpl in ${AB_TEMPLATES:--}; do
+    while IFS= read -r args; do
+      [[ -z "$args" ]] && continue
+      n=$((n + 1)); dir=$tpl; [[ $tpl == - ]] && dir=""
+      MXATTN_TEMPLATE_DIR="$dir" timeout 60 ncu --clock-control none --metrics gpu__time_duration.sum,launch__registers_per_thread \
+        -k regex:"${KT_KERNELS:-_quant\$}" -c 2 $B/mxattn run $args --reps 1 --check-heads 0 < /dev/null > "$OUT/kt_$n.log" 2>&1
+      note "kt $tpl | $args: us,regs $(grep -E 'gpu__time_duration|registers_per_thread' "$OUT/kt_$n.log" | awk '{print $NF}' | tr '\n' ' ')"
+    done <<< "${KT_RUNS:---family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32}"
+  done
 fi
 
 echo; echo "==== summary"; printf '%s\n' "${summary[@]}"

@@ -30,7 +30,7 @@ export LD_LIBRARY_PATH=$PWD/$B/testlib MXATTN_LIB=$B/libmxattn.so MXATTN_CACHE=/
 tpl() { echo "$B/tpl/$1/templates"; }
 
 check() {
-  local MAIN LIVE LIVE1 base v a r
+  local MAIN LIVE LIVE1 base v
   MAIN=$(tpl main) LIVE=$(tpl quant-live-words) LIVE1=$(tpl quant-live-words_1)
   # 1. Timings first, on an idle GPU (~150 s): the quant pass's source counters, the branch's A/B.
   cuobjdump -sass $B/sass/int8fp8_d128.cubin > "$L/int8fp8_d128.sass" 2>&1
@@ -40,14 +40,11 @@ check() {
   ncu --import "$L/quant.ncu-rep" --page source --print-source sass --csv > "$L/quant_source.csv" 2>&1
   echo "source page lines: $(wc -l < "$L/quant_source.csv")" >> "$S"
   rm -f "$L/quant.ncu-rep"
-  for v in MAIN LIVE LIVE1; do
-    for a in "int8-fp8 128" "int8-fp8 64" "int8-f16 128" "int8-f16 64"; do set -- $a
-      MXATTN_TEMPLATE_DIR=${!v} timeout 40 ncu --clock-control none --metrics gpu__time_duration.sum,launch__registers_per_thread -k regex:'_quant$' -c 2 \
-        $B/mxattn run --family $1 --head-dim $2 --seq 4096 --batch 4 --heads 32 --reps 1 --check-heads 0 > "$L/ncu_${v}_$1_$2.log" 2>&1
-      echo "$v $1 D$2 quant us,regs: $(grep -A8 '_quant' "$L/ncu_${v}_$1_$2.log" | grep -E 'gpu__time|registers' | awk '{print $NF}' | tr '\n' ' ')" >> "$S"
-    done
-  done
-  # End to end: scripts/device.sh's interleaved A/B (rounds x templates x problems, medians).
+  # The quant kernel's time and registers, then end to end (interleaved rounds, medians), both
+  # through scripts/device.sh.
+  local runs=$'--family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32\n--family int8-fp8 --head-dim 64 --seq 4096 --batch 4 --heads 32\n--family int8-f16 --head-dim 128 --seq 4096 --batch 4 --heads 32\n--family int8-f16 --head-dim 64 --seq 4096 --batch 4 --heads 32'
+  AB_TEMPLATES="$MAIN $LIVE $LIVE1" KT_RUNS=$runs MXATTN_BUILD=$B OUT=$L/kt bash scripts/device.sh --kernel-times > "$L/kt.log" 2>&1
+  grep '^## kt' "$L/kt.log" >> "$S"
   AB_TEMPLATES="$MAIN $LIVE $LIVE1" AB_ROUNDS=3 MXATTN_BUILD=$B OUT=$L/ab \
     AB_RUNS=$'--family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32\n--family int8-f16 --head-dim 64 --seq 4096 --batch 4 --heads 32' \
     bash scripts/device.sh --ab > "$L/ab.log" 2>&1
@@ -76,9 +73,9 @@ tests() {
   wait
   timeout 80 $B/tests/gpu_tune > "$L/gpu_tune.log" 2>&1
   echo "gpu_tune rc=$? $(grep -E 'PASSED|FAILED' "$L/gpu_tune.log" | tail -1)" >> "$S"
-  timeout 230 python3 bench/attention.py --families f16,int8-fp8 --dims 128,64 --seqs 4096,16384 --causal both \
-    --baselines sdpa-flash,sdpa-cudnn --rounds 2 --out "$L/bench" > "$L/bench.log" 2>&1
-  echo "bench rc=$?" >> "$S"
+  BENCH_ARGS="--families f16,int8-fp8 --dims 128,64 --seqs 4096,16384 --causal both --baselines sdpa-flash,sdpa-cudnn --rounds 2" \
+    BENCH_TIMEOUT=230 MXATTN_BUILD=$B OUT=$L bash scripts/device.sh --bench > "$L/device_bench.log" 2>&1
+  grep '^## bench' "$L/device_bench.log" >> "$S"
 }
 
 case $MODE in
