@@ -39,18 +39,22 @@ MX_INLINE void quantize_v_transposed(const u16 *v, i64 ss, int key0, int keys, c
   const int lane = threadIdx.x % 32;
 #pragma unroll 1
   for (int c0 = lane * VV; c0 < DV; c0 += 32 * VV) {
-    // Keys past the sequence load as 0 and code to 0 under any scale but 0,
-    // whose channel is all zero codes anyway.
+    // Keys past the sequence read as 0 and code to 0 under any scale but 0,
+    // whose channel is all zero codes anyway.  Every load is unconditional,
+    // from a clamped key and channel, and what lies outside is zeroed after:
+    // under `if (in range) load` the compiler put a branch around each load
+    // and its first use, so a lane's 16 loads went out one at a time (s10
+    // ncu: half the quant pass's stall samples, long-scoreboard, on them).
+    const bool chan_in = c0 < D;
+    const u16 *vc = v + (chan_in ? c0 : 0);
     v_vec x[16];
 #pragma unroll
-    for (int pos = 0; pos < 16; pos++) {
-      const int key = key0 + permuted_key(pos);
-      if (c0 < D && key < keys) {
-        x[pos] = *(const v_vec *)(v + (i64)key * ss + c0);
-      } else {
+    for (int pos = 0; pos < 16; pos++) x[pos] = *(const v_vec *)(vc + (i64)min(key0 + permuted_key(pos), keys - 1) * ss);
 #pragma unroll
-        for (int e = 0; e < VV; e++) x[pos].h[e] = 0;
-      }
+    for (int pos = 0; pos < 16; pos++) {
+      const bool in = chan_in && key0 + permuted_key(pos) < keys;
+#pragma unroll
+      for (int e = 0; e < VV; e++) x[pos].h[e] = in ? x[pos].h[e] : (u16)0;
     }
 #pragma unroll
     for (int e = 0; e < VV; e++) {
