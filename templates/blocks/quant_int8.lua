@@ -105,7 +105,7 @@ MX_INLINE float in_amax(const in_vec (&t)[LANE_VECS]) {
   for (int j = 0; j < LANE_VECS; j++)
 #pragma unroll
     for (int e = 0; e + 1 < VEC; e += 2) {
-      const u32 pair = ((u32)t[j].h[e + 1] << 16 | t[j].h[e]) & 0x7fff7fffu;
+      const u32 pair = *(const u32 *)&t[j].h[e] & 0x7fff7fffu;
       asm("max.${PAIR}x2 %0, %0, %1;" : "+r"(m2) : "r"(pair));
     }
   float amax = in_to_f32((u16)m2);
@@ -137,15 +137,17 @@ template <bool NO_CLAMP> MX_INLINE u32 int8_code(float x, scale_recip r) {
 MX_INLINE u32 pack_low_bytes(u32 a, u32 b, u32 c, u32 d) {
   return __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
 }
-MX_INLINE void store_codes(u8 *dst, const u32 (&code)[VEC]) {
+// Codes of a padding row (`live` false) are 0, chosen a packed word at a time.
+MX_INLINE void store_codes(u8 *dst, const u32 (&code)[VEC], bool live) {
   if (VEC % 4 == 0) {
     code_vec out;
 #pragma unroll
-    for (int i = 0; i < VEC / 4; i++) out.w[i] = pack_low_bytes(code[4 * i], code[4 * i + 1], code[4 * i + 2], code[4 * i + 3]);
+    for (int i = 0; i < VEC / 4; i++)
+      out.w[i] = live ? pack_low_bytes(code[4 * i], code[4 * i + 1], code[4 * i + 2], code[4 * i + 3]) : 0u;
     *(code_vec *)dst = out;
   } else {
 #pragma unroll
-    for (int e = 0; e < VEC; e++) dst[e] = (u8)code[e];
+    for (int e = 0; e < VEC; e++) dst[e] = live ? (u8)code[e] : (u8)0;
   }
 }
 
@@ -193,11 +195,11 @@ MX_INLINE void quantize_rows(const u16 *src, i64 ss, int row0, int rows, float m
     for (int j = 0; j < LANE_VECS; j++) {
       int r, c;
       if (!tile_slot(j, r, c)) continue;
-      const bool live = scale > 0.f && (!mean || row0 + r < rows);
       u32 code[VEC];
 #pragma unroll
-      for (int e = 0; e < VEC; e++) code[e] = live ? int8_code<decltype(no_clamp)::value>(x_at(j, e), inv) : 0u;
-      store_codes(dst + r * D32 + c, code);
+      for (int e = 0; e < VEC; e++) code[e] = int8_code<decltype(no_clamp)::value>(x_at(j, e), inv);
+      // (NO_CLAMP implies a scale above 0.)
+      store_codes(dst + r * D32 + c, code, (no_clamp.value || scale > 0.f) && (!mean || row0 + r < rows));
     }
   };
   if (inv.k == 1.f) write_codes(mx_bool<true>());
