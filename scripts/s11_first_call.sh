@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The first device call of the session after 2026-11-29-s10 (docs/status-2026-11-29-s10.md):
+# branch tma-issue-warp0 (two commits, not yet run on a GPU):
+#   WARP0  = tma-issue-warp0~1: the one-warpgroup wgmma kernels issue their TMA copies under
+#            `warp == 0 && elect_one()` (warp broadcast from lane 0) instead of threadIdx.x == 0;
+#   KS     = tma-issue-warp0:   + int8-fp8's K scales by 16-byte loads.
+# ~8 min; run with timeout_s 600 (everything inside stops by 540 s so the logs come back).
+#   1. ncu source counters of KS's int8-fp8 D=128 attention kernel (instructions a warp and a
+#      tile: s10 call 5 read 624 in the loop on main; prediction ~570), its SASS;
+#   2. attention kernel times (ncu) and end to end (--ab) for MAIN, WARP0, KS: int8-fp8 D=128
+#      and D=64 at N=4096 and 16384, f16 D=64 N=1024 (its 64-row one-warpgroup default);
+#   3. gpu_int8_wgmma and gpu_wgmma under KS (in parallel).
+# Prepare here (build-dev built from main):
+#   rm -rf build-gpu && cp -a build-dev build-gpu && find build-gpu -name '*.o' -delete
+#   rm -rf build-gpu/tests/test_* build-gpu/libmxattn.a build-gpu/tpl build-gpu/oldtpl build-gpu/micro
+#   scripts/ab_templates.sh build-gpu main tma-issue-warp0~1 tma-issue-warp0
+#   mkdir -p build-gpu/sass && MXATTN_TEMPLATE_DIR=build-gpu/tpl/tma-issue-warp0/templates ./build-dev/mxattn compile \
+#     --family int8-fp8 --head-dim 128 --ptx > /tmp/a.ptx && /usr/local/cuda/bin/ptxas -arch=sm_90a /tmp/a.ptx -o build-gpu/sass/int8fp8_d128.cubin
+# then, carrying build-gpu:  bash scripts/s11_first_call.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B=${MXATTN_BUILD:-build-gpu}
+L=$OUT/logs; mkdir -p "$L"; S=$L/summary.txt
+export LD_LIBRARY_PATH=$PWD/$B/testlib MXATTN_LIB=$B/libmxattn.so MXATTN_CACHE=/tmp/mx.db PYTHONUNBUFFERED=1
+stamp() { echo "[$(date +%T) +$SECONDS s] $*" >> "$S"; }
+MAIN=$B/tpl/main/templates WARP0=$B/tpl/tma-issue-warp0_1/templates KS=$B/tpl/tma-issue-warp0/templates
+
+work() {
+  stamp start
+  cuobjdump -sass $B/sass/int8fp8_d128.cubin > "$L/int8fp8_d128.sass" 2>&1
+  MXATTN_TEMPLATE_DIR=$KS timeout 100 ncu --set full --clock-control none -k regex:'int8_fp8_d128_[0-9a-f]+$' -c 1 -o "$L/attn" \
+    $B/mxattn run --family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32 --reps 1 --check-heads 0 > "$L/ncu.log" 2>&1
+  ncu --import "$L/attn.ncu-rep" --page source --print-source sass --csv > "$L/src.csv" 2>&1
+  python3 - "$L/src.csv" > "$L/attn_source_lines.txt" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+hdr = rows[1]; data = [r for r in rows[2:] if len(r) > 30]
+ie = hdr.index("Instructions Executed"); samp = hdr.index("Warp Stall Sampling (All Samples)")
+sc = [i for i, h in enumerate(hdr) if h.startswith("stall_") and "Not Issued" not in h]
+print("# address, warp instructions executed, stall samples, top two stall reasons, SASS")
+for r in data:
+    st = sorted(((int(r[i]), hdr[i][6:]) for i in sc if r[i].isdigit()), reverse=True)[:2]
+    print(r[0][-5:], r[ie].rjust(9), r[samp].rjust(6), " ".join(f"{n}:{c}" for c, n in st if c).ljust(34), r[1].strip())
+PY
+  rm -f "$L/attn.ncu-rep" "$L/src.csv"
+  stamp "ncu: $(awk 'NR>1{s+=$2} END{printf "%.1f warp instructions a warp-tile (262144 tiles x 4 warps)", s/1048576}' "$L/attn_source_lines.txt")"
+  local runs=$'--family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32\n--family int8-fp8 --head-dim 64 --seq 4096 --batch 4 --heads 32\n--family f16 --head-dim 64 --seq 1024 --batch 4 --heads 32'
+  AB_TEMPLATES="$MAIN $WARP0 $KS" KT_RUNS=$runs KT_KERNELS='_d(64|128)_[0-9a-f]+$' MXATTN_BUILD=$B OUT=$L/kt timeout 150 bash scripts/device.sh --kernel-times > "$L/kt.log" 2>&1
+  grep '^## kt' "$L/kt.log" | sed 's#build-gpu/tpl/##; s#/templates##' >> "$S"; stamp kt done
+  AB_TEMPLATES="$MAIN $WARP0 $KS" AB_ROUNDS=3 MXATTN_BUILD=$B OUT=$L/ab \
+    AB_RUNS=$runs$'\n--family int8-fp8 --head-dim 128 --seq 16384 --batch 4 --heads 32' \
+    timeout 150 bash scripts/device.sh --ab > "$L/ab.log" 2>&1
+  grep '^## ab' "$L/ab.log" | sed 's#build-gpu/tpl/##; s#/templates##' >> "$S"; stamp ab done
+  local t left=$((530 - SECONDS))
+  for t in gpu_int8_wgmma gpu_wgmma; do
+    ( MXATTN_TEMPLATE_DIR=$KS timeout $left $B/tests/$t > "$L/$t.log" 2>&1; stamp "$t under KS rc=$? $(grep -E 'PASSED|FAILED' "$L/$t.log" | tail -1)" ) &
+  done
+  wait
+}
+work
+cd "$L" && tar -czf "$OUT/logs.tgz" . && cd - > /dev/null
+cat "$S"
+exit 0
