@@ -31,17 +31,7 @@ work() {
   MXATTN_TEMPLATE_DIR=$KS timeout 100 ncu --set full --clock-control none -k regex:'int8_fp8_d128_[0-9a-f]+$' -c 1 -o "$L/attn" \
     $B/mxattn run --family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32 --reps 1 --check-heads 0 > "$L/ncu.log" 2>&1
   ncu --import "$L/attn.ncu-rep" --page source --print-source sass --csv > "$L/src.csv" 2>&1
-  python3 - "$L/src.csv" > "$L/attn_source_lines.txt" <<'PY'
-import csv, sys
-rows = list(csv.reader(open(sys.argv[1])))
-hdr = rows[1]; data = [r for r in rows[2:] if len(r) > 30]
-ie = hdr.index("Instructions Executed"); samp = hdr.index("Warp Stall Sampling (All Samples)")
-sc = [i for i, h in enumerate(hdr) if h.startswith("stall_") and "Not Issued" not in h]
-print("# address, warp instructions executed, stall samples, top two stall reasons, SASS")
-for r in data:
-    st = sorted(((int(r[i]), hdr[i][6:]) for i in sc if r[i].isdigit()), reverse=True)[:2]
-    print(r[0][-5:], r[ie].rjust(9), r[samp].rjust(6), " ".join(f"{n}:{c}" for c, n in st if c).ljust(34), r[1].strip())
-PY
+  python3 scripts/ncu_source_lines.py "$L/src.csv" > "$L/attn_source_lines.txt"
   rm -f "$L/attn.ncu-rep" "$L/src.csv"
   stamp "ncu: $(awk 'NR>1{s+=$2} END{printf "%.1f warp instructions a warp-tile (262144 tiles x 4 warps)", s/1048576}' "$L/attn_source_lines.txt")"
   local runs=$'--family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32\n--family int8-fp8 --head-dim 64 --seq 4096 --batch 4 --heads 32\n--family f16 --head-dim 64 --seq 1024 --batch 4 --heads 32'
