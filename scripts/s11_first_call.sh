@@ -1,22 +1,31 @@
 #!/usr/bin/env bash
-# The first device call of the session after 2026-11-29-s10 (docs/status-2026-11-29-s10.md):
-# branch tma-issue-warp0 (two commits, not yet run on a GPU):
-#   WARP0  = tma-issue-warp0~1: the one-warpgroup wgmma kernels issue their TMA copies under
-#            `warp == 0 && elect_one()` (warp broadcast from lane 0) instead of threadIdx.x == 0;
-#   KS     = tma-issue-warp0:   + int8-fp8's K scales by 16-byte loads.
-# ~8 min; run with timeout_s 600 (everything inside stops by 540 s so the logs come back).
+# The first device calls of the session after 2026-11-29-s10 (docs/status-2026-11-29-s10.md), for
+# two stacked branches, none of it yet run on a GPU:
+#   WARP0 = tma-issue-warp0~1: the one-warpgroup wgmma kernels issue their TMA copies under
+#           `warp == 0 && elect_one()` (warp broadcast from lane 0) instead of threadIdx.x == 0;
+#   KS    = tma-issue-warp0:   + int8-fp8's K scales by 16-byte loads;
+#   PIPE  = int8-intra-overlap (on KS): knob overlap=2, S(t+1) issued before the softmax of t
+#           (block_m=64 warps=4 block_n=64 stages=3; 222 registers at D=128, two blocks an SM).
+# `timing` (~5 min; timeout_s 420, everything inside stops by 380 s):
 #   1. ncu source counters of KS's int8-fp8 D=128 attention kernel (instructions a warp and a
-#      tile: s10 call 5 read 624 in the loop on main; prediction ~570), its SASS;
-#   2. attention kernel times (ncu) and end to end (--ab) for MAIN, WARP0, KS: int8-fp8 D=128
-#      and D=64 at N=4096 and 16384, f16 D=64 N=1024 (its 64-row one-warpgroup default);
-#   3. gpu_int8_wgmma and gpu_wgmma under KS (in parallel).
+#      tile: 624 on main in s10 call 5; prediction ~570), its SASS;
+#   2. attention kernel times (ncu) and end to end (--ab) for MAIN, WARP0, KS: int8-fp8 D=128 and
+#      D=64 at N=4096 (and 16384 end to end), f16 D=64 N=1024 (its one-warpgroup default);
+#   3. under PIPE, end to end: the default, overlap=0 and overlap=2 on the 64-key tile, D=128 and
+#      64, N=4096 and 16384.
+# `tests` (~6 min; timeout_s 480, stops by 440 s): gpu_int8_wgmma and gpu_wgmma under KS, and
+#   gpu_int8_wgmma's overlap=2 tests under PIPE, in parallel.
 # Prepare here (build-dev built from main):
 #   rm -rf build-gpu && cp -a build-dev build-gpu && find build-gpu -name '*.o' -delete
 #   rm -rf build-gpu/tests/test_* build-gpu/libmxattn.a build-gpu/tpl build-gpu/oldtpl build-gpu/micro
-#   scripts/ab_templates.sh build-gpu main tma-issue-warp0~1 tma-issue-warp0
+#   scripts/ab_templates.sh build-gpu main tma-issue-warp0~1 tma-issue-warp0 int8-intra-overlap
 #   mkdir -p build-gpu/sass && MXATTN_TEMPLATE_DIR=build-gpu/tpl/tma-issue-warp0/templates ./build-dev/mxattn compile \
 #     --family int8-fp8 --head-dim 128 --ptx > /tmp/a.ptx && /usr/local/cuda/bin/ptxas -arch=sm_90a /tmp/a.ptx -o build-gpu/sass/int8fp8_d128.cubin
-# then, carrying build-gpu:  bash scripts/s11_first_call.sh
+#   git worktree add /tmp/pipe int8-intra-overlap && cmake -S /tmp/pipe -B /tmp/pipe/b -DCMAKE_BUILD_TYPE=Release \
+#     && cmake --build /tmp/pipe/b -j8 --target gpu_int8_wgmma && cp /tmp/pipe/b/tests/gpu_int8_wgmma build-gpu/tests/gpu_int8_wgmma_pipe
+#   (the branch's test binary, with its overlap=2 tests and templates linked in; then
+#   `git worktree remove --force /tmp/pipe`)
+# then, carrying build-gpu:  bash scripts/s11_first_call.sh timing   and   ... tests
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=${MXATTN_BUILD:-build-gpu}
@@ -24,8 +33,10 @@ L=$OUT/logs; mkdir -p "$L"; S=$L/summary.txt
 export LD_LIBRARY_PATH=$PWD/$B/testlib MXATTN_LIB=$B/libmxattn.so MXATTN_CACHE=/tmp/mx.db PYTHONUNBUFFERED=1
 stamp() { echo "[$(date +%T) +$SECONDS s] $*" >> "$S"; }
 MAIN=$B/tpl/main/templates WARP0=$B/tpl/tma-issue-warp0_1/templates KS=$B/tpl/tma-issue-warp0/templates
+PIPE=$B/tpl/int8-intra-overlap/templates
+MODE=${1:-timing}
 
-work() {
+timing() {
   stamp start
   cuobjdump -sass $B/sass/int8fp8_d128.cubin > "$L/int8fp8_d128.sass" 2>&1
   MXATTN_TEMPLATE_DIR=$KS timeout 100 ncu --set full --clock-control none -k regex:'int8_fp8_d128_[0-9a-f]+$' -c 1 -o "$L/attn" \
@@ -39,15 +50,37 @@ work() {
   grep '^## kt' "$L/kt.log" | sed 's#build-gpu/tpl/##; s#/templates##' >> "$S"; stamp kt done
   AB_TEMPLATES="$MAIN $WARP0 $KS" AB_ROUNDS=3 MXATTN_BUILD=$B OUT=$L/ab \
     AB_RUNS=$runs$'\n--family int8-fp8 --head-dim 128 --seq 16384 --batch 4 --heads 32' \
-    timeout 150 bash scripts/device.sh --ab > "$L/ab.log" 2>&1
+    timeout 120 bash scripts/device.sh --ab > "$L/ab.log" 2>&1
   grep '^## ab' "$L/ab.log" | sed 's#build-gpu/tpl/##; s#/templates##' >> "$S"; stamp ab done
-  local t left=$((530 - SECONDS))
+  local cfg=(--config "'variant=wgmma overlap=0 block_m=64 warps=4 block_n=64 stages=3'"
+             --config "'variant=wgmma overlap=2 block_m=64 warps=4 block_n=64 stages=3'")
+  local p pipe_runs=""
+  for p in "--head-dim 128 --seq 4096" "--head-dim 64 --seq 4096" "--head-dim 128 --seq 16384" "--head-dim 64 --seq 16384"; do
+    pipe_runs+="--family int8-fp8 $p --batch 4 --heads 32"$'\n'
+    pipe_runs+="--family int8-fp8 $p --batch 4 --heads 32 ${cfg[0]} ${cfg[1]}"$'\n'
+    pipe_runs+="--family int8-fp8 $p --batch 4 --heads 32 ${cfg[2]} ${cfg[3]}"$'\n'
+  done
+  AB_TEMPLATES="$PIPE" AB_ROUNDS=3 MXATTN_BUILD=$B OUT=$L/ab_pipe AB_RUNS=$pipe_runs \
+    timeout $((380 - SECONDS)) bash scripts/device.sh --ab > "$L/ab_pipe.log" 2>&1
+  grep '^## ab' "$L/ab_pipe.log" | sed 's#build-gpu/tpl/##; s#/templates##' >> "$S"; stamp ab_pipe done
+}
+
+tests() {
+  stamp start
+  local t left=440
   for t in gpu_int8_wgmma gpu_wgmma; do
     ( MXATTN_TEMPLATE_DIR=$KS timeout $left $B/tests/$t > "$L/$t.log" 2>&1; stamp "$t under KS rc=$? $(grep -E 'PASSED|FAILED' "$L/$t.log" | tail -1)" ) &
   done
+  ( MXATTN_TEMPLATE_DIR=$PIPE timeout $left $B/tests/gpu_int8_wgmma_pipe '*pipelined*' > "$L/pipelined.log" 2>&1
+    stamp "gpu_int8_wgmma pipelined under PIPE rc=$? $(grep -E 'PASSED|FAILED' "$L/pipelined.log" | tail -1)" ) &
   wait
 }
-work
+
+case $MODE in
+  timing) timing ;;
+  tests) tests ;;
+  *) echo "usage: bash scripts/s11_first_call.sh timing|tests" >&2; exit 2 ;;
+esac
 cd "$L" && tar -czf "$OUT/logs.tgz" . && cd - > /dev/null
 cat "$S"
 exit 0
