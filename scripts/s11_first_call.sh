@@ -15,6 +15,10 @@
 #      64, N=4096 and 16384.
 # `tests` (~6 min; timeout_s 480, stops by 440 s): gpu_int8_wgmma and gpu_wgmma under KS, and
 #   gpu_int8_wgmma's overlap=2 tests under PIPE, in parallel.
+# `bench` (~8 min; timeout_s 560, stops by 520 s), after merging what held: `mxattn tune` of f16
+#   and int8-fp8 at the issue's shapes (8 candidates each; f16 D=64 N=4096 causal read 0.90-0.96
+#   on defaults set from non-causal runs), then bench/attention.py on that database, 3 rounds,
+#   clocks logged, N=1024 included.
 # Prepare here (build-dev built from main):
 #   rm -rf build-gpu && cp -a build-dev build-gpu && find build-gpu -name '*.o' -delete
 #   rm -rf build-gpu/tests/test_* build-gpu/libmxattn.a build-gpu/tpl build-gpu/oldtpl build-gpu/micro
@@ -76,10 +80,23 @@ tests() {
   wait
 }
 
+bench() {
+  stamp start
+  timeout 240 $B/mxattn tune --family f16,int8-fp8 --head-dims 128,64 --seqs 4096,16384 --causal both --batch 4 --heads 32 \
+    --max-candidates 8 > "$L/tune.log" 2>&1
+  stamp "tune rc=$?"
+  $B/mxattn query > "$L/query.log" 2>&1; cat "$L/query.log" >> "$S"
+  BENCH_ARGS="--families f16,int8-fp8 --dims 128,64 --seqs 1024,4096,16384 --causal both --baselines sdpa-flash,sdpa-cudnn --rounds 3 --clocks" \
+    BENCH_TIMEOUT=$((520 - SECONDS)) MXATTN_BUILD=$B OUT=$L bash scripts/device.sh --bench > "$L/device_bench.log" 2>&1
+  stamp "$(grep '^## bench' "$L/device_bench.log")"
+  grep -E "^\| (f16|int8-fp8|sdpa-cudnn) " "$L/bench/results.md" 2>/dev/null | cut -d'|' -f2-8 >> "$S"
+}
+
 case $MODE in
   timing) timing ;;
   tests) tests ;;
-  *) echo "usage: bash scripts/s11_first_call.sh timing|tests" >&2; exit 2 ;;
+  bench) bench ;;
+  *) echo "usage: bash scripts/s11_first_call.sh timing|tests|bench" >&2; exit 2 ;;
 esac
 cd "$L" && tar -czf "$OUT/logs.tgz" . && cd - > /dev/null
 cat "$S"
