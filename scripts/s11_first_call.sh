@@ -5,16 +5,18 @@
 #           `warp == 0 && elect_one()` (warp broadcast from lane 0) instead of threadIdx.x == 0;
 #   KS    = tma-issue-warp0:   + int8-fp8's K scales by 16-byte loads;
 #   PIPE  = int8-intra-overlap (on KS): knob overlap=2, S(t+1) issued before the softmax of t
-#           (block_m=64 warps=4 block_n=64 stages=3; 222 registers at D=128, two blocks an SM).
-# `timing` (~5 min; timeout_s 420, everything inside stops by 380 s):
+#           (block_m=64 warps=4 block_n=64 stages=3; 222 registers at D=128, two blocks an SM);
+#   PVH   = pv-halves (on KS): attend_tile's P V in two column halves, the first folded into O
+#           under the second's MMAs (same registers).
+# `timing` (~6 min; timeout_s 420, everything inside stops by 380 s):
 #   1. ncu source counters of KS's int8-fp8 D=128 attention kernel (instructions a warp and a
 #      tile: 624 on main in s10 call 5; prediction ~570), its SASS;
-#   2. attention kernel times (ncu) and end to end (--ab) for MAIN, WARP0, KS: int8-fp8 D=128 and
+#   2. attention kernel times (ncu) and end to end (--ab) for MAIN, WARP0, KS, PVH: int8-fp8 D=128 and
 #      D=64 at N=4096 (and 16384 end to end), f16 D=64 N=1024 (its one-warpgroup default);
 #   3. under PIPE, end to end: the default, overlap=0 and overlap=2 on the 64-key tile, D=128 and
 #      64, N=4096 and 16384.
-# `tests` (~6 min; timeout_s 480, stops by 440 s): gpu_int8_wgmma and gpu_wgmma under KS, and
-#   gpu_int8_wgmma's overlap=2 tests under PIPE, in parallel.
+# `tests` (~6 min; timeout_s 480, stops by 440 s): gpu_int8_wgmma and gpu_wgmma under KS,
+#   gpu_int8_wgmma under PVH, and gpu_int8_wgmma's overlap=2 tests under PIPE, in parallel.
 # `bench` (~8 min; timeout_s 560, stops by 520 s), after merging what held: `mxattn tune` of f16
 #   and int8-fp8 at the issue's shapes (8 candidates each; f16 D=64 N=4096 causal read 0.90-0.96
 #   on defaults set from non-causal runs), then bench/attention.py on that database, 3 rounds,
@@ -22,7 +24,7 @@
 # Prepare here (build-dev built from main):
 #   rm -rf build-gpu && cp -a build-dev build-gpu && find build-gpu -name '*.o' -delete
 #   rm -rf build-gpu/tests/test_* build-gpu/libmxattn.a build-gpu/tpl build-gpu/oldtpl build-gpu/micro
-#   scripts/ab_templates.sh build-gpu main tma-issue-warp0~1 tma-issue-warp0 int8-intra-overlap
+#   scripts/ab_templates.sh build-gpu main tma-issue-warp0~1 tma-issue-warp0 int8-intra-overlap pv-halves
 #   mkdir -p build-gpu/sass && MXATTN_TEMPLATE_DIR=build-gpu/tpl/tma-issue-warp0/templates ./build-dev/mxattn compile \
 #     --family int8-fp8 --head-dim 128 --ptx > /tmp/a.ptx && /usr/local/cuda/bin/ptxas -arch=sm_90a /tmp/a.ptx -o build-gpu/sass/int8fp8_d128.cubin
 #   git worktree add /tmp/pipe int8-intra-overlap && cmake -S /tmp/pipe -B /tmp/pipe/b -DCMAKE_BUILD_TYPE=Release \
@@ -37,7 +39,7 @@ L=$OUT/logs; mkdir -p "$L"; S=$L/summary.txt
 export LD_LIBRARY_PATH=$PWD/$B/testlib MXATTN_LIB=$B/libmxattn.so MXATTN_CACHE=/tmp/mx.db PYTHONUNBUFFERED=1
 stamp() { echo "[$(date +%T) +$SECONDS s] $*" >> "$S"; }
 MAIN=$B/tpl/main/templates WARP0=$B/tpl/tma-issue-warp0_1/templates KS=$B/tpl/tma-issue-warp0/templates
-PIPE=$B/tpl/int8-intra-overlap/templates
+PIPE=$B/tpl/int8-intra-overlap/templates PVH=$B/tpl/pv-halves/templates
 MODE=${1:-timing}
 
 timing() {
@@ -50,11 +52,11 @@ timing() {
   rm -f "$L/attn.ncu-rep" "$L/src.csv"
   stamp "ncu: $(awk 'NR>1{s+=$2} END{printf "%.1f warp instructions a warp-tile (262144 tiles x 4 warps)", s/1048576}' "$L/attn_source_lines.txt")"
   local runs=$'--family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32\n--family int8-fp8 --head-dim 64 --seq 4096 --batch 4 --heads 32\n--family f16 --head-dim 64 --seq 1024 --batch 4 --heads 32'
-  AB_TEMPLATES="$MAIN $WARP0 $KS" KT_RUNS=$runs KT_KERNELS='_d(64|128)_[0-9a-f]+$' MXATTN_BUILD=$B OUT=$L/kt timeout 150 bash scripts/device.sh --kernel-times > "$L/kt.log" 2>&1
+  AB_TEMPLATES="$MAIN $WARP0 $KS $PVH" KT_RUNS=$runs KT_KERNELS='_d(64|128)_[0-9a-f]+$' MXATTN_BUILD=$B OUT=$L/kt timeout 150 bash scripts/device.sh --kernel-times > "$L/kt.log" 2>&1
   grep '^## kt' "$L/kt.log" | sed 's#build-gpu/tpl/##; s#/templates##' >> "$S"; stamp kt done
-  AB_TEMPLATES="$MAIN $WARP0 $KS" AB_ROUNDS=3 MXATTN_BUILD=$B OUT=$L/ab \
+  AB_TEMPLATES="$MAIN $WARP0 $KS $PVH" AB_ROUNDS=3 MXATTN_BUILD=$B OUT=$L/ab \
     AB_RUNS=$runs$'\n--family int8-fp8 --head-dim 128 --seq 16384 --batch 4 --heads 32' \
-    timeout 120 bash scripts/device.sh --ab > "$L/ab.log" 2>&1
+    timeout 150 bash scripts/device.sh --ab > "$L/ab.log" 2>&1
   grep '^## ab' "$L/ab.log" | sed 's#build-gpu/tpl/##; s#/templates##' >> "$S"; stamp ab done
   local cfg=(--config "'variant=wgmma overlap=0 block_m=64 warps=4 block_n=64 stages=3'"
              --config "'variant=wgmma overlap=2 block_m=64 warps=4 block_n=64 stages=3'")
@@ -75,6 +77,8 @@ tests() {
   for t in gpu_int8_wgmma gpu_wgmma; do
     ( MXATTN_TEMPLATE_DIR=$KS timeout $left $B/tests/$t > "$L/$t.log" 2>&1; stamp "$t under KS rc=$? $(grep -E 'PASSED|FAILED' "$L/$t.log" | tail -1)" ) &
   done
+  ( MXATTN_TEMPLATE_DIR=$PVH timeout $left $B/tests/gpu_int8_wgmma > "$L/gpu_int8_wgmma_pvh.log" 2>&1
+    stamp "gpu_int8_wgmma under PVH rc=$? $(grep -E 'PASSED|FAILED' "$L/gpu_int8_wgmma_pvh.log" | tail -1)" ) &
   ( MXATTN_TEMPLATE_DIR=$PIPE timeout $left $B/tests/gpu_int8_wgmma_pipe '*pipelined*' > "$L/pipelined.log" 2>&1
     stamp "gpu_int8_wgmma pipelined under PIPE rc=$? $(grep -E 'PASSED|FAILED' "$L/pipelined.log" | tail -1)" ) &
   wait
