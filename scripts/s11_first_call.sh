@@ -21,17 +21,8 @@
 #   and int8-fp8 at the issue's shapes (8 candidates each; f16 D=64 N=4096 causal read 0.90-0.96
 #   on defaults set from non-causal runs), then bench/attention.py on that database, 3 rounds,
 #   clocks logged, N=1024 included.
-# Prepare here (build-dev built from main):
-#   rm -rf build-gpu && cp -a build-dev build-gpu && find build-gpu -name '*.o' -delete
-#   rm -rf build-gpu/tests/test_* build-gpu/libmxattn.a build-gpu/tpl build-gpu/oldtpl build-gpu/micro
-#   scripts/ab_templates.sh build-gpu main tma-issue-warp0~1 tma-issue-warp0 int8-intra-overlap pv-halves
-#   mkdir -p build-gpu/sass && MXATTN_TEMPLATE_DIR=build-gpu/tpl/tma-issue-warp0/templates ./build-dev/mxattn compile \
-#     --family int8-fp8 --head-dim 128 --ptx > /tmp/a.ptx && /usr/local/cuda/bin/ptxas -arch=sm_90a /tmp/a.ptx -o build-gpu/sass/int8fp8_d128.cubin
-#   git worktree add /tmp/pipe int8-intra-overlap && cmake -S /tmp/pipe -B /tmp/pipe/b -DCMAKE_BUILD_TYPE=Release \
-#     && cmake --build /tmp/pipe/b -j8 --target gpu_int8_wgmma && cp /tmp/pipe/b/tests/gpu_int8_wgmma build-gpu/tests/gpu_int8_wgmma_pipe
-#   (the branch's test binary, with its overlap=2 tests and templates linked in; then
-#   `git worktree remove --force /tmp/pipe`)
-# then, carrying build-gpu:  bash scripts/s11_first_call.sh timing   and   ... tests
+# Prepare here: bash scripts/s11_prepare.sh (build-dev built from main; ~2 min).
+# then, carrying build-gpu:  bash scripts/s11_first_call.sh timing   and   ... tests   (and, merged, ... bench)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=${MXATTN_BUILD:-build-gpu}
