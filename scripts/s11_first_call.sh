@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The first device calls of the session after 2026-11-29-s10 (docs/status-2026-11-29-s10.md), for
-# two stacked branches, none of it yet run on a GPU:
+# three branches (two stacked on the first), none of it yet run on a GPU:
 #   WARP0 = tma-issue-warp0~1: the one-warpgroup wgmma kernels issue their TMA copies under
 #           `warp == 0 && elect_one()` (warp broadcast from lane 0) instead of threadIdx.x == 0;
 #   KS    = tma-issue-warp0:   + int8-fp8's K scales by 16-byte loads;
