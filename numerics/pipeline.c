@@ -127,9 +127,10 @@ static int workspace_alloc(workspace *w, const mx_ref_shape *s) {
     w->qscale = malloc((nq + 1) * sizeof(float));
     w->kscale = malloc((nk + 1) * sizeof(float));
     w->acc = malloc((nk + 1) * sizeof(int));
-    return w->acc && w->qcode && w->kcode && w->qscale && w->kscale && w->rounded && w->smoothed && w->kmean && w->transposed && w->qhat && w->khat &&
+    return w->rounded && w->smoothed && w->kmean && w->transposed && w->qhat && w->khat &&
            w->vhat && w->corr && w->scores && w->p && w->phat && w->o && w->tile_max && w->pf &&
-           w->pdeq && w->row_scale && w->codes && w->scale_codes;
+           w->pdeq && w->row_scale && w->codes && w->scale_codes &&
+           w->qcode && w->kcode && w->qscale && w->kscale && w->acc;
 }
 
 static float round_input(mx_round_mode mode, float x) {
@@ -336,9 +337,8 @@ static mxattn_status attend_offline(workspace *w, const mx_ref_shape *s, const m
 static mxattn_status attend_tiled(workspace *w, const mx_ref_shape *s, const mx_ref_config *c,
                                   int i, double *lse) {
     int nk = w->nk, tile = c->p_tile;
-    double m = -INFINITY, l = 0, l_final;
+    double m = -INFINITY, l = 0;
     memset(w->o, 0, (size_t)w->d * sizeof(double));
-    softmax_row(s, i, w->scores, w->p, &l_final);          /* for the trace only */
     for (int t0 = 0; t0 < nk; t0 += tile) {
         int n = nk - t0 < tile ? nk - t0 : tile;
         double tile_max = -INFINITY;
@@ -393,9 +393,8 @@ static mxattn_status attend_folded(workspace *w, const mx_ref_shape *s, const mx
     const int8_t *qc = w->qcode + (size_t)i * d;
     const float qs = w->qscale[i / c->int8_block_q];
     float m = -INFINITY;
-    double l = 0, l_final;
+    double l = 0;
     memset(w->o, 0, (size_t)d * sizeof(double));
-    softmax_row(s, i, w->scores, w->p, &l_final);          /* for the trace only */
     for (int t0 = 0; t0 < nk; t0 += tile) {
         int n = nk - t0 < tile ? nk - t0 : tile, masked = kernel_masks_tile(s, i, t0, tile);
         float tile_m = -INFINITY;
@@ -440,11 +439,14 @@ static mxattn_status attend_folded(workspace *w, const mx_ref_shape *s, const mx
     return MXATTN_OK;
 }
 
-static void trace_row(const mx_ref_trace *t, const workspace *w, size_t row) {
+/* The trace of row i (flat index `row`).  The exact softmax is made here, only
+ * when asked for: the tiled and folded forms never need it themselves. */
+static void trace_row(const mx_ref_trace *t, const mx_ref_shape *s, const workspace *w, int i, size_t row) {
     if (!t) return;
     size_t nk = (size_t)w->nk, at = row * nk;
+    double l;
     if (t->scores) memcpy(t->scores + at, w->scores, nk * sizeof(double));
-    if (t->p) memcpy(t->p + at, w->p, nk * sizeof(double));
+    if (t->p) softmax_row(s, i, w->scores, t->p + at, &l);
     if (t->p_hat) memcpy(t->p_hat + at, w->phat, nk * sizeof(double));
 }
 
@@ -459,12 +461,14 @@ static mxattn_status run_kv_group(workspace *w, const mx_ref_shape *s, const mx_
     int group = s->heads_q / s->heads_kv;
     double scale = mx_ref_sm_scale(s) * c->temperature;
     double unscale_q = c->q_prescale != 0 ? 1.0 / c->q_prescale : 1.0;
+    /* p_fold makes its scores from the INT8 codes; the double ones are then only traced. */
+    int need_scores = !c->p_fold || (trace && (trace->scores || trace->p));
     for (int g = 0; g < group && st == MXATTN_OK; g++) {
         size_t head = (size_t)b * s->heads_q + (size_t)kvh * group + (size_t)g;
         st = prepare_q(w, c, q + head * nq * d);
         for (size_t i = 0; i < nq && st == MXATTN_OK; i++) {
             const double *qi = w->qhat + i * d;
-            for (size_t j = 0; j < nk; j++)
+            for (size_t j = 0; j < nk && need_scores; j++)
                 w->scores[j] = scale * (dot(qi, w->khat + j * d, (int)d) * unscale_q + w->corr[i]);
             double row_lse = -INFINITY;
             if (c->p_fold)
@@ -475,7 +479,7 @@ static mxattn_status run_kv_group(workspace *w, const mx_ref_shape *s, const mx_
             size_t row = head * nq + i;
             if (o) memcpy(o + row * d, w->o, d * sizeof(double));
             if (lse) lse[row] = row_lse;
-            trace_row(trace, w, row);
+            trace_row(trace, s, w, (int)i, row);
         }
     }
     return st;
