@@ -86,10 +86,10 @@ static mxattn_status choose_config(mxattn_plan *plan, const char *explicit_confi
  * count (the templates' default_knobs): a family may pick by them, as f16 at
  * D <= 64 keeps short queries on 64-row blocks and splits a small problem's
  * row blocks along the keys at D <= 128. */
-static mxattn_status default_config(const mx_jit_env *env, const mx_device *dev, const char *shape,
-                                    const char *sizes, char *config, size_t cap) {
+static mxattn_status default_config(const mx_jit_env *env, const char *shape, const char *sizes, char *config,
+                                    size_t cap) {
     char problem[320], *knobs = NULL;
-    snprintf(problem, sizeof problem, "%s sms=%d", sizes, dev->sm_count);
+    mx_jit_problem_text(env, sizes, problem, sizeof problem);
     mxattn_status st = mx_jit_gen_call(env, "default_knobs", shape, problem, &knobs);
     if (st == MXATTN_OK) snprintf(config, cap, "%s", knobs);
     free(knobs);
@@ -106,7 +106,7 @@ static mxattn_status make_plan(mxattn_plan *plan, const mxattn_problem *p, const
     MX_TRY(choose_config(plan, explicit_config, shape, config, sizeof config));
     mx_jit_env env;
     mx_ctx_jit_env(plan->ctx, plan->dev, &env);
-    if (!config[0]) MX_TRY(default_config(&env, plan->dev, shape, sizes, config, sizeof config));
+    if (!config[0]) MX_TRY(default_config(&env, shape, sizes, config, sizeof config));
     snprintf(params, sizeof params, "%s %s", shape, config);
     MX_TRY(mx_jit_build(&env, params, sizes, &plan->kernel));
     /* Zeroed: a persistent kernel's unit counters start at zero and each

@@ -14,6 +14,11 @@ mxattn_status mx_jit_gen_call(const mx_jit_env *env, const char *fn, const char 
     return st;
 }
 
+void mx_jit_problem_text(const mx_jit_env *env, const char *sizes, char *out, size_t cap) {
+    if (env->dev) snprintf(out, cap, "%s sms=%d", sizes, env->dev->sm_count);
+    else snprintf(out, cap, "%s", sizes);
+}
+
 int mx_jit_nvrtc_version(void) {
     char v[32];
     int major = 0, minor = 0;

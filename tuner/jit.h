@@ -43,6 +43,10 @@ mxattn_status mx_jit_build(const mx_jit_env *env, const char *params, const char
                            mx_jit_kernel *out);
 void mx_jit_release(const mx_jit_env *env, mx_jit_kernel *k);
 
+/* The problem text the templates choose a default by (default_knobs,
+ * candidates): `sizes`, plus the GPU's SM count when env->dev is open. */
+void mx_jit_problem_text(const mx_jit_env *env, const char *sizes, char *out, size_t cap);
+
 /* Calls a template function under the generator lock. */
 mxattn_status mx_jit_gen_call(const mx_jit_env *env, const char *fn, const char *a1, const char *a2,
                               char **out);

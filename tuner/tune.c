@@ -537,8 +537,7 @@ static mxattn_status list_candidates(run *r, char **text, const char **configs) 
     /* With the GPU's SM count where one is open, as a plan asks for its
      * default (api/plan.c): the list then starts with what the plan runs. */
     char problem[320];
-    if (r->env->dev) snprintf(problem, sizeof problem, "%s sms=%d", r->sizes_text, r->env->dev->sm_count);
-    else snprintf(problem, sizeof problem, "%s", r->sizes_text);
+    mx_jit_problem_text(r->env, r->sizes_text, problem, sizeof problem);
     mxattn_status st = mx_jit_gen_call(r->env, "candidates", r->shape, problem, text);
     if (st != MXATTN_OK) return st;
     int n = mx_tune_split_candidates(*text, configs, MAX_CANDIDATES, r->opt.max_candidates);
