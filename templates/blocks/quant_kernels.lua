@@ -101,9 +101,10 @@ extern "C" __global__ void __launch_bounds__(${QUANT_BOUNDS}) ${NAME}_quant(cons
 -- fit in 80 registers without spills; at D=40, 48, 56, whose rows end in
 -- padding, 8-96 bytes spill.  int8-fp8 D=64 N=4096 B=4 H=32: 153 -> 135 us
 -- (bench/NOTES.md, session 9).  Above, the compiler's choice: at D=128 it
--- takes 94 registers (five blocks); forcing six spills and measured slower,
--- and even a minimum of one block changes its register heuristic (int8-f16:
--- 96 -> 108), so no minimum is written there.
+-- took 94 registers in session 9 (five blocks); forcing six spilled and
+-- measured slower, and even a minimum of one block changed its register
+-- heuristic (int8-f16: 96 -> 108), so no minimum is written there.  Since
+-- session 10's pass it takes 80 (int8-fp8) and 70 (int8-f16) on its own.
 local function quant_bounds(head_dim) return head_dim <= 64 and head_dim % 32 == 0 and "128, 6" or "128" end
 
 return function(p) return U.fill(KERNELS, { NAME = p.name, QUANT_BOUNDS = quant_bounds(p.head_dim) }) end
