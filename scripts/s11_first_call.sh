@@ -23,12 +23,8 @@
 #   clocks logged, N=1024 included.
 # Prepare here: bash scripts/s11_prepare.sh (build-dev built from main; ~2 min).
 # then, carrying build-gpu:  bash scripts/s11_first_call.sh timing   and   ... tests   (and, merged, ... bench)
-set -uo pipefail
 cd "$(dirname "$0")/.."
-B=${MXATTN_BUILD:-build-gpu}
-L=$OUT/logs; mkdir -p "$L"; S=$L/summary.txt
-export LD_LIBRARY_PATH=$PWD/$B/testlib MXATTN_LIB=$B/libmxattn.so MXATTN_CACHE=/tmp/mx.db PYTHONUNBUFFERED=1
-stamp() { echo "[$(date +%T) +$SECONDS s] $*" >> "$S"; }
+source scripts/call_prelude.sh
 MAIN=$B/tpl/main/templates WARP0=$B/tpl/tma-issue-warp0_1/templates KS=$B/tpl/tma-issue-warp0/templates
 PIPE=$B/tpl/int8-intra-overlap/templates PVH=$B/tpl/pv-halves/templates
 MODE=${1:-timing}
@@ -93,6 +89,5 @@ case $MODE in
   bench) bench ;;
   *) echo "usage: bash scripts/s11_first_call.sh timing|tests|bench" >&2; exit 2 ;;
 esac
-cd "$L" && tar -czf "$OUT/logs.tgz" . && cd - > /dev/null
-cat "$S"
+finish_call
 exit 0
