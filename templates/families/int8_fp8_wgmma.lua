@@ -500,7 +500,7 @@ enum { ${WS} };                         // workspace sections
                         { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
                           k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, ",
                           min_blocks = min_blocks(t), v_slot = "(slot % V_SLOTS)",
-                          load_next = "if (threadIdx.x == 0) load_next(t, n_tiles);" })
+                          load_next = "if (warp == 0 && elect_one()) load_next(t, n_tiles);" })
   return table.concat({
     "// mxattn generated kernels. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
     require("blocks.prelude")(t),
