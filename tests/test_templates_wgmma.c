@@ -160,10 +160,13 @@ static unsigned long long fnv1a(const char *s) {
  * kernels over 28 configurations of every family).  Re-pinned in the seventh
  * session: every kernel masks a tile through softmax.lua's mask_tile (the
  * three pinned kernels' PTX, and 23 configurations' of every family and
- * arch, byte-identical to the GPU-verified ones). */
-#define PIN_D128 0x7a0fa6dd3f4c4f96ull
-#define PIN_D64 0x9048d3fca9bed7d7ull
-#define PIN_D128_WARPS8 0x91868cf2dcab2d4full
+ * arch, byte-identical to the GPU-verified ones).  Re-pinned in the tenth
+ * session (branch tma-issue-warp0): `warp` is broadcast from lane 0 and the
+ * one-warpgroup kernels issue their copies under `warp == 0 && elect_one()`;
+ * not yet run on a GPU (scripts/s11_first_call.sh). */
+#define PIN_D128 0x75188670874fe640ull
+#define PIN_D64 0xf195a89c93be8b43ull
+#define PIN_D128_WARPS8 0x0423cdb3b55dc22bull
 static void test_overlap0_source_is_pinned(void **state) {
     static const struct { const char *params; unsigned long long hash; } pins[] = {
         {"family=f16 head_dim=128 variant=wgmma q_regs=0 block_m=128 warps=12 block_n=128 stages=3", PIN_D128},

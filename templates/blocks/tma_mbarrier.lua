@@ -16,6 +16,13 @@ MX_INLINE void mbar_init_fence() {
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
+// True in one lane of the calling warp, which all its lanes must call: the
+// copies' issuer inside a warp-uniform branch (wgmma_common.lua's C.KERNEL).
+MX_INLINE bool elect_one() {
+  u32 is_elected;
+  asm volatile("{ .reg .pred p; elect.sync _|p, 0xffffffff; selp.u32 %0, 1, 0, p; }" : "=r"(is_elected));
+  return is_elected != 0;
+}
 // The issuing thread's arrival, announcing how many bytes the copies will bring.
 MX_INLINE void mbar_expect_tx(u32 bar, u32 bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");

@@ -62,7 +62,10 @@ C.SMEM_SETUP = [[
   auto bar_k = [&](int s) { return bar_q + 8 * (1 + s); };
   auto bar_v = [&](int s) { return bar_q + 8 * (1 + STAGES + s); };
   auto bar_empty = [&](int s) { return bar_q + 8 * (1 + 2 * STAGES + s); };
-  const int warp = threadIdx.x / 32;
+  // Broadcast from lane 0 so that the compiler knows it is the same in every
+  // lane: a branch on it is then a uniform branch, which the warps that fail
+  // it jump over whole (the copies' issue below).
+  const int warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
 ]]
 C.BLOCK_SETUP = C.SMEM_SETUP .. [[
   const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
@@ -306,12 +309,16 @@ C.CONSUMER_STATE = require("util").indent(C.STATE_DECL .. C.STATE_INIT, "  "):gs
 --                   and V's ring slot
 -- C.fill fills the defaults of min_blocks (1), load_next and v_slot (K and V
 -- share the ring, as the producer's).
--- Step 1: every warp consumes; thread 0 also issues the copies, refilling a
--- slot after the block barrier that ends the iteration which read it.
+-- Step 1: every warp consumes; one lane of warp 0 also issues the copies,
+-- refilling a slot after the block barrier that ends the iteration which read
+-- it.  `warp == 0 && elect_one()`, not `threadIdx.x == 0`: under the latter
+-- the compiler predicated the issuing code (with a loop that makes the copy's
+-- operands uniform) in every warp, ~55 of int8-fp8's ~640 instructions a warp
+-- and a tile, and 11% of its stall samples (h200-2026-11-29-s10 call 5).
 C.KERNEL = [[
 ${preamble}extern "C" __global__ void __launch_bounds__(THREADS, ${min_blocks}) ${NAME}(const __grid_constant__ mx_kernel_args a) {
 ${SETUP}
-  if (threadIdx.x == 0) {
+  if (warp == 0 && elect_one()) {
     load_q();
     for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) load_kv(s);
   }
@@ -352,7 +359,7 @@ ${EPILOGUE}
 -- C.KERNEL, C.KERNEL_WS or another skeleton filled with the hooks in h, the
 -- KERNEL hooks a family leaves out taking their defaults.
 function C.fill(text, h)
-  local v = { load_next = "if (threadIdx.x == 0 && t + STAGES - 1 < n_tiles) load_kv(t + STAGES - 1);", v_slot = "slot",
+  local v = { load_next = "if (warp == 0 && t + STAGES - 1 < n_tiles && elect_one()) load_kv(t + STAGES - 1);", v_slot = "slot",
               min_blocks = 1 }
   for k, x in pairs(h) do v[k] = x end
   return require("util").fill(text, v)

@@ -165,10 +165,23 @@ end
 -- The int8/e4m3 operands' pieces of a key tile, shared by attend_tile and
 -- the overlap=1 turns (blocks/wgmma_overlap.lua).
 local PIECES = [[
-// The tile's BN/16 key scales (the same for every thread: broadcast loads).
+// The tile's BN/16 key scales (the same for every thread: broadcast loads),
+// four or two at a time: a head's scales start on a 256-byte section plus
+// nkp / 16 floats a head, nkp a multiple of BN, so a tile's run of BN/16
+// floats is aligned to its size (BN >= 32).  One LDG each cost 8 of a warp's
+// ~640 instructions a tile at BN = 128.
 MX_INLINE void load_kscale(float (&kscale)[BN / 16], const float *ks, int t) {
+  const float *p = ks + t * (BN / 16);
+  if constexpr (BN / 16 % 4 == 0) {
 #pragma unroll
-  for (int i = 0; i < BN / 16; i++) asm("ld.global.nc.f32 %0, [%1];" : "=f"(kscale[i]) : "l"(ks + t * (BN / 16) + i));
+    for (int i = 0; i < BN / 16; i += 4)
+      asm("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];"
+          : "=f"(kscale[i]), "=f"(kscale[i + 1]), "=f"(kscale[i + 2]), "=f"(kscale[i + 3]) : "l"(p + i));
+  } else {
+#pragma unroll
+    for (int i = 0; i < BN / 16; i += 2)
+      asm("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(kscale[i]), "=f"(kscale[i + 1]) : "l"(p + i));
+  }
 }
 
 // S = Q8 K8^T for the K8 tile `desc_k` points at: KQ k32 steps, one commit
@@ -500,7 +513,7 @@ enum { ${WS} };                         // workspace sections
                         { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
                           k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, ",
                           min_blocks = min_blocks(t), v_slot = "(slot % V_SLOTS)",
-                          load_next = "if (threadIdx.x == 0) load_next(t, n_tiles);" })
+                          load_next = "if (warp == 0 && elect_one()) load_next(t, n_tiles);" })
   return table.concat({
     "// mxattn generated kernels. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
     require("blocks.prelude")(t),
