@@ -65,6 +65,10 @@ function WG.check(t)
   if t.stages < 2 then
     return string.format("variant=wgmma needs stages>=2 (a TMA ring), not stages=%d", t.stages)
   end
+  if t.overlap == 2 and pv_slices(t) > 1 then
+    return string.format("variant=wgmma: overlap=2 keeps the next tile's S live beside O and this tile's P V, which head_dim=%d (over 128) does not fit in registers; use overlap=0",
+                         t.head_dim)
+  end
   if t.overlap == 1 and pv_slices(t) > 1 then
     return string.format("variant=wgmma: overlap=1 keeps O, S(t) and P(t-1) V(t-1)'s own accumulator live at once, which head_dim=%d (over 128) does not fit in registers; use overlap=0",
                          t.head_dim)
@@ -118,15 +122,20 @@ end
 -- would cap the registers at 128, which spills.
 local function min_blocks(t)
   if consumers(t) > 1 or has_producer(t) then return 1 end
-  return math.max(1, math.min(3, (228 * 1024) // (WG.smem_bytes(t) + 1024)))
+  local by_smem = math.max(1, math.min(3, (228 * 1024) // (WG.smem_bytes(t) + 1024)))
+  -- overlap=2 keeps the next tile's S beside this tile's: above D=64 that
+  -- does not fit 168 registers (D=128, 64-key tiles: 836 bytes of spills).
+  if t.overlap == 2 and dv(t) > 64 then return math.min(by_smem, 2) end
+  return by_smem
 end
 
 function WG.register_estimate(t)
   -- O accumulators, S (s32 then fp32), P's E4M3 registers, K scales, softmax state, descriptors and addressing.
   -- A tile's P V accumulator takes S's registers once S is packed (overlap=0); overlap=1 keeps it
   -- live beside S(t) and P(t-1), which the consumers' setmaxnreg 240 absorbs (no spills at any
-  -- tile, test_templates_int8_wgmma).  A screen against the 255 limit, not an allocation.
-  return dv(t) // 2 + t.block_n // 2 + t.block_n // 8 + t.block_n // 16 + 40
+  -- tile, test_templates_int8_wgmma); overlap=2 adds the next tile's S.  A screen against the
+  -- 255 limit, not an allocation.
+  return dv(t) // 2 + t.block_n // 2 * (t.overlap == 2 and 2 or 1) + t.block_n // 8 + t.block_n // 16 + 40
 end
 
 -- The fastest checked tables on the H200 (gpu_int8_wgmma's speed lines,
@@ -158,8 +167,11 @@ function WG.prior(t)
   -- Three consumers (block_m=192) measured 4-25% slower than the default's
   -- one-warpgroup blocks at D=64 (h200-2026-11-29-s8 call 2): ranked below it.
   local three = consumers(t) == 3 and 0.3 or 1
+  -- overlap=2 (session 10, not yet timed): its 64-key tiles rank just above
+  -- the default's 128-key one, so a short tuning run tries them.
+  local pipelined = t.overlap == 2 and 1.35 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
-         * (1 - 0.05 * t.exp_poly) * three
+         * (1 - 0.05 * t.exp_poly) * three * pipelined
 end
 
 -- The int8/e4m3 operands' pieces of a key tile, shared by attend_tile and
@@ -186,12 +198,15 @@ MX_INLINE void load_kscale(float (&kscale)[BN / 16], const float *ks, int t) {
 
 // S = Q8 K8^T for the K8 tile `desc_k` points at: KQ k32 steps, one commit
 // group; step kq is 32 bytes into panel kq / (WQK / 32).
-MX_INLINE void issue_qk(int (&acc)[1][NT][4], u64 desc_q, u64 desc_k) {
+// FRESH: the first step overwrites acc (wgmma_qk_fresh), for overlap=2.
+template <bool FRESH = false> MX_INLINE void issue_qk(int (&acc)[1][NT][4], u64 desc_q, u64 desc_k) {
   wgmma_fence();
 #pragma unroll
   for (int kq = 0; kq < KQ; kq++) {
     const int panel = kq / (WQK / 32), step = (kq % (WQK / 32)) * 32;
-    wgmma_qk(acc, desc_q + (panel * BM * WQK + step) / 16, desc_k + (panel * BN * WQK + step) / 16, kq > 0);
+    const u64 da = desc_q + (panel * BM * WQK + step) / 16, db = desc_k + (panel * BN * WQK + step) / 16;
+    if (FRESH && kq == 0) wgmma_qk_fresh(acc, da, db);
+    else wgmma_qk(acc, da, db, kq > 0);
   }
   wgmma_commit();
 }
@@ -468,6 +483,71 @@ local KERNEL_PP = GRID_NOTE .. OV.kernel({
   k_step = "K_BYTES / 16", v_step = "V_BYTES / 16",
 })
 
+-- Step 1b (overlap=2): the one-warpgroup kernel with S(t+1) = Q K(t+1)^T
+-- issued before the softmax of tile t, so the tensor cores compute the next
+-- scores while this warpgroup runs its exponentials (FlashAttention-3's
+-- intra-warpgroup overlap; its ping-pong is overlap=1).  The price is a second
+-- S accumulator live across the softmax: ~64 registers, two blocks an SM
+-- instead of three (bench/NOTES.md, session 10, says why that is the trade to
+-- measure).  The ring must hold tile t+1 before step t begins, so it needs
+-- three stages: the copies at the top of step t bring tile t+2.  Numerics are
+-- overlap=0's (the same softmax_tile_acc, pack_p, issue_pv and fold).
+local KERNEL_PIPE = GRID_NOTE .. [[
+extern "C" __global__ void __launch_bounds__(THREADS, ${min_blocks}) ${NAME}(const __grid_constant__ mx_kernel_args a) {
+${SETUP}
+  if (warp == 0 && elect_one()) {
+    load_q();
+    for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) load_kv(s);
+  }
+${CONSUME}
+  float kscale[BN / 16];
+  int acc_a[1][NT][4], acc_b[1][NT][4];
+  if (n_tiles > 0) {
+    load_kscale(kscale, ks, 0);
+    mbar_wait(bar_k(0), 0);
+    issue_qk<true>(acc_a, desc_q, desc_k);
+  }
+  // Tile t from `cur` (S(t), issued one step earlier); S(t+1) into `nxt`.
+  // After the last tile S(t+1) is still issued, over a slot no copy is
+  // writing, and its result is dropped: a wgmma under a branch would cost
+  // ptxas its proof that `nxt` is untouched until the wait.
+  auto step = [&](int t, int (&cur)[1][NT][4], int (&nxt)[1][NT][4]) {
+    if (warp == 0 && elect_one()) load_next(t, n_tiles);
+    const int slot = t % STAGES, next_slot = (t + 1) % STAGES;
+    const bool more = t + 1 < n_tiles;
+    wgmma_wait<0>();
+    reg_fence(cur);
+    float kscale_next[BN / 16];
+    if (more) {
+      load_kscale(kscale_next, ks, t + 1);
+      mbar_wait(bar_k(next_slot), ((t + 1) / STAGES) & 1);
+    }
+    issue_qk<true>(nxt, desc_q, desc_k + next_slot * (K_BYTES / 16));
+    float s[1][NT][4], alphas[1][2];
+    softmax_tile_acc(s, cur, t, warp_row0, a, row_max, row_sum, alphas, qscale, kscale);
+    u32 pa[BN / 32][4];
+    pack_p(pa, s);
+    float pv[1][PV_DT][4];
+    mbar_wait(bar_v(slot), (t / STAGES) & 1);
+    issue_pv(pv, pa, desc_v + slot * (V_BYTES / 16));
+    if (!FOLD_RESCALE) rescale_o(o, alphas);   // under the MMA
+    wgmma_wait<0>();                           // P V(t), and S(t+1) issued before it
+    reg_fence(pv);
+    if (FOLD_RESCALE) fold_pv(o, pv, alphas, 0);
+    else add_pv(o, pv, 0);
+    if (more)
+#pragma unroll
+      for (int i = 0; i < BN / 16; i++) kscale[i] = kscale_next[i];
+    __syncthreads();                           // every warp is done with slot t
+  };
+  for (int t = 0; t < n_tiles; t += 2) {       // two steps, so the accumulators swap by name
+    step(t, acc_a, acc_b);
+    if (t + 1 < n_tiles) step(t + 1, acc_b, acc_a);
+  }
+${EPILOGUE}
+}
+]]
+
 function WG.kernel_name(t, canonical) return MMA.kernel_name(t, canonical) end
 
 function WG.render(t, canonical)
@@ -509,7 +589,7 @@ enum { ${WS} };                         // workspace sections
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar, CAUSAL = t.causal == 1, LSE = t.lse == 1,
       SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t), WS = table.concat(ws, ", ") })
   local pp = t.overlap == 1
-  local kernel = WC.fill(pp and KERNEL_PP or ws_producer and WC.KERNEL_WS or WC.KERNEL,
+  local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 2 and KERNEL_PIPE or ws_producer and WC.KERNEL_WS or WC.KERNEL,
                         { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
                           k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, ",
                           min_blocks = min_blocks(t), v_slot = "(slot % V_SLOTS)",
