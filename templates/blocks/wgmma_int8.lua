@@ -52,9 +52,9 @@ end
 
 -- d (+)= A(smem) * B(smem)^T, m64 n`n` k32, s8 x s8 -> s32, both K-major.
 -- wgmma_qk_fresh is the first k-step written as overwriting d ("=r"), so
--- that d's old values are dead before it: a kernel that keeps two S
--- accumulators across its loop (overlap=2) would otherwise hold both live
--- everywhere, the one being consumed included.
+-- that d's old values are dead before it: overlap=2 issues S(t+1) into the
+-- accumulator the softmax of S(t) has just consumed, which would otherwise
+-- stay live across the loop.
 local function mma_qk(n)
   local regs = n // 2
   local function body(name, accumulate, kind, extra_in)

@@ -66,7 +66,7 @@ function WG.check(t)
     return string.format("variant=wgmma needs stages>=2 (a TMA ring), not stages=%d", t.stages)
   end
   if t.overlap == 2 and pv_slices(t) > 1 then
-    return string.format("variant=wgmma: overlap=2 keeps the next tile's S live beside O and this tile's P V, which head_dim=%d (over 128) does not fit in registers; use overlap=0",
+    return string.format("variant=wgmma: overlap=2 runs the next tile's softmax beside O and this tile's P V, which head_dim=%d (over 128) does not fit in registers; use overlap=0",
                          t.head_dim)
   end
   if t.overlap == 1 and pv_slices(t) > 1 then
@@ -123,9 +123,10 @@ end
 local function min_blocks(t)
   if consumers(t) > 1 or has_producer(t) then return 1 end
   local by_smem = math.max(1, math.min(3, (228 * 1024) // (WG.smem_bytes(t) + 1024)))
-  -- overlap=2 keeps the next tile's S beside this tile's: above D=64 that
-  -- does not fit 168 registers (D=128, 64-key tiles: 836 bytes of spills).
-  if t.overlap == 2 and dv(t) > 64 then return math.min(by_smem, 2) end
+  -- overlap=2 keeps P twice and the next tile's softmax beside this tile's
+  -- P V: above D=64 or at 128-key tiles that does not fit 168 registers
+  -- (D=128, 64-key tiles: 456 bytes of spills; 202 registers under two).
+  if t.overlap == 2 and (dv(t) > 64 or t.block_n > 64) then return math.min(by_smem, 2) end
   return by_smem
 end
 
@@ -133,9 +134,9 @@ function WG.register_estimate(t)
   -- O accumulators, S (s32 then fp32), P's E4M3 registers, K scales, softmax state, descriptors and addressing.
   -- A tile's P V accumulator takes S's registers once S is packed (overlap=0); overlap=1 keeps it
   -- live beside S(t) and P(t-1), which the consumers' setmaxnreg 240 absorbs (no spills at any
-  -- tile, test_templates_int8_wgmma); overlap=2 adds the next tile's S.  A screen against the
+  -- tile, test_templates_int8_wgmma); overlap=2 keeps P's registers twice.  A screen against the
   -- 255 limit, not an allocation.
-  return dv(t) // 2 + t.block_n // 2 * (t.overlap == 2 and 2 or 1) + t.block_n // 8 + t.block_n // 16 + 40
+  return dv(t) // 2 + t.block_n // 2 + t.block_n // 8 * (t.overlap == 2 and 2 or 1) + t.block_n // 16 + 40
 end
 
 -- The fastest checked tables on the H200 (gpu_int8_wgmma's speed lines,
@@ -167,8 +168,9 @@ function WG.prior(t)
   -- Three consumers (block_m=192) measured 4-25% slower than the default's
   -- one-warpgroup blocks at D=64 (h200-2026-11-29-s8 call 2): ranked below it.
   local three = consumers(t) == 3 and 0.3 or 1
-  -- overlap=2 (session 10, not yet timed): its 64-key tiles rank just above
-  -- the default's 128-key one, so a short tuning run tries them.
+  -- overlap=2 (FlashAttention-3's order, not yet timed; session 10's
+  -- two-accumulator form measured 14-18% slower than overlap=0, s11 call 1):
+  -- ranked above the same tiles without it, so a short tuning run tries it.
   local pipelined = t.overlap == 2 and 1.35 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
          * (1 - 0.05 * t.exp_poly) * three * pipelined
@@ -198,7 +200,8 @@ MX_INLINE void load_kscale(float (&kscale)[BN / 16], const float *ks, int t) {
 
 // S = Q8 K8^T for the K8 tile `desc_k` points at: KQ k32 steps, one commit
 // group; step kq is 32 bytes into panel kq / (WQK / 32).
-// FRESH: the first step overwrites acc (wgmma_qk_fresh), for overlap=2.
+// FRESH: the first step overwrites acc (wgmma_qk_fresh): overlap=2 issues
+// S(t+1) into the accumulator whose S(t) the softmax has consumed.
 template <bool FRESH = false> MX_INLINE void issue_qk(int (&acc)[1][NT][4], u64 desc_q, u64 desc_k) {
   wgmma_fence();
 #pragma unroll
@@ -483,15 +486,19 @@ local KERNEL_PP = GRID_NOTE .. OV.kernel({
   k_step = "K_BYTES / 16", v_step = "V_BYTES / 16",
 })
 
--- Step 1b (overlap=2): the one-warpgroup kernel with S(t+1) = Q K(t+1)^T
--- issued before the softmax of tile t, so the tensor cores compute the next
--- scores while this warpgroup runs its exponentials (FlashAttention-3's
--- intra-warpgroup overlap; its ping-pong is overlap=1).  The price is a second
--- S accumulator live across the softmax: ~64 registers, two blocks an SM
--- instead of three (bench/NOTES.md, session 10, says why that is the trade to
--- measure).  The ring must hold tile t+1 before step t begins, so it needs
--- three stages: the copies at the top of step t bring tile t+2.  Numerics are
--- overlap=0's (the same softmax_tile_acc, pack_p, issue_pv and fold).
+-- Step 1b (overlap=2): the one-warpgroup kernel in FlashAttention-3's
+-- intra-warpgroup order.  Step t issues S(t+1) = Q K(t+1)^T and then
+-- P(t) V(t) (packed by the step before), waits for S(t+1) alone and runs its
+-- softmax while P V(t) is still on the tensor cores, then folds P V(t) into
+-- O.  So the tensor pipe holds two MMAs back to back and the exponentials of
+-- one tile run under the P V of the one before (overlap=0 runs S, softmax and
+-- P V of a tile in sequence and leaves the cover to other blocks on the SM).
+-- One S accumulator suffices (the softmax has consumed S(t) when S(t+1) is
+-- issued); the price is P's packed registers twice (this tile's are read by
+-- the MMA in flight) and a ring of three stages: the copies at the top of
+-- step t bring tile t+2, so K(t+1) was asked for one step earlier.  Numerics
+-- are overlap=0's (the same softmax_tile_acc, pack_p, issue_pv and fold; O is
+-- scaled by alpha(t) before P V(t) is added, as attend_tile does).
 local KERNEL_PIPE = GRID_NOTE .. [[
 extern "C" __global__ void __launch_bounds__(THREADS, ${min_blocks}) ${NAME}(const __grid_constant__ mx_kernel_args a) {
 ${SETUP}
@@ -501,48 +508,52 @@ ${SETUP}
   }
 ${CONSUME}
   float kscale[BN / 16];
-  int acc_a[1][NT][4], acc_b[1][NT][4];
-  if (n_tiles > 0) {
+  int acc[1][NT][4];
+  u32 pa_a[BN / 32][4], pa_b[BN / 32][4];
+  float alphas_a[1][2], alphas_b[1][2];
+  if (n_tiles > 0) {                           // S(0) and its softmax: each step starts with P(t) packed
     load_kscale(kscale, ks, 0);
     mbar_wait(bar_k(0), 0);
-    issue_qk<true>(acc_a, desc_q, desc_k);
+    issue_qk(acc, desc_q, desc_k);
+    wgmma_wait<0>();
+    reg_fence(acc);
+    float s[1][NT][4];
+    softmax_tile_acc(s, acc, 0, warp_row0, a, row_max, row_sum, alphas_a, qscale, kscale);
+    pack_p(pa_a, s);
   }
-  // Tile t from `cur` (S(t), issued one step earlier); S(t+1) into `nxt`.
   // After the last tile S(t+1) is still issued, over a slot no copy is
   // writing, and its result is dropped: a wgmma under a branch would cost
-  // ptxas its proof that `nxt` is untouched until the wait.
-  auto step = [&](int t, int (&cur)[1][NT][4], int (&nxt)[1][NT][4]) {
+  // ptxas its proof that the accumulators are untouched until their waits.
+  auto step = [&](int t, const u32 (&pa)[BN / 32][4], const float (&alphas)[1][2],
+                  u32 (&pa_next)[BN / 32][4], float (&alphas_next)[1][2]) {
     if (warp == 0 && elect_one()) load_next(t, n_tiles);
     const int slot = t % STAGES, next_slot = (t + 1) % STAGES;
     const bool more = t + 1 < n_tiles;
-    wgmma_wait<0>();
-    reg_fence(cur);
-    float kscale_next[BN / 16];
     if (more) {
-      load_kscale(kscale_next, ks, t + 1);
+      load_kscale(kscale, ks, t + 1);
       mbar_wait(bar_k(next_slot), ((t + 1) / STAGES) & 1);
     }
-    issue_qk<true>(nxt, desc_q, desc_k + next_slot * (K_BYTES / 16));
-    float s[1][NT][4], alphas[1][2];
-    softmax_tile_acc(s, cur, t, warp_row0, a, row_max, row_sum, alphas, qscale, kscale);
-    u32 pa[BN / 32][4];
-    pack_p(pa, s);
+    issue_qk<true>(acc, desc_q, desc_k + next_slot * (K_BYTES / 16));
     float pv[1][PV_DT][4];
     mbar_wait(bar_v(slot), (t / STAGES) & 1);
     issue_pv(pv, pa, desc_v + slot * (V_BYTES / 16));
-    if (!FOLD_RESCALE) rescale_o(o, alphas);   // under the MMA
-    wgmma_wait<0>();                           // P V(t), and S(t+1) issued before it
+    if (!FOLD_RESCALE) rescale_o(o, alphas);   // O is not an operand: P V has its own accumulator
+    wgmma_wait<1>();                           // S(t+1); P V(t) may still run
+    reg_fence(acc);
+    if (more) {
+      float s[1][NT][4];
+      softmax_tile_acc(s, acc, t + 1, warp_row0, a, row_max, row_sum, alphas_next, qscale, kscale);
+      pack_p(pa_next, s);
+    }
+    wgmma_wait<0>();
     reg_fence(pv);
     if (FOLD_RESCALE) fold_pv(o, pv, alphas, 0);
     else add_pv(o, pv, 0);
-    if (more)
-#pragma unroll
-      for (int i = 0; i < BN / 16; i++) kscale[i] = kscale_next[i];
-    __syncthreads();                           // every warp is done with slot t
+    __syncthreads();                           // every warp is done with slots t and t + 1's K
   };
-  for (int t = 0; t < n_tiles; t += 2) {       // two steps, so the accumulators swap by name
-    step(t, acc_a, acc_b);
-    if (t + 1 < n_tiles) step(t + 1, acc_b, acc_a);
+  for (int t = 0; t < n_tiles; t += 2) {       // two steps, so P's registers swap by name
+    step(t, pa_a, alphas_a, pa_b, alphas_b);
+    if (t + 1 < n_tiles) step(t + 1, pa_b, alphas_b, pa_a, alphas_a);
   }
 ${EPILOGUE}
 }
