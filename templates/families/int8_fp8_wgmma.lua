@@ -168,10 +168,13 @@ function WG.prior(t)
   -- Three consumers (block_m=192) measured 4-25% slower than the default's
   -- one-warpgroup blocks at D=64 (h200-2026-11-29-s8 call 2): ranked below it.
   local three = consumers(t) == 3 and 0.3 or 1
-  -- overlap=2 (FlashAttention-3's order, not yet timed; session 10's
-  -- two-accumulator form measured 14-18% slower than overlap=0, s11 call 1):
-  -- ranked above the same tiles without it, so a short tuning run tries it.
-  local pipelined = t.overlap == 2 and 1.35 or 1
+  -- overlap=2 measured slower than overlap=0 on the same tile at B=4 H=32
+  -- (h200-2026-11-29-s11 call 4): D=64 +15-16%, D=128 level at 128 keys and
+  -- +20% at 64, against three blocks an SM of the default.  Three
+  -- one-warpgroup blocks already cover each other's softmax; the overlap
+  -- costs a block (128-key tiles, D>64) or a step of the ring's lead.  Ranked
+  -- below the same tile without it: a tuner candidate, tried late.
+  local pipelined = t.overlap == 2 and 0.8 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
          * (1 - 0.05 * t.exp_poly) * three * pipelined
 end
