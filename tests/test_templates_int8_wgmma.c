@@ -454,6 +454,71 @@ static void test_overlap_compiles(void **state) {
     }
 }
 
+/* ---- overlap=2: one warpgroup runs the softmax of tile t+1 under P V of tile t ---- */
+
+#define PIPE "variant=wgmma overlap=2 block_m=64 warps=4 stages=3 "
+
+static void test_pipelined_validates(void **state) {
+    static const char *ok[] = {"head_dim=128 " PIPE "block_n=64", "head_dim=64 " PIPE "block_n=64 causal=1 lse=1",
+                               "head_dim=80 " PIPE "block_n=64 v_terms=2", "head_dim=32 " PIPE "block_n=64",
+                               "head_dim=128 " PIPE "block_n=128", "head_dim=64 " PIPE "block_n=128 causal=1"};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        char params[256];
+        snprintf(params, sizeof params, "family=int8-fp8 %s", ok[i]);
+        char *canon = gen_call(g, "validate", params, NULL);
+        assert_non_null(strstr(canon, "overlap=2"));
+        free(canon);
+    }
+    /* 32-key tiles serialize the MMAs; the next tile must already be in the ring. */
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=72 " PIPE "block_n=32", "block_n=64 or 128");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma overlap=2 block_m=64 warps=4 block_n=64 stages=2",
+                       "stages=3");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma overlap=2 block_m=128 warps=8 block_n=64 stages=3",
+                       "block_m=64");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=144 " PIPE "block_n=64", "overlap=2");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=mma overlap=2 block_m=64 warps=4 block_n=64 stages=3",
+                       "overlap=2");
+    gen_expect_invalid(g, "family=f16 head_dim=128 " PIPE "block_n=64", "overlap=2");
+}
+
+/* Another kernel than overlap=0's on the same tile (another name), with the
+ * next tile's S issued fresh into the one accumulator, P's registers swapped
+ * by name, and one wait for S alone; lean (no spills, no serialized wgmma)
+ * wherever the check accepts it: two blocks an SM above D=64 or at 128-key
+ * tiles, three otherwise. */
+static void test_pipelined_compiles(void **state) {
+    static const struct { int d; const char *extra; } cases[] = {
+        {128, "block_n=64"}, {128, "block_n=64 causal=1 lse=1"}, {96, "block_n=64 lse=1"},
+        {80, "block_n=64 v_terms=2"}, {72, "block_n=64 dtype=f16 out_dtype=f16"}, {64, "block_n=64 causal=1"},
+        {56, "block_n=64 smooth_k=0"}, {32, "block_n=64"}, {128, "block_n=128"}, {64, "block_n=128 causal=1"},
+        {40, "block_n=128 lse=1"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char params[256], plain[256];
+        snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d " PIPE "%s", cases[i].d, cases[i].extra);
+        snprintf(plain, sizeof plain, "family=int8-fp8 head_dim=%d variant=wgmma block_m=64 warps=4 stages=3 %s",
+                 cases[i].d, cases[i].extra);
+        char *a = gen_call(g, "render", params, NULL), *c = gen_call(g, "render", plain, NULL);
+        assert_non_null(strstr(a, "issue_qk<true>(acc, desc_q, desc_k + next_slot * (K_BYTES / 16));"));
+        assert_non_null(strstr(a, "wgmma_wait<1>();"));
+        assert_non_null(strstr(a, "step(t + 1, pa_b, alphas_b, pa_a, alphas_a)"));
+        assert_null(strstr(c, "issue_qk<true>"));
+        const char *ka = strstr(a, "mxattn_int8_fp8_d"), *kc = strstr(c, "mxattn_int8_fp8_d");
+        assert_true(ka && kc && strncmp(ka, kc, 30) != 0);   /* kernel names differ */
+        free(a); free(c);
+        mx_compile_result r;
+        if (!compile(params, &r)) skip();
+        expect_wgmma_shapes(params, r.ptx, cases[i].d);
+        assert_non_null(strstr(r.ptx, "elect.sync"));
+        char bounds[64];
+        snprintf(bounds, sizeof bounds, ".minnctapersm %d", cases[i].d > 64 || strstr(cases[i].extra, "block_n=128") ? 2 : 3);
+        if (!strstr(r.ptx, bounds)) fail_msg("%s: PTX lacks %s", params, bounds);
+        char label[96];
+        snprintf(label, sizeof label, "D=%-3d %s", cases[i].d, cases[i].extra);
+        expect_lean_wgmma_kernel(params, label, &r);
+        mx_compile_result_free(&r);
+    }
+}
+
 /* block_m=192: three consumer warpgroups on one K/V stream, as in the f16
  * family, at D <= 64 only (160 registers a consumer beside a producer, 168
  * without); both kernels compile lean for sm_90a, the producer's giving
@@ -564,6 +629,8 @@ int main(void) {
         cmocka_unit_test(test_overlap_renders),
         cmocka_unit_test(test_overlap_ranks_above_its_plain_tile),
         cmocka_unit_test(test_overlap_compiles),
+        cmocka_unit_test(test_pipelined_validates),
+        cmocka_unit_test(test_pipelined_compiles),
         cmocka_unit_test(test_exp_poly),
         cmocka_unit_test(test_v_terms),
         cmocka_unit_test(test_three_consumers),
