@@ -197,14 +197,19 @@ mxattn_status mxattn_candidates(mxattn_ctx *ctx, const mxattn_problem *p, char *
     mxattn_status st = mx_problem_resolve(p, &pr);
     if (st != MXATTN_OK) return st;
     const mx_device *dev = NULL;
-    const char *arch = mx_ctx_device(ctx, &dev) == MXATTN_OK ? dev->arch : "sm_90a";
+    if (mx_ctx_device(ctx, &dev) != MXATTN_OK) dev = NULL;   /* no GPU: the list for sm_90a, no SM count */
     mx_clear_error();
-    char shape[1024], sizes[256], *text = NULL;
-    mx_problem_shape_params(&pr, arch, shape, sizeof shape);
+    /* Not mx_ctx_jit_env: listing candidates opens no database. */
+    mx_jit_env env = {.gen = ctx->gen, .gen_lock = &ctx->gen_lock, .dev = dev};
+    snprintf(env.arch, sizeof env.arch, "%s", dev ? dev->arch : "sm_90a");
+    /* The sizes with the GPU's SM count, as default_config asks for a plan's
+     * default: a family may pick by it (f16 splits a small problem's row
+     * blocks along the keys), and the header promises the plan's default first. */
+    char shape[1024], sizes[256], problem[320], *text = NULL;
+    mx_problem_shape_params(&pr, env.arch, shape, sizeof shape);
     mx_problem_sizes(&pr, sizes, sizeof sizes);
-    pthread_mutex_lock(&ctx->gen_lock);
-    st = mx_gen_call(ctx->gen, "candidates", shape, sizes, &text);
-    pthread_mutex_unlock(&ctx->gen_lock);
+    mx_jit_problem_text(&env, sizes, problem, sizeof problem);
+    st = mx_jit_gen_call(&env, "candidates", shape, problem, &text);
     if (st != MXATTN_OK) return st;
     int n = 0;
     char *save = NULL;  /* strtok's hidden state would race other threads and clobber the caller's */

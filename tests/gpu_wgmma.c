@@ -347,6 +347,35 @@ static void test_persistent(void **state) {
 #undef PS
 }
 
+/* mxattn_candidates lists first what a plan without a tuned configuration
+ * builds, with this GPU's SM count (its header promises it; before session
+ * 11 it asked the templates without the count): a small f16 problem whose
+ * default splits its row blocks along the keys, f16's one-warpgroup and
+ * warp-specialized defaults, int8-fp8's. */
+static void test_candidates_start_with_the_plans_default(void **state) {
+    (void)state;
+    static const struct { const char *family; int d, batch, heads, seq; } cases[] = {
+        {"f16", 128, 1, 8, 1024}, {"f16", 64, 4, 32, 1024}, {"f16", 128, 4, 32, 4096}, {"int8-fp8", 128, 4, 32, 4096}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        mxattn_problem p;
+        mxattn_problem_init(&p, cases[i].family, cases[i].d);
+        p.batch = cases[i].batch; p.heads_q = p.heads_kv = cases[i].heads; p.seq_q = p.seq_k = cases[i].seq;
+        mxattn_plan *plan = NULL;
+        mxattn_plan_info info;
+        char *first[1] = {NULL};
+        int n = 0;
+        if (mxattn_plan_create(g_ctx, &p, NULL, &plan) != MXATTN_OK) fail_msg("plan: %s", mxattn_last_error());
+        assert_int_equal(mxattn_plan_get_info(plan, &info), MXATTN_OK);
+        if (mxattn_candidates(g_ctx, &p, first, 1, &n) != MXATTN_OK) fail_msg("candidates: %s", mxattn_last_error());
+        printf("# %s D=%d B=%d H=%d N=%d: plan (%s) %s | first of %d candidates %s\n", cases[i].family, cases[i].d,
+               cases[i].batch, cases[i].heads, cases[i].seq, info.config_source, info.config, n, first[0]);
+        assert_string_equal(info.config_source, "default");
+        assert_string_equal(info.config, first[0]);
+        mxattn_free(first[0]);
+        mxattn_plan_destroy(plan);
+    }
+}
+
 /* B=4 H=32 D=128 bf16 at N=4096 and 16384, causal and not: each overlap=1
  * tile beside the same tile with overlap=0 (the D=128 winner first). */
 static void test_overlap_speed(void **state) {
@@ -391,6 +420,7 @@ int main(int argc, char **argv) {
     mxattn_options opts;
     mxattn_options_init(&opts);
     opts.no_cache = 1;
+    opts.tune_policy = "off";   /* plans without a config build the default, whatever $MXATTN_TUNE says */
     if (mxattn_create(&g_ctx, &opts) != MXATTN_OK) {
         printf("mxattn_create: %s\n", mxattn_last_error());
         return 1;
@@ -412,6 +442,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_wide_key_tiles),
         cmocka_unit_test(test_persistent),
         cmocka_unit_test(test_three_consumers),
+        cmocka_unit_test(test_candidates_start_with_the_plans_default),
         cmocka_unit_test(test_overlap_speed),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

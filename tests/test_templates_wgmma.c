@@ -472,6 +472,14 @@ static void test_split(void **state) {
         char *knobs = gen_call(g, "default_knobs", text, cases[i].sizes);
         if ((strstr(knobs, "split=1") != NULL) != cases[i].split)
             fail_msg("causal=%d %s: default %s, want split=%d", cases[i].causal, cases[i].sizes, knobs, cases[i].split);
+        /* The candidate list starts with the same default for the same sizes
+         * (mxattn_candidates and the tuner pass the SM count as a plan does). */
+        char *list = gen_call(g, "candidates", text, cases[i].sizes);
+        size_t first = strcspn(list, "\n");
+        if (first != strlen(knobs) || strncmp(list, knobs, first) != 0)
+            fail_msg("causal=%d %s: candidates start '%.*s', default %s", cases[i].causal, cases[i].sizes, (int)first,
+                     list, knobs);
+        free(list);
         free(knobs);
     }
     static const char *compiled[] = {"head_dim=128 block_n=128 stages=3", "head_dim=64 block_n=128 stages=2 lse=1",
