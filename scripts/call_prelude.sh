@@ -3,7 +3,9 @@
 # carried build folder), L (the log folder under the device tool's $OUT), S
 # (the summary), the library's environment, stamp (a timed summary line), and
 # finish_call (packs the logs into one file, since $OUT returns at most 8,
-# prints the summary).
+# prints the summary); ab_best (an A/B's best time a line into the summary) and
+# ncu_profile (one kernel's ncu source page, condensed, and its headline
+# metrics), which session 11's calls wrote out each time.
 set -uo pipefail
 B=${MXATTN_BUILD:-build-gpu}
 L=$OUT/logs; mkdir -p "$L"; S=$L/summary.txt
@@ -12,4 +14,28 @@ stamp() { echo "[$(date +%T) +$SECONDS s] $*" >> "$S"; }
 finish_call() {
   (cd "$L" && tar -czf "$OUT/logs.tgz" .)
   cat "$S"
+}
+
+# ab_best AB_TXT: each A/B line's best time over its rounds (ab.txt: round,
+# templates, best ms, mean ms, problem...), sorted by problem, into the summary.
+ab_best() {
+  awk '{k=""; for (i=5;i<=NF;i++) k=k" "$i; n[k]++; if (!(k in b) || $3+0<b[k]) b[k]=$3+0}
+       END{for (k in b) printf "best %.4f ms (%d rounds)%s\n", b[k], n[k], k}' "$1" |
+    sed 's#--batch 4 --heads 32##' | sort -k6 >> "$S"
+}
+
+# ncu_profile LIMIT_S KERNEL_REGEX WARP_TILES -- COMMAND...: ncu --set full of the
+# first launch of the kernel COMMAND runs; its source page condensed to
+# $L/attn_source_lines.txt (scripts/ncu_source_lines.py), the headline metrics
+# and the warp instructions a warp-tile (WARP_TILES = tiles x warps) into the summary.
+ncu_profile() {
+  local limit=$1 regex=$2 warp_tiles=$3; shift 4
+  timeout "$limit" ncu --set full --clock-control none -k regex:"$regex" -c 1 -o "$L/attn" "$@" > "$L/ncu.log" 2>&1
+  [[ -f "$L/attn.ncu-rep" ]] || { stamp "ncu: no report (ncu.log)"; return; }
+  ncu --import "$L/attn.ncu-rep" --page source --print-source sass --csv > "$L/src.csv" 2>&1
+  python3 scripts/ncu_source_lines.py "$L/src.csv" > "$L/attn_source_lines.txt"
+  ncu --import "$L/attn.ncu-rep" --page details > "$L/details.txt" 2>&1
+  grep -E "Duration|Registers Per|Issue Slots Busy|Executed Ipc A|Achieved Occupancy" "$L/details.txt" | head -8 >> "$S"
+  rm -f "$L/attn.ncu-rep" "$L/src.csv"
+  stamp "ncu: $(awk -v w="$warp_tiles" 'NR>1{s+=$2} END{printf "%.1f warp instructions a warp-tile", s/w}' "$L/attn_source_lines.txt")"
 }

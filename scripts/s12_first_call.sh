@@ -33,17 +33,9 @@ runs+="--family int8-fp8 --head-dim 32 --seq 4096 --batch 4 --heads 32 $(cfg 64 
 AB_TEMPLATES="$FB" AB_ROUNDS=3 MXATTN_BUILD=$B OUT=$L/ab AB_RUNS=$runs \
   timeout $((440 - SECONDS)) bash scripts/device.sh --ab > "$L/ab.log" 2>&1
 stamp "ab rc=$?"
-awk '{k=""; for (i=5;i<=NF;i++) k=k" "$i; n[k]++; if (!(k in b) || $3+0<b[k]) b[k]=$3+0} END{for (k in b) printf "best %.4f ms (%d rounds)%s\n", b[k], n[k], k}' "$L/ab/ab.txt" | sed 's#--batch 4 --heads 32##' | sort -k6 >> "$S"
-MXATTN_TEMPLATE_DIR=$FB timeout $((510 - SECONDS)) ncu --set full --clock-control none -k regex:'int8_fp8_d64_[0-9a-f]+$' -c 1 -o "$L/attn" \
+ab_best "$L/ab/ab.txt"
+MXATTN_TEMPLATE_DIR=$FB ncu_profile $((510 - SECONDS)) 'int8_fp8_d64_[0-9a-f]+$' $((262144 * 4)) -- \
   $B/mxattn run --family int8-fp8 --head-dim 64 --seq 4096 --batch 4 --heads 32 --reps 1 --check-heads 0 \
-  --config 'variant=wgmma block_m=64 warps=4 block_n=128 stages=3 blocks_per_sm=4' > "$L/ncu.log" 2>&1
-if [[ -f "$L/attn.ncu-rep" ]]; then
-  ncu --import "$L/attn.ncu-rep" --page source --print-source sass --csv > "$L/src.csv" 2>&1
-  python3 scripts/ncu_source_lines.py "$L/src.csv" > "$L/attn_source_lines.txt"
-  ncu --import "$L/attn.ncu-rep" --page details > "$L/details.txt" 2>&1
-  grep -E "Duration|Registers Per|Issue Slots Busy|Executed Ipc A|Achieved Occupancy" "$L/details.txt" | head -8 >> "$S"
-  rm -f "$L/attn.ncu-rep" "$L/src.csv"
-  stamp "ncu: $(awk 'NR>1{s+=$2} END{printf "%.1f warp instructions a warp-tile (262144 tiles x 4 warps)", s/1048576}' "$L/attn_source_lines.txt")"
-fi
+  --config 'variant=wgmma block_m=64 warps=4 block_n=128 stages=3 blocks_per_sm=4'
 finish_call
 exit 0
