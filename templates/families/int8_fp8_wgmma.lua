@@ -23,7 +23,9 @@
 -- producer warpgroup (full/empty mbarriers per slot, setmaxnreg).
 -- block_m = 64 * consumers.  overlap=1 (block_m=128, warps=12) runs the two
 -- consumer warpgroups in FlashAttention-3's ping-pong, as the f16 family does
--- (blocks/wgmma_overlap.lua), with the same quantized numerics.
+-- (blocks/wgmma_overlap.lua), with the same quantized numerics.  overlap=2
+-- keeps one warpgroup and runs each tile's softmax under the previous tile's
+-- P V (FlashAttention-3's intra-warpgroup order; KERNEL_PIPE below).
 --
 -- Called by families/int8_fp8.lua for variant=wgmma: check, smem_bytes,
 -- register_estimate, prior, default, render, launches.
