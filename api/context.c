@@ -74,13 +74,17 @@ mx_cache *mx_ctx_cache(mxattn_ctx *ctx) {
     return ctx->cache;
 }
 
-void mx_ctx_jit_env(mxattn_ctx *ctx, const mx_device *dev, mx_jit_env *env) {
+void mx_ctx_gen_env(mxattn_ctx *ctx, const mx_device *dev, mx_jit_env *env) {
     memset(env, 0, sizeof *env);
     env->gen = ctx->gen;
     env->gen_lock = &ctx->gen_lock;
-    env->cache = mx_ctx_cache(ctx);
     env->dev = dev;
     snprintf(env->arch, sizeof env->arch, "%s", dev ? dev->arch : "sm_90a");
+}
+
+void mx_ctx_jit_env(mxattn_ctx *ctx, const mx_device *dev, mx_jit_env *env) {
+    mx_ctx_gen_env(ctx, dev, env);
+    env->cache = mx_ctx_cache(ctx);
 }
 
 void mx_ctx_tune_key(mxattn_ctx *ctx, const mx_device *dev, const mx_problem *pr, mx_tune_key *key) {

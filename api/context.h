@@ -45,6 +45,9 @@ mxattn_status mx_ctx_device(mxattn_ctx *ctx, const mx_device **out);
 mx_cache *mx_ctx_cache(mxattn_ctx *ctx);
 /* A JIT environment over the context's generator, cache and device. */
 void mx_ctx_jit_env(mxattn_ctx *ctx, const mx_device *dev, mx_jit_env *env);
+/* The same without the cache (env->cache NULL), for template calls only: it
+ * opens no database.  No device: sm_90a's templates, no SM count. */
+void mx_ctx_gen_env(mxattn_ctx *ctx, const mx_device *dev, mx_jit_env *env);
 /* The tuning key of a problem on the context's GPU. */
 void mx_ctx_tune_key(mxattn_ctx *ctx, const mx_device *dev, const mx_problem *pr, mx_tune_key *key);
 void mx_ctx_tune_sizes(const mx_problem *pr, mx_tune_sizes *sizes);

@@ -199,9 +199,8 @@ mxattn_status mxattn_candidates(mxattn_ctx *ctx, const mxattn_problem *p, char *
     const mx_device *dev = NULL;
     if (mx_ctx_device(ctx, &dev) != MXATTN_OK) dev = NULL;   /* no GPU: the list for sm_90a, no SM count */
     mx_clear_error();
-    /* Not mx_ctx_jit_env: listing candidates opens no database. */
-    mx_jit_env env = {.gen = ctx->gen, .gen_lock = &ctx->gen_lock, .dev = dev};
-    snprintf(env.arch, sizeof env.arch, "%s", dev ? dev->arch : "sm_90a");
+    mx_jit_env env;
+    mx_ctx_gen_env(ctx, dev, &env);   /* listing candidates opens no database */
     /* The sizes with the GPU's SM count, as default_config asks for a plan's
      * default: a family may pick by it (f16 splits a small problem's row
      * blocks along the keys), and the header promises the plan's default first. */
