@@ -127,8 +127,8 @@ S.constraints = {
     if fam.check then return fam.check(t) end
     return S.check_rows_per_warp(t)
   end,
-  -- overlap=1 is one schedule of the wgmma kernels (blocks/wgmma_overlap.lua):
-  -- two consumer warpgroups that take turns, fed by a producer warpgroup.
+  -- overlap=2 is the one-warpgroup schedule of int8-fp8's wgmma kernel
+  -- (families/int8_fp8_wgmma.lua, KERNEL_PIPE).
   function(t)
     if t.overlap ~= 2 then return nil end
     if t.family ~= "int8-fp8" or t.variant ~= "wgmma" then
@@ -148,6 +148,8 @@ S.constraints = {
                            t.block_n)
     end
   end,
+  -- overlap=1 is one schedule of the wgmma kernels (blocks/wgmma_overlap.lua):
+  -- two consumer warpgroups that take turns, fed by a producer warpgroup.
   function(t)
     if t.overlap ~= 1 then return nil end
     if t.variant ~= "wgmma" then
