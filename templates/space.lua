@@ -326,10 +326,12 @@ end
 -- Text for `mxattn params`.
 function S.help()
   local lines = { "Kernel parameters (role: shape = from the problem, problem = launch-time, knob = tuned):", "" }
+  local width = 0
+  for _, p in ipairs(S.params) do width = math.max(width, #p.name) end
   for _, p in ipairs(S.params) do
     local legal = p.values and list_text(p.values) or string.format("%d..%d", p.min, p.max)
     local def = p.default ~= nil and (" (default " .. tostring(p.default) .. ")") or ""
-    lines[#lines + 1] = string.format("  %-10s %-7s %-28s %s%s", p.name, p.role, legal, p.help, def)
+    lines[#lines + 1] = string.format("  %-" .. width .. "s %-7s %-28s %s%s", p.name, p.role, legal, p.help, def)
   end
   lines[#lines + 1] = ""
   lines[#lines + 1] = "Constraints:"
