@@ -57,6 +57,9 @@ S.params = {
   { name = "exp_poly", role = "knob", values = { 0, 1, 2 }, default = 0,
     families = { ["int8-fp8"] = true },
     help = "wgmma: of every four 8-key score columns, how many take exp2 from a polynomial on the FMA pipes instead of ex2 (16/clock/SM)" },
+  { name = "blocks_per_sm", role = "knob", values = { 0, 4, 5 }, default = 0,
+    families = { ["int8-fp8"] = true }, quiet_default = true,
+    help = "wgmma, one warpgroup a block, head_dim<=64: compile for 4 or 5 blocks an SM (128 or 102 registers a thread); 0: as many as shared memory holds, at most 3" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 192, 256 },
     help = "query rows per thread block" },
   { name = "block_n", role = "knob", values = { 16, 32, 64, 96, 128, 160, 176, 192 },
@@ -146,6 +149,26 @@ S.constraints = {
     if t.block_n ~= 64 and t.block_n ~= 128 then
       return string.format("variant=wgmma: overlap=2 takes block_n=64 or 128 (at 32 ptxas serializes its MMAs), not block_n=%d",
                            t.block_n)
+    end
+  end,
+  -- More one-warpgroup blocks an SM than the default's three: more warps to
+  -- interleave the softmax's dependent instructions, for fewer registers.
+  function(t)
+    local n = t.blocks_per_sm or 0
+    if n == 0 then return nil end
+    if t.variant ~= "wgmma" or t.block_m ~= 64 or t.warps ~= 4 or t.overlap ~= 0 then
+      return string.format("blocks_per_sm=%d: only variant=wgmma with one warpgroup a block (block_m=64, warps=4, overlap=0), not variant=%s block_m=%d warps=%d overlap=%d",
+                           n, tostring(t.variant), t.block_m, t.warps, t.overlap or 0)
+    end
+    -- ptxas fits O, S and P in 65536 / (128 * n) registers without spills up
+    -- to D=64 (128 at 128-key tiles, 102 at 64), not above (D=80, 128 keys:
+    -- 72 bytes of spills at 128).
+    if t.head_dim > 64 then
+      return string.format("blocks_per_sm=%d needs head_dim<=64 (%d registers a thread spill above it), not head_dim=%d",
+                           n, 65536 // (128 * n), t.head_dim)
+    end
+    if n == 5 and t.block_n > 64 then
+      return string.format("blocks_per_sm=5 needs block_n<=64 (102 registers a thread), not block_n=%d", t.block_n)
     end
   end,
   -- overlap=1 is one schedule of the wgmma kernels (blocks/wgmma_overlap.lua):
@@ -303,10 +326,12 @@ end
 -- Text for `mxattn params`.
 function S.help()
   local lines = { "Kernel parameters (role: shape = from the problem, problem = launch-time, knob = tuned):", "" }
+  local width = 0
+  for _, p in ipairs(S.params) do width = math.max(width, #p.name) end
   for _, p in ipairs(S.params) do
     local legal = p.values and list_text(p.values) or string.format("%d..%d", p.min, p.max)
     local def = p.default ~= nil and (" (default " .. tostring(p.default) .. ")") or ""
-    lines[#lines + 1] = string.format("  %-10s %-7s %-28s %s%s", p.name, p.role, legal, p.help, def)
+    lines[#lines + 1] = string.format("  %-" .. width .. "s %-7s %-28s %s%s", p.name, p.role, legal, p.help, def)
   end
   lines[#lines + 1] = ""
   lines[#lines + 1] = "Constraints:"
@@ -317,6 +342,7 @@ function S.help()
   lines[#lines + 1] = "  wgmma (int8-fp8, sm_90a): same warpgroup rules; block_n 32|64|128 (<= 64 above head_dim 128)"
   lines[#lines + 1] = "  overlap=1 (wgmma, f16 and int8-fp8): block_m=128, warps=12"
   lines[#lines + 1] = "  overlap=2 (wgmma, int8-fp8): block_m=64, warps=4, block_n=64|128, stages=3, head_dim<=128"
+  lines[#lines + 1] = "  blocks_per_sm=4|5 (wgmma, int8-fp8): block_m=64, warps=4, overlap=0, head_dim<=64; 5: block_n<=64"
   lines[#lines + 1] = "  persistent=1 (f16): overlap=1; block_n 96|160|176|192: f16 variant=wgmma only"
   lines[#lines + 1] = "  split=1 (f16): persistent=1, causal=0, head_dim/2 + block_n/2 + 32 <= 160"
   lines[#lines + 1] = "  exp_poly > 0 (int8-fp8): variant=wgmma"

@@ -19,7 +19,9 @@
  *  5. overlap=2 (one warpgroup issuing the next tile's S with this tile's
  *     P V and running its softmax under the P V, a three-stage ring, 64- and
  *     128-key tiles): the same checks, and
- *     speed lines beside the default (`gpu_int8_wgmma '*pipelined*'`).
+ *     speed lines beside the default (`gpu_int8_wgmma '*pipelined*'`);
+ *  6. blocks_per_sm=4|5 (the one-warpgroup kernel compiled for more blocks an
+ *     SM, D <= 64): the same checks (`gpu_int8_wgmma '*more_blocks*'`).
  * The quantization kernels are the mma variant's, unchanged; tests/gpu_int8.c
  * checks them bit for bit.  Skips (77) without a GPU, and without an sm_90 one.
  * A watchdog ends the process if one case takes minutes (a kernel that waits
@@ -586,6 +588,31 @@ static void test_pipelined_speed(void **state) {
     speed_sweep("pipelined speed", configs, sizeof configs / sizeof *configs);
 }
 
+/* ---- blocks_per_sm: four (128-key tiles) or five (64) blocks an SM, D <= 64 ---- */
+
+#define MORE_BLOCKS_4 WG "block_m=64 warps=4 block_n=128 stages=3 blocks_per_sm=4"
+#define MORE_BLOCKS_5 WG "block_m=64 warps=4 block_n=64 stages=3 blocks_per_sm=5"
+
+/* Head dims 32..64 (40, 56: DV 48 and 64 with padding channels), each under
+ * both counts and its own mix of causal alignment, GQA, layout, padding,
+ * dtype and LSE; then ragged lengths.  Only the launch bounds differ from
+ * overlap=0's kernel, so a failure here is the compiler's register squeeze. */
+static void test_more_blocks(void **state) {
+    static const int dims[] = {32, 40, 48, 56, 64};
+    int failures = 0;
+    for (int i = 0; i < 5; i++)
+        for (int rep = 0; rep < 2; rep++) {
+            gpu_case c = gpu_head_dim_case("int8-fp8", dims[i], i + rep);
+            failures += check_case(&c, rep ? MORE_BLOCKS_5 : MORE_BLOCKS_4, gpu_seed_base() + 1400 + 10 * i + rep);
+        }
+    gpu_case c;
+    for (int i = 0; gpu_lengths_case("int8-fp8", 5, i, &c); i++) {
+        c.head_dim = i % 2 ? 64 : 40;   /* the sweep's 128 is past the knob's reach */
+        failures += check_case(&c, i % 2 ? MORE_BLOCKS_5 : MORE_BLOCKS_4, gpu_seed_base() + 1460 + i);
+    }
+    assert_int_equal(failures, 0);
+}
+
 /* V in two E4M3 terms (v_terms=2): against the pipeline reference with the
  * same two terms, across tiles, schedules, tails, causal and GQA; and on the
  * same inputs it must cut the error against fp64 well below one term's (the
@@ -680,6 +707,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_pipelined_head_dims),
         cmocka_unit_test(test_pipelined_lengths),
         cmocka_unit_test(test_pipelined_speed),
+        cmocka_unit_test(test_more_blocks),
         cmocka_unit_test(test_exp_poly),
         cmocka_unit_test(test_long_rows),
         cmocka_unit_test(test_v_terms),

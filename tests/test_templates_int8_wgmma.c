@@ -519,6 +519,60 @@ static void test_pipelined_compiles(void **state) {
     }
 }
 
+/* ---- blocks_per_sm: four or five one-warpgroup blocks an SM up to D=64 ---- */
+
+#define ONE_WG "variant=wgmma block_m=64 warps=4 "
+
+static void test_more_blocks_validates(void **state) {
+    static const char *ok[] = {"head_dim=64 " ONE_WG "block_n=128 stages=3 blocks_per_sm=4",
+                               "head_dim=64 " ONE_WG "block_n=64 stages=3 blocks_per_sm=5 causal=1",
+                               "head_dim=40 " ONE_WG "block_n=32 stages=2 blocks_per_sm=5 v_terms=2"};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        char params[256];
+        snprintf(params, sizeof params, "family=int8-fp8 %s", ok[i]);
+        char *canon = gen_call(g, "validate", params, NULL);
+        assert_non_null(strstr(canon, "blocks_per_sm="));
+        free(canon);
+    }
+    /* The default (0) stays out of the canonical text: names and cache keys as before. */
+    char *canon = gen_call(g, "validate", "family=int8-fp8 head_dim=64 " ONE_WG "block_n=128 stages=3", NULL);
+    assert_null(strstr(canon, "blocks_per_sm"));
+    free(canon);
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=80 " ONE_WG "block_n=64 stages=3 blocks_per_sm=4", "head_dim<=64");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 " ONE_WG "block_n=128 stages=2 blocks_per_sm=5", "block_n<=64");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=128 warps=8 block_n=64 stages=3 blocks_per_sm=4",
+                       "one warpgroup");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 " ONE_WG "block_n=128 stages=3 overlap=2 blocks_per_sm=4",
+                       "overlap=0");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=mma block_m=64 warps=4 block_n=64 stages=2 blocks_per_sm=4",
+                       "variant=wgmma");
+    gen_expect_invalid(g, "family=f16 head_dim=64 " ONE_WG "block_n=64 stages=2 blocks_per_sm=4", "blocks_per_sm");
+}
+
+/* Lean (no spills, no serialized wgmma) within 65536 / (128 x blocks)
+ * registers wherever the check accepts the knob. */
+static void test_more_blocks_compile_lean(void **state) {
+    static const struct { int d, blocks; const char *extra; } cases[] = {
+        {64, 4, "block_n=128 stages=3"}, {64, 4, "block_n=128 stages=2 causal=1 lse=1"},
+        {56, 4, "block_n=128 stages=3 exp_poly=2"}, {40, 4, "block_n=128 stages=3 dtype=f16 out_dtype=f16"},
+        {64, 5, "block_n=64 stages=3"}, {64, 5, "block_n=64 stages=3 v_terms=2 lse=1"},
+        {48, 5, "block_n=64 stages=2 exp_poly=2 causal=1"}, {32, 5, "block_n=32 stages=3"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char params[256];
+        snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d " ONE_WG "%s blocks_per_sm=%d", cases[i].d,
+                 cases[i].extra, cases[i].blocks);
+        mx_compile_result r;
+        if (!compile(params, &r)) skip();
+        expect_wgmma_shapes(params, r.ptx, cases[i].d);
+        char label[96];
+        snprintf(label, sizeof label, "D=%-3d %s x%d", cases[i].d, cases[i].extra, cases[i].blocks);
+        expect_lean_wgmma_kernel(params, label, &r);
+        if (r.usage.registers > 65536 / (128 * cases[i].blocks))
+            fail_msg("%s: %d registers do not fit %d blocks an SM", params, r.usage.registers, cases[i].blocks);
+        mx_compile_result_free(&r);
+    }
+}
+
 /* block_m=192: three consumer warpgroups on one K/V stream, as in the f16
  * family, at D <= 64 only (160 registers a consumer beside a producer, 168
  * without); both kernels compile lean for sm_90a, the producer's giving
@@ -631,6 +685,8 @@ int main(void) {
         cmocka_unit_test(test_overlap_compiles),
         cmocka_unit_test(test_pipelined_validates),
         cmocka_unit_test(test_pipelined_compiles),
+        cmocka_unit_test(test_more_blocks_validates),
+        cmocka_unit_test(test_more_blocks_compile_lean),
         cmocka_unit_test(test_exp_poly),
         cmocka_unit_test(test_v_terms),
         cmocka_unit_test(test_three_consumers),

@@ -54,6 +54,34 @@ local function panel_qk(t)
 end
 local SWIZZLE_MODE = { [128] = 1, [64] = 2, [32] = 3 }   -- descriptor bits 62-63
 
+-- V^T's ring slots.  Two V terms double V^T's tile (32 KB at D=128,
+-- BN=128), and a slot per stage would leave room for two blocks per SM where
+-- one term has three, which the kernel needs to hide its softmax
+-- (bench/NOTES.md: -22 to -25%).  So the one-warpgroup kernel keeps V^T in
+-- one slot, refilled at the top of each iteration (load_next): the copy of
+-- V(t) runs under S(t) and its softmax, and the block fits three per SM.
+local function v_slots(t)
+  if t.v_terms == 2 and not has_producer(t) and consumers(t) == 1 and t.overlap == 0 then return 1 end
+  return t.stages
+end
+
+-- Layout of the dynamic shared memory, in bytes from a 1024-aligned base.
+-- Every tile is a multiple of 512 bytes and each panel a multiple of its
+-- swizzle atom (8 rows x W bytes), so panels start on atom boundaries.
+local function layout(t)
+  local l = { q_bytes = t.block_m * d32(t), k_bytes = t.block_n * d32(t), v_bytes = t.v_terms * dv(t) * t.block_n }
+  l.q = 0
+  l.k = U.round_up(l.q_bytes, 1024)
+  l.v = l.k + t.stages * l.k_bytes
+  l.bar = U.round_up(l.v + v_slots(t) * l.v_bytes, 8)
+  l.total = l.bar + 8 * (1 + 3 * t.stages)   -- q, full_k, full_v, empty
+  return l
+end
+
+-- Blocks an SM that shared memory holds: each takes WG.smem_bytes (+ 1024 of
+-- alignment slack) and the SM reserves 1 KB a block.
+local function blocks_by_smem(t) return (228 * 1024) // (layout(t).total + 2048) end
+
 function WG.check(t)
   if t.arch ~= "sm_90a" then
     return string.format("variant=wgmma needs arch=sm_90a (warpgroup MMA and TMA), not arch=%s", t.arch)
@@ -83,30 +111,11 @@ function WG.check(t)
     return string.format("variant=wgmma: head_dim=%d needs block_n<=64 (O and S of block_n=%d overflow the consumers' registers)",
                          t.head_dim, t.block_n)
   end
-end
-
--- V^T's ring slots.  Two V terms double V^T's tile (32 KB at D=128,
--- BN=128), and a slot per stage would leave room for two blocks per SM where
--- one term has three, which the kernel needs to hide its softmax
--- (bench/NOTES.md: -22 to -25%).  So the one-warpgroup kernel keeps V^T in
--- one slot, refilled at the top of each iteration (load_next): the copy of
--- V(t) runs under S(t) and its softmax, and the block fits three per SM.
-local function v_slots(t)
-  if t.v_terms == 2 and not has_producer(t) and consumers(t) == 1 and t.overlap == 0 then return 1 end
-  return t.stages
-end
-
--- Layout of the dynamic shared memory, in bytes from a 1024-aligned base.
--- Every tile is a multiple of 512 bytes and each panel a multiple of its
--- swizzle atom (8 rows x W bytes), so panels start on atom boundaries.
-local function layout(t)
-  local l = { q_bytes = t.block_m * d32(t), k_bytes = t.block_n * d32(t), v_bytes = t.v_terms * dv(t) * t.block_n }
-  l.q = 0
-  l.k = U.round_up(l.q_bytes, 1024)
-  l.v = l.k + t.stages * l.k_bytes
-  l.bar = U.round_up(l.v + v_slots(t) * l.v_bytes, 8)
-  l.total = l.bar + 8 * (1 + 3 * t.stages)   -- q, full_k, full_v, empty
-  return l
+  local blocks = t.blocks_per_sm or 0
+  if blocks > 0 and blocks_by_smem(t) < blocks then
+    return string.format("variant=wgmma: blocks_per_sm=%d needs %d bytes of shared memory a block or less, not %d (fewer stages or a narrower block_n)",
+                         blocks, (228 * 1024) // blocks - 2048, layout(t).total)
+  end
 end
 
 -- + 1024: the runtime base is only 16-byte aligned; the kernel rounds it up.
@@ -121,10 +130,13 @@ end
 -- (WG.default says how much that measured), and ptxas left to itself can
 -- land a few registers past the 168 that three need (softmax_acc's two
 -- paths: 172 at D=128), halving the SM's warpgroups for nothing.  Four
--- would cap the registers at 128, which spills.
+-- cap the registers at 128, which spills above D=64; up to it the knob
+-- blocks_per_sm asks for four or five (the softmax's dependent chains want
+-- more warps to interleave: h200-2026-11-29-s11 call 4's stall samples).
 local function min_blocks(t)
   if consumers(t) > 1 or has_producer(t) then return 1 end
-  local by_smem = math.max(1, math.min(3, (228 * 1024) // (WG.smem_bytes(t) + 1024)))
+  if (t.blocks_per_sm or 0) > 0 then return t.blocks_per_sm end   -- WG.check: shared memory holds them
+  local by_smem = math.max(1, math.min(3, blocks_by_smem(t)))
   -- overlap=2 keeps P twice and the next tile's softmax beside this tile's
   -- P V: above D=64 or at 128-key tiles that does not fit 168 registers
   -- (D=128, 64-key tiles: 456 bytes of spills; 202 registers under two).
@@ -177,8 +189,11 @@ function WG.prior(t)
   -- costs a block (128-key tiles, D>64) or a step of the ring's lead.  Ranked
   -- below the same tile without it: a tuner candidate, tried late.
   local pipelined = t.overlap == 2 and 0.8 or 1
+  -- blocks_per_sm (session 11, not yet timed): just above the same tile
+  -- without it, so a short tuning run at D<=64 tries it.
+  local more_blocks = (t.blocks_per_sm or 0) > 0 and 1.05 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
-         * (1 - 0.05 * t.exp_poly) * three * pipelined
+         * (1 - 0.05 * t.exp_poly) * three * pipelined * more_blocks
 end
 
 -- The int8/e4m3 operands' pieces of a key tile, shared by attend_tile and
