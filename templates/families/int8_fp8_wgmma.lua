@@ -162,9 +162,17 @@ end
 -- three stages are as fast or a little faster (causal 288 vs 276).  The
 -- ping-pong (overlap=1, block_m=128, 12 warps) measured no faster (486 vs 489
 -- TOPS at D=128 N=4096; +8-14% only causal): its 384 threads take the whole
--- register file, so one block per SM.
+-- register file, so one block per SM.  Up to D=64, four blocks an SM
+-- (blocks_per_sm=4: 128 registers, no spills) beat three by 5% end to end
+-- (h200-2026-11-30-s12 call 1, D=64 N=4096/16384, causal both): more warps
+-- to interleave the softmax's dependent instructions.  (A table that names
+-- its own tile or overlap keeps blocks_per_sm=0 unless it asks, as f16's
+-- default does for its ping-pong: the knob holds for one tile only.)
 function WG.default(t)
-  if d32(t) <= 64 then return { variant = "wgmma", block_m = 64, warps = 4, block_n = 128, stages = 3 } end
+  local open = t.block_m == nil and t.warps == nil and t.block_n == nil and t.stages == nil and t.overlap == nil
+  if d32(t) <= 64 then
+    return { variant = "wgmma", block_m = 64, warps = 4, block_n = 128, stages = 3, blocks_per_sm = open and 4 or 0 }
+  end
   if d32(t) <= 128 then return { variant = "wgmma", block_m = 64, warps = 4, block_n = 128, stages = 2 } end
   return { variant = "wgmma", block_m = 64, warps = 8, block_n = 64, stages = 3 }
 end
@@ -189,9 +197,10 @@ function WG.prior(t)
   -- costs a block (128-key tiles, D>64) or a step of the ring's lead.  Ranked
   -- below the same tile without it: a tuner candidate, tried late.
   local pipelined = t.overlap == 2 and 0.8 or 1
-  -- blocks_per_sm (session 11, not yet timed): just above the same tile
-  -- without it, so a short tuning run at D<=64 tries it.
-  local more_blocks = (t.blocks_per_sm or 0) > 0 and 1.05 or 1
+  -- blocks_per_sm: four at 128-key tiles measured 5% faster than the same
+  -- tile without it at D=64; five at 64-key tiles level or 1% slower than
+  -- that tile's three (h200-2026-11-30-s12 call 1).
+  local more_blocks = ({ [0] = 1, [4] = 1.05, [5] = 1 })[t.blocks_per_sm or 0]
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
          * (1 - 0.05 * t.exp_poly) * three * pipelined * more_blocks
 end
