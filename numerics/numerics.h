@@ -301,6 +301,11 @@ typedef struct {
      * Needs qk INT8, p E4M3, p_tile > 0 and q_prescale != 0; the rows' 16-row
      * groups decide masking as the kernel's warps do. */
     int p_fold;
+    /* 1 (with p_fold): l sums P~ as rounded to E4M3, the values that multiply
+     * V, as int8_fp8_wgmma's rowsum_mma takes it from the tensor cores; 0:
+     * l sums the unrounded exponentials, as the softmax's FADDs do.  Then O is
+     * V weighed by weights that sum to one exactly. */
+    int l_from_p_hat;
 } mx_ref_config;
 
 /* Optional intermediates, each NULL or batch*heads_q*seq_q*seq_k doubles

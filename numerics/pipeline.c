@@ -67,6 +67,8 @@ static mxattn_status check_config(const mx_ref_config *c) {
     if (c->p_fold && (c->qk != MX_QK_INT8 || c->p != MX_P_E4M3 || c->p_tile <= 0 || c->q_prescale == 0))
         return mx_fail(MXATTN_ERROR_INVALID_VALUE,
                        "pipeline reference: p_fold needs INT8 QK, E4M3 P, p_tile > 0 and q_prescale");
+    if (c->l_from_p_hat && !c->p_fold)
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "pipeline reference: l_from_p_hat models a p_fold kernel; set p_fold");
     if (!(c->temperature > 0) || isinf(c->temperature))
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "pipeline reference: bad temperature %g", c->temperature);
     return MXATTN_OK;
@@ -419,8 +421,8 @@ static mxattn_status attend_folded(workspace *w, const mx_ref_shape *s, const mx
                 x = fmaf(12582912.f + acc, scale, -cg);
             }
             double p = exp2((double)x);
-            sum += p;
             w->phat[j] = mx_round_e4m3((float)p);
+            sum += c->l_from_p_hat ? w->phat[j] : p;
         }
         w->tile_max[t0 / tile] = base;
         l = l * alpha + sum;

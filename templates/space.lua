@@ -60,6 +60,9 @@ S.params = {
   { name = "blocks_per_sm", role = "knob", values = { 0, 4, 5 }, default = 0,
     families = { ["int8-fp8"] = true }, quiet_default = true,
     help = "wgmma, one warpgroup a block, head_dim<=64: compile for 4 or 5 blocks an SM (128 or 102 registers a thread); 0: as many as shared memory holds, at most 3" },
+  { name = "rowsum_mma", role = "knob", values = { 0, 1 }, default = 0,
+    families = { ["int8-fp8"] = true }, quiet_default = true,
+    help = "wgmma, overlap=0: the softmax's row sums by the tensor cores (P in E4M3 times a column of ones) instead of an FADD a score" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 192, 256 },
     help = "query rows per thread block" },
   { name = "block_n", role = "knob", values = { 16, 32, 64, 96, 128, 160, 176, 192 },
@@ -169,6 +172,13 @@ S.constraints = {
     end
     if n == 5 and t.block_n > 64 then
       return string.format("blocks_per_sm=5 needs block_n<=64 (102 registers a thread), not block_n=%d", t.block_n)
+    end
+  end,
+  -- The row sums' MMA rides with attend_tile's P V (the overlap=0 kernels).
+  function(t)
+    if (t.rowsum_mma or 0) == 1 and (t.variant ~= "wgmma" or t.overlap ~= 0) then
+      return string.format("rowsum_mma=1: only variant=wgmma with overlap=0, not variant=%s overlap=%d",
+                           tostring(t.variant), t.overlap or 0)
     end
   end,
   -- overlap=1 is one schedule of the wgmma kernels (blocks/wgmma_overlap.lua):
@@ -342,6 +352,7 @@ function S.help()
   lines[#lines + 1] = "  wgmma (int8-fp8, sm_90a): same warpgroup rules; block_n 32|64|128 (<= 64 above head_dim 128)"
   lines[#lines + 1] = "  overlap=1 (wgmma, f16 and int8-fp8): block_m=128, warps=12"
   lines[#lines + 1] = "  overlap=2 (wgmma, int8-fp8): block_m=64, warps=4, block_n=64|128, stages=3, head_dim<=128"
+  lines[#lines + 1] = "  rowsum_mma=1 (wgmma, int8-fp8): overlap=0"
   lines[#lines + 1] = "  blocks_per_sm=4|5 (wgmma, int8-fp8): block_m=64, warps=4, overlap=0, head_dim<=64; 5: block_n<=64"
   lines[#lines + 1] = "  persistent=1 (f16): overlap=1; block_n 96|160|176|192: f16 variant=wgmma only"
   lines[#lines + 1] = "  split=1 (f16): persistent=1, causal=0, head_dim/2 + block_n/2 + 32 <= 160"

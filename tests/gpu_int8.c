@@ -253,7 +253,7 @@ static void test_quantizers_bit_exact(void **state) {
 /* The pipeline reference with the kernel's quantization (block_n: the plan's). */
 static mxattn_status pipeline_reference(const gpu_case *c, const float *q, const float *k, const float *v,
                                         double *o, double *lse) {
-    return gpu_int8_pipeline_reference(c, g_block_n, 0, q, k, v, o, lse);   /* mma.sync kernels: no fold */
+    return gpu_int8_pipeline_reference(c, g_block_n, 0, 0, q, k, v, o, lse);   /* mma.sync kernels: no fold */
 }
 
 static int default_block_n(const gpu_case *c) {

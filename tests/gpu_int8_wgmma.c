@@ -21,7 +21,9 @@
  *     128-key tiles): the same checks, and
  *     speed lines beside the default (`gpu_int8_wgmma '*pipelined*'`);
  *  6. blocks_per_sm=4|5 (the one-warpgroup kernel compiled for more blocks an
- *     SM, D <= 64): the same checks (`gpu_int8_wgmma '*more_blocks*'`).
+ *     SM, D <= 64): the same checks (`gpu_int8_wgmma '*more_blocks*'`);
+ *  7. rowsum_mma=1 (the row sums by MMA): against the pipeline reference that
+ *     sums P as E4M3 (`gpu_int8_wgmma '*rowsum*'`).
  * The quantization kernels are the mma variant's, unchanged; tests/gpu_int8.c
  * checks them bit for bit.  Skips (77) without a GPU, and without an sm_90 one.
  * A watchdog ends the process if one case takes minutes (a kernel that waits
@@ -231,7 +233,9 @@ static mxattn_status run_case(const gpu_case *c, const char *config, uint64_t se
     /* The one-warpgroup kernels (overlap=0 and 2) fold the exponent's constant (softmax_acc); the
      * ping-pong's don't. */
     int fold = strstr(info.config, "overlap=0") != NULL || strstr(info.config, "overlap=2") != NULL;
-    MX_TRY(gpu_int8_pipeline_reference(c, config_int(info.config, "block_n="), fold, q.ref, k.ref, v.ref, o_ref, lse_ref));
+    int l_mma = strstr(info.config, "rowsum_mma=1") != NULL;
+    MX_TRY(gpu_int8_pipeline_reference(c, config_int(info.config, "block_n="), fold, l_mma, q.ref, k.ref, v.ref, o_ref,
+                                       lse_ref));
     r->pipe = mx_compare_f32(got, o_ref, n);
     r->lse_pipe = lse_error(lse, lse_ref, rows);
     double pipe_tol = c->dtype == MXATTN_BF16 ? PIPE_REL_L1_BF16 : PIPE_REL_L1_F16;
@@ -613,6 +617,35 @@ static void test_more_blocks(void **state) {
     assert_int_equal(failures, 0);
 }
 
+/* rowsum_mma=1: the row sums from the tensor cores, on the tiles and
+ * schedules attend_tile serves (one warpgroup at 32, 64 and 128 keys, four
+ * blocks an SM, three consumers, the producer's ring, v_terms=2, P V in
+ * slices above D=128), every causal mode, GQA, both layouts, LSE.  The
+ * reference sums P as E4M3 (l_from_p_hat): its plain form reads ~2e-3 away
+ * on f16, the tolerance, so a kernel that summed the exponentials fails. */
+static void test_rowsum_mma(void **state) {
+    static const char *configs[] = {WG "block_m=64 warps=4 block_n=128 stages=2 rowsum_mma=1",
+                                    WG "block_m=64 warps=4 block_n=128 stages=3 blocks_per_sm=4 rowsum_mma=1",
+                                    WG "block_m=64 warps=4 block_n=64 stages=3 rowsum_mma=1",
+                                    WG "block_m=64 warps=4 block_n=32 stages=3 rowsum_mma=1",
+                                    WG "block_m=192 warps=12 block_n=128 stages=3 rowsum_mma=1",
+                                    WG "block_m=128 warps=12 block_n=64 stages=2 rowsum_mma=1",
+                                    WG "block_m=64 warps=8 block_n=64 stages=3 rowsum_mma=1"};
+    static const int dims[] = {128, 64, 96, 40, 64, 128, 256};
+    int failures = 0;
+    for (int i = 0; i < 7; i++)
+        for (int rep = 0; rep < 2; rep++) {
+            gpu_case c = gpu_head_dim_case("int8-fp8", dims[i], i + rep);
+            c.dtype = rep ? MXATTN_F16 : c.dtype;
+            c.v_terms = i == 2 && rep ? 2 : 1;
+            failures += check_case(&c, configs[i], gpu_seed_base() + 1500 + 10 * i + rep);
+        }
+    gpu_case c;
+    for (int i = 0; gpu_lengths_case("int8-fp8", 5, i, &c); i++)
+        failures += check_case(&c, configs[i % 2], gpu_seed_base() + 1580 + i);   /* D=128 / D=64 */
+    assert_int_equal(failures, 0);
+}
+
 /* V in two E4M3 terms (v_terms=2): against the pipeline reference with the
  * same two terms, across tiles, schedules, tails, causal and GQA; and on the
  * same inputs it must cut the error against fp64 well below one term's (the
@@ -708,6 +741,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_pipelined_lengths),
         cmocka_unit_test(test_pipelined_speed),
         cmocka_unit_test(test_more_blocks),
+        cmocka_unit_test(test_rowsum_mma),
         cmocka_unit_test(test_exp_poly),
         cmocka_unit_test(test_long_rows),
         cmocka_unit_test(test_v_terms),

@@ -365,6 +365,57 @@ static void test_pipeline_p_fold(void **state) {
     release(&g);
 }
 
+/* l_from_p_hat (rowsum_mma): l sums P~ as rounded to E4M3, so the weights
+ * that multiply V (the trace's normalised p_hat) sum to one in every row,
+ * where the plain fold's sum to one only within E4M3's rounding; the output
+ * moves by a small amount and stays as close to the exact attention. */
+static double worst_weight_sum_gap(const problem *p, const double *p_hat) {
+    size_t rows = p->nlse, nk = (size_t)p->s.seq_k;
+    double worst = 0;
+    for (size_t r = 0; r < rows; r++) {
+        double sum = 0;
+        for (size_t j = 0; j < nk; j++) sum += p_hat[r * nk + j];
+        if (fabs(sum - 1) > worst) worst = fabs(sum - 1);
+    }
+    return worst;
+}
+
+static void test_pipeline_l_from_p_hat(void **state) {
+    (void)state;
+    uint64_t seed = (uint64_t)time(NULL);
+    static const mxattn_causal modes[] = {MXATTN_CAUSAL_NONE, MXATTN_CAUSAL_BOTTOM_RIGHT};
+    for (int m = 0; m < 2; m++) {
+        problem p = make(1, 2, 1, 40, 300, 64, modes[m], seed + m);
+        double *p_hat = malloc(p.nlse * 300 * sizeof(double)), *exact = malloc(p.no_elems * sizeof(double));
+        assert_non_null(p_hat);
+        assert_non_null(exact);
+        assert_int_equal(mx_ref_attention(&p.s, p.q, p.k, p.v, exact, NULL), MXATTN_OK);
+        mx_ref_config fold = fold_config(64, 1), summed = fold_config(64, 1);
+        summed.l_from_p_hat = 1;
+        mx_ref_trace trace = {NULL, NULL, p_hat};
+        assert_int_equal(mx_ref_pipeline_attention(&p.s, &fold, p.q, p.k, p.v, p.o, p.lse, &trace), MXATTN_OK);
+        double gap_fold = worst_weight_sum_gap(&p, p_hat);
+        assert_int_equal(mx_ref_pipeline_attention(&p.s, &summed, p.q, p.k, p.v, p.o2, p.lse2, &trace), MXATTN_OK);
+        double gap_summed = worst_weight_sum_gap(&p, p_hat);
+        double moved = mx_rel_l1(p.o2, p.o, p.no_elems);
+        double err_fold = mx_rel_l1(p.o, exact, p.no_elems), err_summed = mx_rel_l1(p.o2, exact, p.no_elems);
+        print_message("seed %llu causal %d: weights sum to 1 within %.1e (fold %.1e); moved %.1e; vs exact %.4f (fold %.4f)\n",
+                      (unsigned long long)(seed + m), (int)modes[m], gap_summed, gap_fold, moved, err_summed, err_fold);
+        assert_true(gap_summed < 1e-6);      /* alpha's exponent is an fp32 difference, as the kernel's */
+        assert_true(gap_fold > 1e-5);        /* E4M3's rounding of P does not cancel by itself */
+        assert_true(moved > 1e-6 && moved < 1e-2);
+        assert_true(err_summed < 1.1 * err_fold);
+        free(p_hat);
+        free(exact);
+        release(&p);
+    }
+    problem g = make(1, 1, 1, 4, 64, 64, MXATTN_CAUSAL_NONE, seed);
+    mx_ref_config c = fold_config(64, 0);
+    c.l_from_p_hat = 1;                      /* only the folded form models it */
+    assert_int_equal(mx_ref_pipeline_attention(&g.s, &c, g.q, g.k, g.v, g.o, NULL, NULL), MXATTN_ERROR_INVALID_VALUE);
+    release(&g);
+}
+
 static void test_bad_shapes(void **state) {
     (void)state;
     problem p = make(1, 3, 2, 4, 4, 8, MXATTN_CAUSAL_NONE, 1);
@@ -400,6 +451,7 @@ int main(void) {
         cmocka_unit_test(test_pipeline_smooth_k),
         cmocka_unit_test(test_pipeline_v_two_terms),
         cmocka_unit_test(test_pipeline_p_fold),
+        cmocka_unit_test(test_pipeline_l_from_p_hat),
         cmocka_unit_test(test_bad_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -338,7 +338,7 @@ static void test_overlap_renders(void **state) {
             assert_non_null(strstr(a, "dequant_scores(s, acc, qscale, kscale)"));
             assert_non_null(strstr(a, "constexpr float P_UNIT = 448.f;"));
             /* overlap=0 runs the softmax on the s32 accumulators, P*448 by the exponent. */
-            assert_non_null(strstr(c, "softmax_tile_acc(s, acc, t, warp_row0, a, row_max, row_sum, alphas, qscale, kscale)"));
+            assert_non_null(strstr(c, "softmax_tile_acc(s, acc, t, warp_row0, a, row_max, ROWSUM_MMA ? unused : row_sum, alphas"));
             assert_non_null(strstr(c, "constexpr float P_UNIT = 1.f;"));
             assert_non_null(strstr(a, "load_kscale(kscale, ks, t)"));
             assert_null(strstr(a, "attend_tile"));
@@ -547,6 +547,18 @@ static void test_more_blocks_validates(void **state) {
     gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=mma block_m=64 warps=4 block_n=64 stages=2 blocks_per_sm=4",
                        "variant=wgmma");
     gen_expect_invalid(g, "family=f16 head_dim=64 " ONE_WG "block_n=64 stages=2 blocks_per_sm=4", "blocks_per_sm");
+    /* The default up to D=64 (four blocks measured 5% faster), not above, and
+     * not for a table that names its own tile or schedule. */
+    static const struct { const char *params; int four; } defaults[] = {
+        {"family=int8-fp8 head_dim=64", 1}, {"family=int8-fp8 head_dim=40 causal=1", 1},
+        {"family=int8-fp8 head_dim=128", 0}, {"family=int8-fp8 head_dim=64 block_n=64", 0},
+        {"family=int8-fp8 head_dim=64 overlap=2", 0}, {"family=int8-fp8 head_dim=64 variant=wgmma block_m=192 warps=12", 0}};
+    for (size_t i = 0; i < sizeof defaults / sizeof *defaults; i++) {
+        char *knobs = gen_call(g, "knobs", defaults[i].params, NULL);
+        if ((strstr(knobs, "blocks_per_sm=4") != NULL) != defaults[i].four)
+            fail_msg("%s: default knobs '%s'", defaults[i].params, knobs);
+        free(knobs);
+    }
 }
 
 /* Lean (no spills, no serialized wgmma) within 65536 / (128 x blocks)
@@ -570,6 +582,49 @@ static void test_more_blocks_compile_lean(void **state) {
         if (r.usage.registers > 65536 / (128 * cases[i].blocks))
             fail_msg("%s: %d registers do not fit %d blocks an SM", params, r.usage.registers, cases[i].blocks);
         mx_compile_result_free(&r);
+    }
+}
+
+/* rowsum_mma: legal on the overlap=0 wgmma kernels of int8-fp8; its kernels
+ * add one m64n8k32 e4m3 wgmma per k32 step of P V and drop the softmax's
+ * FADD a score (both its paths: masked and not), lean, within the default's
+ * registers; 0 stays out of the canonical text. */
+static void test_rowsum_mma(void **state) {
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 " PP "block_n=128 stages=2 rowsum_mma=1", "overlap=0");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 " PIPE "block_n=128 rowsum_mma=1", "overlap=0");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=mma block_m=128 warps=8 block_n=64 stages=2 rowsum_mma=1",
+                       "variant=wgmma");
+    gen_expect_invalid(g, "family=int8-f16 head_dim=128 rowsum_mma=1", "rowsum_mma");
+    char *canon = gen_call(g, "validate", "family=int8-fp8 head_dim=128 " ONE_WG "block_n=128 stages=2 rowsum_mma=0", NULL);
+    assert_null(strstr(canon, "rowsum_mma"));
+    free(canon);
+    static const struct { int d; const char *knobs; } cases[] = {
+        {128, ONE_WG "block_n=128 stages=2"}, {64, ONE_WG "block_n=128 stages=3 blocks_per_sm=4 causal=1 lse=1"},
+        {96, ONE_WG "block_n=64 stages=3 v_terms=2"}, {40, ONE_WG "block_n=32 stages=3 dtype=f16 out_dtype=f16"},
+        {64, "variant=wgmma block_m=192 warps=16 block_n=128 stages=2"}, {256, "variant=wgmma block_m=64 warps=8 block_n=64 stages=3"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char plain[256], summed[280];
+        snprintf(plain, sizeof plain, "family=int8-fp8 head_dim=%d %s", cases[i].d, cases[i].knobs);
+        snprintf(summed, sizeof summed, "%s rowsum_mma=1", plain);
+        mx_compile_result a, b;
+        if (!compile(plain, &a)) skip();
+        assert_true(compile(summed, &b));
+        int block_n = last_int(plain, "block_n="), slices = cases[i].d > 128 ? 2 : 1;
+        int n8 = count_in_kernel(b.ptx, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3");
+        if (n8 != block_n / 32 || count_in_kernel(a.ptx, "m64n8k32") != 0)
+            fail_msg("%s: %d n8 wgmma, want %d", summed, n8, block_n / 32);
+        int adds_a = count_in_kernel(a.ptx, "add.f32"), adds_b = count_in_kernel(b.ptx, "add.f32");
+        print_message("D=%-3d %s: add.f32 %d -> %d, registers %d -> %d\n", cases[i].d, cases[i].knobs, adds_a, adds_b,
+                      a.usage.registers, b.usage.registers);
+        if (adds_a - adds_b < block_n)     /* BN/2 a path per row half... 2 x BN/2 over both paths */
+            fail_msg("%s: add.f32 %d -> %d, want %d fewer", summed, adds_a, adds_b, block_n);
+        char label[96];
+        snprintf(label, sizeof label, "rowsum D=%d", cases[i].d);
+        expect_lean_wgmma_kernel(summed, label, &b);
+        if (b.usage.registers > a.usage.registers + 4 * slices)
+            fail_msg("%s: %d registers against %d without", summed, b.usage.registers, a.usage.registers);
+        mx_compile_result_free(&a);
+        mx_compile_result_free(&b);
     }
 }
 
@@ -687,6 +742,7 @@ int main(void) {
         cmocka_unit_test(test_pipelined_compiles),
         cmocka_unit_test(test_more_blocks_validates),
         cmocka_unit_test(test_more_blocks_compile_lean),
+        cmocka_unit_test(test_rowsum_mma),
         cmocka_unit_test(test_exp_poly),
         cmocka_unit_test(test_v_terms),
         cmocka_unit_test(test_three_consumers),

@@ -72,20 +72,21 @@ MX_INLINE void %s(int (&d)[1][%d][4], u64 desc_a, u64 desc_b%s) {
 end
 
 -- d (+)= A(registers) * B(smem), m64 n`n` k32, e4m3 x e4m3 -> f32, B K-major.
-local function mma_pv(n)
+local function mma_pv(n, name)
   local regs = n // 2
   return string.format([[
-MX_INLINE void wgmma_pv(float (&d)[1][%d][4], const u32 (&a)[4], u64 desc_b, int accumulate) {
+MX_INLINE void %s(float (&d)[1][%d][4], const u32 (&a)[4], u64 desc_b, int accumulate) {
   asm volatile("{ .reg .pred p; setp.ne.b32 p, %%%d, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3 {%s}, {%s}, %%%d, p, 1, 1; }"
                : %s
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
 }
-]], n // 8, regs + 5, n, operand_list(regs, "%%%d", 0), operand_list(4, "%%%d", regs), regs + 4,
+]], name or "wgmma_pv", n // 8, regs + 5, n, operand_list(regs, "%%%d", 0), operand_list(4, "%%%d", regs), regs + 4,
     acc_constraints(n // 8, "f"))
 end
 
 -- p.bn: N of S (keys per tile); p.dv: N of P V (O's columns, or a slice of them).
+-- wgmma_rowsum: P times an 8-column B (rowsum_mma's product).
 return function(p)
   return [[
 // mode: the swizzle field (SWZ_QK, SWZ_V: 1 = 128B, 2 = 64B, 3 = 32B).
@@ -100,5 +101,5 @@ template <int C> MX_INLINE void reg_fence(int (&d)[1][C][4]) {
     for (int e = 0; e < 4; e++) asm volatile("" : "+r"(d[0][j][e]) :: "memory");
 }
 MX_INLINE void reg_fence(u32 &x) { asm volatile("" : "+r"(x) :: "memory"); }
-]] .. mma_qk(p.bn) .. mma_pv(p.dv)
+]] .. mma_qk(p.bn) .. mma_pv(p.dv) .. mma_pv(8, "wgmma_rowsum")
 end

@@ -65,6 +65,14 @@ local function v_slots(t)
   return t.stages
 end
 
+-- rowsum_mma's B operand: 8 rows (P V's N = 8 columns) of up to 128 key
+-- bytes, one swizzle atom.  Row 0 holds E4M3 ones and rows 1-7 zeros, so
+-- column 0 of P times it is each row's sum and the other columns are 0: the
+-- lane holding column 0 gets the sum and its quad's other lanes nothing,
+-- which is the per-lane partial sum the epilogue adds across the quad.  Row
+-- 0's chunks are not moved by any swizzle (row index 0), so bytes 0..BN-1.
+local ONES_BYTES = 1024
+
 -- Layout of the dynamic shared memory, in bytes from a 1024-aligned base.
 -- Every tile is a multiple of 512 bytes and each panel a multiple of its
 -- swizzle atom (8 rows x W bytes), so panels start on atom boundaries.
@@ -73,7 +81,8 @@ local function layout(t)
   l.q = 0
   l.k = U.round_up(l.q_bytes, 1024)
   l.v = l.k + t.stages * l.k_bytes
-  l.bar = U.round_up(l.v + v_slots(t) * l.v_bytes, 8)
+  l.ones = U.round_up(l.v + v_slots(t) * l.v_bytes, 1024)   -- rowsum_mma's B tile: one 8-row atom
+  l.bar = U.round_up((t.rowsum_mma or 0) == 1 and l.ones + ONES_BYTES or l.v + v_slots(t) * l.v_bytes, 8)
   l.total = l.bar + 8 * (1 + 3 * t.stages)   -- q, full_k, full_v, empty
   return l
 end
@@ -168,12 +177,20 @@ end
 -- to interleave the softmax's dependent instructions.  (A table that names
 -- its own tile or overlap keeps blocks_per_sm=0 unless it asks, as f16's
 -- default does for its ping-pong: the knob holds for one tile only.)
+-- rowsum_mma (the row sums by the tensor cores) measured 2.3-2.9% faster at
+-- D=64 and 1.3-2.2% at D=128 without a mask, 0.9% at D=64 causal, and 1.9%
+-- slower at D=128 N=4096 causal (one round; h200-2026-11-30-s12 call 2):
+-- on by default except there.
 function WG.default(t)
   local open = t.block_m == nil and t.warps == nil and t.block_n == nil and t.stages == nil and t.overlap == nil
+  local rowsum = open and not (t.causal == 1 and d32(t) > 64) and 1 or 0
   if d32(t) <= 64 then
-    return { variant = "wgmma", block_m = 64, warps = 4, block_n = 128, stages = 3, blocks_per_sm = open and 4 or 0 }
+    return { variant = "wgmma", block_m = 64, warps = 4, block_n = 128, stages = 3, blocks_per_sm = open and 4 or 0,
+             rowsum_mma = rowsum }
   end
-  if d32(t) <= 128 then return { variant = "wgmma", block_m = 64, warps = 4, block_n = 128, stages = 2 } end
+  if d32(t) <= 128 then
+    return { variant = "wgmma", block_m = 64, warps = 4, block_n = 128, stages = 2, rowsum_mma = rowsum }
+  end
   return { variant = "wgmma", block_m = 64, warps = 8, block_n = 64, stages = 3 }
 end
 
@@ -201,8 +218,10 @@ function WG.prior(t)
   -- tile without it at D=64; five at 64-key tiles level or 1% slower than
   -- that tile's three (h200-2026-11-30-s12 call 1).
   local more_blocks = ({ [0] = 1, [4] = 1.05, [5] = 1 })[t.blocks_per_sm or 0]
+  -- rowsum_mma: 1-3% faster than the same tile without it (WG.default).
+  local summed = (t.rowsum_mma or 0) == 1 and 1.02 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
-         * (1 - 0.05 * t.exp_poly) * three * pipelined * more_blocks
+         * (1 - 0.05 * t.exp_poly) * three * pipelined * more_blocks * summed
 end
 
 -- The int8/e4m3 operands' pieces of a key tile, shared by attend_tile and
@@ -365,6 +384,22 @@ MX_INLINE void issue_pv(float (&pv)[1][PV_DT][4], const u32 (&pa)[BN / 32][4], u
   wgmma_commit();
 }
 
+// rowsum_mma: the tile's row sums as the tensor cores see P, E4M3 (the
+// values P V weighs V by), times ONES' column of ones: BN/32 m64n8k32 steps
+// into their own accumulator, committed with P V's group.  Lane 4g of a quad
+// gets rows g and g+8's sums in ls[0][0][0] and [2]; the others get 0, the
+// per-lane partial sums the epilogue adds across the quad.  It takes the
+// softmax's FADD a score (64 of ~570 instructions a warp and a tile at
+// BN=128) off the issue slots, which bound the kernel (bench/NOTES.md), for
+// BN/32 MMAs of 8 columns; and O / l then divides by the sum of the weights
+// that O used.
+MX_INLINE void issue_rowsum(float (&ls)[1][1][4], const u32 (&pa)[BN / 32][4], u64 desc_ones) {
+  reg_fence(ls);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < BN / 32; kk++) wgmma_rowsum(ls, pa[kk], desc_ones + kk * 32 / 16, kk > 0);
+}
+
 // O += PV in fp32 (see issue_pv), for column slice `slice` of O.
 MX_INLINE void add_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], int slice = 0) {
 #pragma unroll
@@ -399,7 +434,7 @@ local ATTEND = [[
 // (their barriers: bar_k, bar_v).  ks: this head's K scales.
 MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (&row_sum)[1][2], u64 desc_q,
                            u64 desc_k, u64 desc_v, u32 bar_k, u32 bar_v, u32 parity, int t, int warp_row0,
-                           float qscale, const float *ks, const mx_kernel_args &a) {
+                           float qscale, const float *ks, u64 desc_ones, const mx_kernel_args &a) {
   // Issued before the wait so their latency hides behind it.
   float kscale[BN / 16];
   load_kscale(kscale, ks, t);
@@ -410,20 +445,29 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
   wgmma_wait<0>();
   reg_fence(acc);
   float s[1][NT][4], alphas[1][2];
-  softmax_tile_acc(s, acc, t, warp_row0, a, row_max, row_sum, alphas, qscale, kscale);
+  // With rowsum_mma the softmax's own sums go to `unused` (and the compiler
+  // drops them); row_sum takes the MMA's after the wait below.
+  float unused[1][2] = {{0.f, 0.f}};
+  softmax_tile_acc(s, acc, t, warp_row0, a, row_max, ROWSUM_MMA ? unused : row_sum, alphas, qscale, kscale);
 
   u32 pa[BN / 32][4];
   pack_p(pa, s);
-  float pv[1][PV_DT][4];
+  float pv[1][PV_DT][4], ls[1][1][4];
   mbar_wait(bar_v, V_SLOTS == 1 ? t & 1 : parity);
 #pragma unroll
   for (int slice = 0; slice < PV_SLICES; slice++) {   // V^T rows (channels) PV_N * slice on
+    if (ROWSUM_MMA && slice == 0) issue_rowsum(ls, pa, desc_ones);
     issue_pv(pv, pa, desc_v + slice * (PV_N * BN / 16));
     if (!FOLD_RESCALE && slice == 0) rescale_o(o, alphas);   // under the MMA: P V has its own accumulator
     wgmma_wait<0>();
     reg_fence(pv);
     if (FOLD_RESCALE) fold_pv(o, pv, alphas, slice);
     else add_pv(o, pv, slice);
+  }
+  if (ROWSUM_MMA) {
+    reg_fence(ls);
+    row_sum[0][0] = fmaf(row_sum[0][0], alphas[0][0], ls[0][0][0]);
+    row_sum[0][1] = fmaf(row_sum[0][1], alphas[0][1], ls[0][0][2]);
   }
 }
 ]]
@@ -465,6 +509,16 @@ local SETUP = U.fill(WC.BLOCK_SETUP, { where = [[
 #pragma unroll
     for (int p = 0; p < PANELS_QK; p++) tma_load_4d(sQ + p * BM * WQK, map_q, p * WQK, m0, head, batch, bar_q);
   };
+  // rowsum_mma's B tile (ONES_BYTES in the template says why row 0 only):
+  // written here by the generic proxy, read by wgmma through the async one,
+  // so each writer fences before RING_INIT's block barrier.
+  if (ROWSUM_MMA) {
+    const u32 ones = base + SM_ONES;
+    for (int i = threadIdx.x; i < 1024 / 16; i += THREADS)
+      asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" :: "r"(ones + 16 * i), "r"(16 * i < BN ? 0x38383838u : 0u)
+                   : "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
 
 ]] .. WC.RING_INIT .. [[
 ]]
@@ -481,6 +535,7 @@ local CONSUME = [[
   const u64 desc_q = smem_desc(sQ + wg * 64 * WQK, 8 * WQK, SWZ_QK);
   const u64 desc_k = smem_desc(sK, 8 * WQK, SWZ_QK);
   const u64 desc_v = smem_desc(sV, 8 * BN, SWZ_V);
+  const u64 desc_ones = smem_desc(base + SM_ONES, 8 * BN, SWZ_V);   // rowsum_mma's B
   mbar_wait(bar_q, 0);
 ]]
 
@@ -608,7 +663,8 @@ constexpr int REGS_PRODUCER = ${REGS_P}, REGS_CONSUMER = ${REGS_C};   // setmaxn
 constexpr int WQK = ${WQK}, PANELS_QK = D32 / WQK;   // Q8/K8 swizzle panels of WQK bytes (int8 channels)
 constexpr u64 SWZ_QK = ${SWZ_QK}, SWZ_V = ${SWZ_V};  // descriptor swizzle fields: Q8/K8, V^T (one BN-byte panel)
 constexpr int Q_BYTES = ${Q_BYTES}, K_BYTES = ${K_BYTES}, V_BYTES = ${V_BYTES};
-constexpr int SM_Q = ${SM_Q}, SM_K = ${SM_K}, SM_V = ${SM_V}, SM_BAR = ${SM_BAR};
+constexpr int SM_Q = ${SM_Q}, SM_K = ${SM_K}, SM_V = ${SM_V}, SM_ONES = ${SM_ONES}, SM_BAR = ${SM_BAR};
+constexpr bool ROWSUM_MMA = ${ROWSUM_MMA};  // the row sums by MMA (issue_rowsum)
 constexpr int MT = 1;                   // one 64-row warpgroup tile: 16 rows per warp
 constexpr int KQ = D32 / 32;            // k32 steps of S = Q K^T
 constexpr int NT = BN / 8;              // 8-key chunks of S
@@ -626,12 +682,12 @@ enum { ${WS} };                         // workspace sections
 ]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps, STAGES = t.stages,
       PRODUCER = ws_producer, REGS_P = regs_p, REGS_C = regs_c, WQK = w, SWZ_QK = SWIZZLE_MODE[w],
       SWZ_V = SWIZZLE_MODE[t.block_n] or 3, Q_BYTES = l.q_bytes, K_BYTES = l.k_bytes, V_BYTES = l.v_bytes,
-      SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar, CAUSAL = t.causal == 1, LSE = t.lse == 1,
+      SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_ONES = l.ones, SM_BAR = l.bar, ROWSUM_MMA = t.rowsum_mma == 1, CAUSAL = t.causal == 1, LSE = t.lse == 1,
       SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t), WS = table.concat(ws, ", ") })
   local pp = t.overlap == 1
   local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 2 and KERNEL_PIPE or ws_producer and WC.KERNEL_WS or WC.KERNEL,
                         { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
-                          k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, ",
+                          k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, desc_ones, ",
                           min_blocks = min_blocks(t), v_slot = "(slot % V_SLOTS)",
                           load_next = "if (warp == 0 && elect_one()) load_next(t, n_tiles);" })
   return table.concat({

@@ -240,7 +240,7 @@ double gpu_time_plan(mxattn_ctx *ctx, const mx_device *dev, const mxattn_problem
     return ms;
 }
 
-mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, int block_n, int fold, const float *q, const float *k,
+mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, int block_n, int fold, int l_mma, const float *q, const float *k,
                                           const float *v, double *o, double *lse) {
     mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
     mx_ref_config cfg;
@@ -251,6 +251,7 @@ mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, int block_n, int fo
     mx_ref_config_set_v_terms(&cfg, c->v_terms);
     cfg.q_prescale = (float)((double)(1.0f / sqrtf((float)c->head_dim)) * 1.4426950408889634);
     cfg.p_fold = fold;
+    cfg.l_from_p_hat = l_mma;
     return mx_ref_pipeline_attention(&s, &cfg, q, k, v, o, lse, NULL);
 }
 

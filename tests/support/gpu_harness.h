@@ -80,7 +80,8 @@ void gpu_free_buffers(const mx_device *dev, int count, void **bufs);
  * api/plan.c computes it), K per 16 keys, P per key tile of block_n; fold
  * sets mx_ref_config.p_fold, P's exponent as int8_fp8_wgmma's overlap=0
  * kernels compute it (whose fp32 constant flips a P code now and then: a
- * one-row case then reads 2-4e-3 from the plain form, bench/NOTES.md). */
-mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, int block_n, int fold, const float *q, const float *k,
-                                          const float *v, double *o, double *lse);
+ * one-row case then reads 2-4e-3 from the plain form, bench/NOTES.md);
+ * l_mma sets mx_ref_config.l_from_p_hat (rowsum_mma=1's row sums). */
+mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, int block_n, int fold, int l_mma, const float *q,
+                                          const float *k, const float *v, double *o, double *lse);
 #endif
