@@ -312,8 +312,17 @@ S.KNOB_ROLES = { knob = true }
 -- Every legal knob combination for the shape parameters in `t`.
 function S.enumerate(t)
   fill_defaults(t)
+  -- A knob the family does not read can only hold its default (the first
+  -- constraint): walking its other values would validate, and throw away,
+  -- the whole space again for each (the walk is a product: each such knob
+  -- multiplied the family's tuning start-up, 2 -> 10 s with three of them).
   local knobs = {}
-  for _, p in ipairs(S.params) do if p.role == "knob" then knobs[#knobs + 1] = p end end
+  for _, p in ipairs(S.params) do
+    if p.role == "knob" then
+      local unread = p.families and t.family and not p.families[t.family]
+      knobs[#knobs + 1] = unread and { name = p.name, values = { p.default } } or p
+    end
+  end
   local out = {}
   local function walk(i, cur)
     if i > #knobs then
