@@ -7,13 +7,6 @@
 cd "$(dirname "$0")/.."
 source scripts/call_prelude.sh
 stamp start
-timeout 330 $B/mxattn tune --family f16,int8-fp8 --head-dims 128,64 --seqs 4096,16384 --causal both --batch 4 --heads 32 \
-  --max-candidates 8 > "$L/tune.log" 2>&1
-stamp "tune rc=$?"
-$B/mxattn query > "$L/query.log" 2>&1; cat "$L/query.log" >> "$S"
-BENCH_ARGS="--families f16,int8-fp8 --dims 128,64 --seqs 1024,4096,16384 --causal both --baselines sdpa-flash,sdpa-cudnn --rounds 5 --clocks" \
-  BENCH_TIMEOUT=$((480 - SECONDS)) MXATTN_BUILD=$B OUT=$L bash scripts/device.sh --bench > "$L/device_bench.log" 2>&1
-stamp "$(grep '^## bench' "$L/device_bench.log")"
-grep -E "^\| (f16|int8-fp8|sdpa-cudnn) " "$L/bench/results.md" 2>/dev/null | cut -d'|' -f2-8 >> "$S"
+tune_and_bench 330 480 5
 finish_call
 exit 0
