@@ -514,7 +514,7 @@ local SETUP = U.fill(WC.BLOCK_SETUP, { where = [[
   // so each writer fences before RING_INIT's block barrier.
   if (ROWSUM_MMA) {
     const u32 ones = base + SM_ONES;
-    for (int i = threadIdx.x; i < 1024 / 16; i += THREADS)
+    for (int i = threadIdx.x; i < ONES_BYTES / 16; i += THREADS)
       asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" :: "r"(ones + 16 * i), "r"(16 * i < BN ? 0x38383838u : 0u)
                    : "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -665,6 +665,7 @@ constexpr u64 SWZ_QK = ${SWZ_QK}, SWZ_V = ${SWZ_V};  // descriptor swizzle field
 constexpr int Q_BYTES = ${Q_BYTES}, K_BYTES = ${K_BYTES}, V_BYTES = ${V_BYTES};
 constexpr int SM_Q = ${SM_Q}, SM_K = ${SM_K}, SM_V = ${SM_V}, SM_ONES = ${SM_ONES}, SM_BAR = ${SM_BAR};
 constexpr bool ROWSUM_MMA = ${ROWSUM_MMA};  // the row sums by MMA (issue_rowsum)
+constexpr int ONES_BYTES = ${ONES_BYTES};   // its B tile at SM_ONES
 constexpr int MT = 1;                   // one 64-row warpgroup tile: 16 rows per warp
 constexpr int KQ = D32 / 32;            // k32 steps of S = Q K^T
 constexpr int NT = BN / 8;              // 8-key chunks of S
@@ -682,7 +683,7 @@ enum { ${WS} };                         // workspace sections
 ]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps, STAGES = t.stages,
       PRODUCER = ws_producer, REGS_P = regs_p, REGS_C = regs_c, WQK = w, SWZ_QK = SWIZZLE_MODE[w],
       SWZ_V = SWIZZLE_MODE[t.block_n] or 3, Q_BYTES = l.q_bytes, K_BYTES = l.k_bytes, V_BYTES = l.v_bytes,
-      SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_ONES = l.ones, SM_BAR = l.bar, ROWSUM_MMA = t.rowsum_mma == 1, CAUSAL = t.causal == 1, LSE = t.lse == 1,
+      SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_ONES = l.ones, SM_BAR = l.bar, ROWSUM_MMA = t.rowsum_mma == 1, ONES_BYTES = ONES_BYTES, CAUSAL = t.causal == 1, LSE = t.lse == 1,
       SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t), WS = table.concat(ws, ", ") })
   local pp = t.overlap == 1
   local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 2 and KERNEL_PIPE or ws_producer and WC.KERNEL_WS or WC.KERNEL,
