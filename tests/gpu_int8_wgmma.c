@@ -520,13 +520,15 @@ static void test_overlap_long(void **state) {
  * drift from the pipeline reference with the key count; f16 output keeps the
  * rounding floor low (2e-4) so the drift shows: the wgmma kernels measured
  * 2.8e-3 that way on the H200 (2026-11-29), 2.4e-4 with each tile's P V added
- * in fp32; the mma.sync tile 1.9e-4 accumulating in place. */
+ * in fp32; the mma.sync tile 1.9e-4 accumulating in place.  The row sums
+ * by MMA (rowsum_mma=1) start from zero on every tile for the same reason. */
 static void test_long_rows(void **state) {
     static const char *configs[] = {NULL, "variant=wgmma block_m=64 warps=4 block_n=64 stages=2",
-                                    PP "block_n=128 stages=2", "variant=mma", NULL};
-    static const int dims[] = {128, 128, 128, 128, 192};   /* 192: P V in two column slices */
+                                    PP "block_n=128 stages=2", "variant=mma", NULL,
+                                    WG "block_m=64 warps=4 block_n=128 stages=3 blocks_per_sm=4 rowsum_mma=1"};
+    static const int dims[] = {128, 128, 128, 128, 192, 64};   /* 192: P V in two column slices */
     int failures = 0;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         gpu_case c = {.family = "int8-fp8", .batch = 1, .heads_q = 2, .heads_kv = 1, .seq_q = 64 + 7 * i,
                       .seq_k = 16384 - 5 * i, .head_dim = dims[i],
                       .causal = i % 2 ? MXATTN_CAUSAL_BOTTOM_RIGHT : MXATTN_CAUSAL_NONE, .dtype = MXATTN_F16,
