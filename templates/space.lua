@@ -59,10 +59,10 @@ S.params = {
     help = "wgmma: of every four 8-key score columns, how many take exp2 from a polynomial on the FMA pipes instead of ex2 (16/clock/SM)" },
   { name = "blocks_per_sm", role = "knob", values = { 0, 4, 5 }, default = 0,
     families = { ["int8-fp8"] = true }, quiet_default = true,
-    help = "wgmma, one warpgroup a block, head_dim<=64: compile for 4 or 5 blocks an SM (128 or 102 registers a thread); 0: as many as shared memory holds, at most 3" },
+    help = "wgmma, one warpgroup a block, head_dim<=64: compile for 4 or 5 blocks an SM (128 or 102 registers a thread); 0: as many as shared memory holds, at most 3; the heuristic default picks 4 up to head_dim 64" },
   { name = "rowsum_mma", role = "knob", values = { 0, 1 }, default = 0,
     families = { ["int8-fp8"] = true }, quiet_default = true,
-    help = "wgmma, overlap=0: the softmax's row sums by the tensor cores (P in E4M3 times a column of ones) instead of an FADD a score" },
+    help = "wgmma, overlap=0: the softmax's row sums by the tensor cores (P in E4M3 times a column of ones) instead of an FADD a score; the heuristic default picks 1 but for causal above head_dim 64" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 192, 256 },
     help = "query rows per thread block" },
   { name = "block_n", role = "knob", values = { 16, 32, 64, 96, 128, 160, 176, 192 },
@@ -344,7 +344,9 @@ end
 
 -- Text for `mxattn params`.
 function S.help()
-  local lines = { "Kernel parameters (role: shape = from the problem, problem = launch-time, knob = tuned):", "" }
+  local lines = { "Kernel parameters (role: shape = from the problem, problem = launch-time, knob = tuned):",
+                  "A knob's (default) is what it takes when the family's heuristic, which fills the knobs a",
+                  "table leaves out (wgmma on sm_90a, its tiles, ...), does not set it.", "" }
   local width = 0
   for _, p in ipairs(S.params) do width = math.max(width, #p.name) end
   for _, p in ipairs(S.params) do
