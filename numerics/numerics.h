@@ -280,6 +280,12 @@ typedef struct {
     mx_qk_mode qk;
     int smooth_k;               /* subtract K's channel mean (quantized QK only) */
     int int8_block_q, int8_block_k; /* INT8 QK scale blocks, in rows (default 128, 64) */
+    /* 1: INT8 QK scales in SageAttention2's sm90 "per-thread" groups instead of
+     * the blocks above: Q rows {16b + g, 16b + g + 8} (g < 8) share a scale,
+     * and K keys of a 128-key block with the same (k mod 8) / 2.  They are the
+     * rows and keys one thread of an m16n8 (or m64nN warpgroup) fragment holds,
+     * so a kernel meets one Q scale and one K scale a thread and a key tile. */
+    int int8_per_thread;
     mx_p_mode p;
     int p_tile;                 /* 0: offline; > 0: emulate online tiles of this many keys */
     mx_v_mode v;

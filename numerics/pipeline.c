@@ -67,6 +67,8 @@ static mxattn_status check_config(const mx_ref_config *c) {
     if (c->p_fold && (c->qk != MX_QK_INT8 || c->p != MX_P_E4M3 || c->p_tile <= 0 || c->q_prescale == 0))
         return mx_fail(MXATTN_ERROR_INVALID_VALUE,
                        "pipeline reference: p_fold needs INT8 QK, E4M3 P, p_tile > 0 and q_prescale");
+    if (c->int8_per_thread && c->qk != MX_QK_INT8)
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "pipeline reference: int8_per_thread needs INT8 QK");
     if (c->l_from_p_hat && !c->p_fold)
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "pipeline reference: l_from_p_hat models a p_fold kernel; set p_fold");
     if (!(c->temperature > 0) || isinf(c->temperature))
@@ -126,8 +128,8 @@ static int workspace_alloc(workspace *w, const mx_ref_shape *s) {
     w->scale_codes = malloc(padded);
     w->qcode = malloc(nq * d + 1);
     w->kcode = malloc(nk * d + 1);
-    w->qscale = malloc((nq + 1) * sizeof(float));
-    w->kscale = malloc((nk + 1) * sizeof(float));
+    w->qscale = malloc((nq + 16) * sizeof(float));   /* per-thread groups: 8 a 16 rows, a block may be short */
+    w->kscale = malloc((nk + 16) * sizeof(float));
     w->acc = malloc((nk + 1) * sizeof(int));
     return w->rounded && w->smoothed && w->kmean && w->transposed && w->qhat && w->khat &&
            w->vhat && w->corr && w->scores && w->p && w->phat && w->o && w->tile_max && w->pf &&
@@ -173,6 +175,51 @@ static mxattn_status quantize_qk_operand(mx_qk_mode mode, const float *x, int ro
     if (st == MXATTN_OK)
         for (size_t i = 0; i < n; i++) out[i] = deq[i];
     free(codes); free(scales); free(deq);
+    return st;
+}
+
+/* The scale group of Q row i and of key j (mx_ref_config.int8_per_thread). */
+static int q_group(const mx_ref_config *c, int i) {
+    return c->int8_per_thread ? i / 16 * 8 + i % 8 : i / c->int8_block_q;
+}
+static int k_group(const mx_ref_config *c, int j) {
+    return c->int8_per_thread ? j / 128 * 4 + j % 8 / 2 : j / c->int8_block_k;
+}
+
+/* INT8 codes and scales of `rows` rows in groups (group(c, row) of them),
+ * each group quantized as mx_int8_quantize_blocks quantizes one block of its
+ * rows: the rows are bucketed by group, gathered, quantized, scattered back. */
+static mxattn_status quantize_int8_groups(const mx_ref_config *c, int (*group)(const mx_ref_config *, int),
+                                          const float *x, int rows, int cols, int8_t *codes, float *scales,
+                                          double *out) {
+    int groups = 0;
+    for (int r = 0; r < rows; r++) if (group(c, r) + 1 > groups) groups = group(c, r) + 1;
+    float *gathered = malloc(((size_t)rows * cols + 1) * sizeof(float));
+    int8_t *gcodes = malloc((size_t)rows * cols + 1);
+    int *order = malloc(((size_t)rows + 1) * sizeof(int)), *start = calloc((size_t)groups + 2, sizeof(int));
+    if (!gathered || !gcodes || !order || !start) {
+        free(gathered); free(gcodes); free(order); free(start);
+        return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "pipeline reference: out of memory");
+    }
+    for (int r = 0; r < rows; r++) start[group(c, r) + 2]++;        /* counting sort, rows kept in order */
+    for (int g = 0; g < groups; g++) start[g + 2] += start[g + 1];
+    for (int r = 0; r < rows; r++) order[start[group(c, r) + 1]++] = r;
+    mxattn_status st = MXATTN_OK;
+    for (int g = 0, first = 0; g < groups && st == MXATTN_OK; first = start[++g]) {
+        int n = start[g + 1] - first;
+        scales[g] = 0;
+        if (n == 0) continue;
+        for (int i = 0; i < n; i++)
+            memcpy(gathered + (size_t)i * cols, x + (size_t)order[first + i] * cols, (size_t)cols * sizeof(float));
+        st = mx_int8_quantize_blocks(gathered, n, cols, cols, n, gcodes, &scales[g]);
+        for (int i = 0; i < n && st == MXATTN_OK; i++)
+            for (int ch = 0; ch < cols; ch++) {
+                size_t at = (size_t)order[first + i] * cols + ch;
+                codes[at] = gcodes[(size_t)i * cols + ch];
+                out[at] = (double)codes[at] * scales[g];
+            }
+    }
+    free(gathered); free(gcodes); free(order); free(start);
     return st;
 }
 
@@ -235,6 +282,8 @@ static mxattn_status prepare_k(workspace *w, const mx_ref_config *c, const float
         mx_subtract_mean(x, nk, d, d, w->kmean, w->smoothed);
         x = w->smoothed;
     }
+    if (c->qk == MX_QK_INT8 && c->int8_per_thread)
+        return quantize_int8_groups(c, k_group, x, nk, d, w->kcode, w->kscale, w->khat);
     return quantize_qk_operand(c->qk, x, nk, d, c->int8_block_k, w->kcode, w->kscale, w->khat);
 }
 
@@ -248,6 +297,8 @@ static mxattn_status prepare_q(workspace *w, const mx_ref_config *c, const float
         for (int i = 0; i < nq; i++) w->corr[i] = 0;
     if (c->q_prescale != 0)
         for (size_t i = 0; i < (size_t)nq * d; i++) w->rounded[i] = w->rounded[i] * c->q_prescale;
+    if (c->qk == MX_QK_INT8 && c->int8_per_thread)
+        return quantize_int8_groups(c, q_group, w->rounded, nq, d, w->qcode, w->qscale, w->qhat);
     return quantize_qk_operand(c->qk, w->rounded, nq, d, c->int8_block_q, w->qcode, w->qscale, w->qhat);
 }
 
@@ -393,7 +444,7 @@ static mxattn_status attend_folded(workspace *w, const mx_ref_shape *s, const mx
                                    int i, double nat, double corr, double *lse) {
     int nk = w->nk, d = w->d, tile = c->p_tile;
     const int8_t *qc = w->qcode + (size_t)i * d;
-    const float qs = w->qscale[i / c->int8_block_q];
+    const float qs = w->qscale[q_group(c, i)];
     float m = -INFINITY;
     double l = 0;
     memset(w->o, 0, (size_t)d * sizeof(double));
@@ -404,20 +455,20 @@ static mxattn_status attend_folded(workspace *w, const mx_ref_shape *s, const mx
             int acc = 0;
             for (int ch = 0; ch < d; ch++) acc += qc[ch] * w->kcode[(size_t)j * d + ch];
             w->acc[j] = acc;
-            float scale = qs * w->kscale[j / c->int8_block_k];
+            float scale = qs * w->kscale[k_group(c, j)];
             if (mx_ref_key_visible(s, i, j)) tile_m = fmaxf(tile_m, (float)acc * scale);
         }
         float m_new = fmaxf(m, tile_m), base = m_new == -INFINITY ? 0.f : m_new;
         double alpha = exp2((double)(m - base));
         double sum = 0;
         for (int j = t0; j < t0 + n; j++) {
-            float scale = qs * w->kscale[j / c->int8_block_k], acc = (float)w->acc[j], x;
+            float scale = qs * w->kscale[k_group(c, j)], acc = (float)w->acc[j], x;
             if (!mx_ref_key_visible(s, i, j)) {
                 x = -INFINITY;
             } else if (masked) {                        /* softmax_tile: s + (log2 448 - m) */
                 x = acc * scale + (LOG2_448 - base);
             } else {                                    /* softmax_acc: the folded constant */
-                float cg = fmaf(12582912.f * qs, w->kscale[j / c->int8_block_k], base - LOG2_448);
+                float cg = fmaf(12582912.f * qs, w->kscale[k_group(c, j)], base - LOG2_448);
                 x = fmaf(12582912.f + acc, scale, -cg);
             }
             double p = exp2((double)x);

@@ -416,6 +416,83 @@ static void test_pipeline_l_from_p_hat(void **state) {
     release(&g);
 }
 
+/* int8_per_thread: SageAttention2's sm90 scale groups.  (1) Permuting Q's rows
+ * and K's and V's keys so that each group is a contiguous block makes the
+ * plain blocks (2 rows, 32 keys) the same groups: the outputs agree up to
+ * the order of the sums (offline P, so no tile sees other keys).  (2) On
+ * inputs with a per-channel K offset, fresh each run, it is at least as
+ * accurate as the kernels' present 16-row / 16-key blocks (finer Q groups
+ * make up for the wider K ones: CPU measurements in bench/NOTES.md). */
+static void permute_rows(const float *src, float *dst, int heads, int rows, int d, int per_thread_of_q) {
+    for (int h = 0; h < heads; h++)
+        for (int r = 0; r < rows; r++) {
+            int to = per_thread_of_q ? r / 16 * 16 + 2 * (r % 8) + r % 16 / 8
+                                     : r / 128 * 128 + r % 8 / 2 * 32 + r % 128 / 8 * 2 + r % 2;
+            memcpy(dst + ((size_t)h * rows + to) * d, src + ((size_t)h * rows + r) * d, (size_t)d * sizeof(float));
+        }
+}
+
+static void test_pipeline_int8_per_thread(void **state) {
+    (void)state;
+    uint64_t seed = (uint64_t)time(NULL);
+    problem p = make(1, 2, 2, 64, 256, 64, MXATTN_CAUSAL_NONE, seed), perm = make(1, 2, 2, 64, 256, 64, MXATTN_CAUSAL_NONE, seed);
+    permute_rows(p.q, perm.q, 2, 64, 64, 1);
+    permute_rows(p.k, perm.k, 2, 256, 64, 0);
+    permute_rows(p.v, perm.v, 2, 256, 64, 0);
+    mx_ref_config grouped, blocks;
+    assert_int_equal(mx_ref_family_config("int8-fp8", 0, 1, MXATTN_BF16, &grouped), MXATTN_OK);
+    blocks = grouped;
+    grouped.int8_per_thread = 1;
+    blocks.int8_block_q = 2;
+    blocks.int8_block_k = 32;
+    assert_int_equal(mx_ref_pipeline_attention(&p.s, &grouped, p.q, p.k, p.v, p.o, NULL, NULL), MXATTN_OK);
+    assert_int_equal(mx_ref_pipeline_attention(&perm.s, &blocks, perm.q, perm.k, perm.v, perm.o, NULL, NULL), MXATTN_OK);
+    double worst = 0;
+    for (int h = 0; h < 2; h++)
+        for (int r = 0; r < 64; r++) {
+            int to = r / 16 * 16 + 2 * (r % 8) + r % 16 / 8;
+            for (int ch = 0; ch < 64; ch++) {
+                double a = p.o[((size_t)h * 64 + r) * 64 + ch], b = perm.o[((size_t)h * 64 + to) * 64 + ch];
+                if (fabs(a - b) > worst) worst = fabs(a - b);
+            }
+        }
+    print_message("seed %llu: per-thread groups vs permuted blocks: max |diff| %.1e\n", (unsigned long long)seed, worst);
+    assert_true(worst < 1e-9);
+    release(&perm);
+    release(&p);
+
+    /* Accuracy: D=128, 512 queries x 2048 keys, K with a channel offset. */
+    problem a = make(1, 2, 2, 512, 2048, 128, MXATTN_CAUSAL_NONE, seed + 1);
+    double *exact = malloc(a.no_elems * sizeof(double));
+    assert_non_null(exact);
+    assert_int_equal(mx_ref_attention(&a.s, a.q, a.k, a.v, exact, NULL), MXATTN_OK);
+    mx_ref_config ours = blocks;
+    ours.int8_block_q = ours.int8_block_k = 16;
+    ours.p_tile = grouped.p_tile = 128;
+    assert_int_equal(mx_ref_pipeline_attention(&a.s, &ours, a.q, a.k, a.v, a.o, NULL, NULL), MXATTN_OK);
+    assert_int_equal(mx_ref_pipeline_attention(&a.s, &grouped, a.q, a.k, a.v, a.o2, NULL, NULL), MXATTN_OK);
+    double e_ours = mx_rel_l1(a.o, exact, a.no_elems), e_grouped = mx_rel_l1(a.o2, exact, a.no_elems);
+    print_message("seed %llu: rel-L1 vs exact: 16-row/16-key blocks %.5f, per-thread groups %.5f\n",
+                  (unsigned long long)seed + 1, e_ours, e_grouped);
+    assert_true(e_grouped < 1.01 * e_ours);
+    free(exact);
+    release(&a);
+
+    /* Ragged sizes: short last groups of Q rows and of K keys, causal. */
+    problem r = make(1, 2, 1, 37, 300, 40, MXATTN_CAUSAL_BOTTOM_RIGHT, seed + 2);
+    assert_int_equal(mx_ref_attention(&r.s, r.q, r.k, r.v, r.o2, NULL), MXATTN_OK);
+    assert_int_equal(mx_ref_pipeline_attention(&r.s, &grouped, r.q, r.k, r.v, r.o, r.lse, NULL), MXATTN_OK);
+    assert_true(mx_rel_l1(r.o, r.o2, r.no_elems) < 0.06);
+    release(&r);
+
+    mx_ref_config bad;
+    mx_ref_config_exact(&bad);
+    bad.int8_per_thread = 1;                    /* needs INT8 QK */
+    problem g = make(1, 1, 1, 4, 64, 64, MXATTN_CAUSAL_NONE, seed);
+    assert_int_equal(mx_ref_pipeline_attention(&g.s, &bad, g.q, g.k, g.v, g.o, NULL, NULL), MXATTN_ERROR_INVALID_VALUE);
+    release(&g);
+}
+
 static void test_bad_shapes(void **state) {
     (void)state;
     problem p = make(1, 3, 2, 4, 4, 8, MXATTN_CAUSAL_NONE, 1);
@@ -452,6 +529,7 @@ int main(void) {
         cmocka_unit_test(test_pipeline_v_two_terms),
         cmocka_unit_test(test_pipeline_p_fold),
         cmocka_unit_test(test_pipeline_l_from_p_hat),
+        cmocka_unit_test(test_pipeline_int8_per_thread),
         cmocka_unit_test(test_bad_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
