@@ -20,6 +20,7 @@
 #include "runtime/launch_plan.h"
 #include "runtime/nvrtc.h"
 #include "support/gpu_harness.h"
+#include "support/ref_parallel.h"
 #include "util/err.h"
 
 static mx_device g_dev;
@@ -67,7 +68,7 @@ static mxattn_status pipeline_ref(const gpu_case *c, const float *q, const float
     size_t n = (size_t)c->batch * c->heads_q * c->seq_q * c->head_dim;
     double *exact = malloc(n * sizeof *exact);
     mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
-    st = mx_ref_attention(&s, q, k, v, exact, NULL);
+    st = ref_attention_parallel(&s, NULL, q, k, v, exact, NULL, 0);
     if (st == MXATTN_OK) g_pipe_vs_exact = mx_compare(o, exact, n);
     free(exact);
     return st;

@@ -41,6 +41,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "support/gpu_harness.h"
+#include "support/ref_parallel.h"
 #include "util/err.h"
 
 static mx_device g_dev;
@@ -241,7 +242,7 @@ static mxattn_status run_case(const gpu_case *c, const char *config, uint64_t se
     double pipe_tol = c->dtype == MXATTN_BF16 ? PIPE_REL_L1_BF16 : PIPE_REL_L1_F16;
     if (verbose && !(r->pipe.rel_l1 < pipe_tol)) diagnose(c, got, o_ref);
     mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
-    MX_TRY(mx_ref_attention(&s, q.ref, k.ref, v.ref, o_ref, lse_ref));
+    MX_TRY(ref_attention_parallel(&s, NULL, q.ref, k.ref, v.ref, o_ref, lse_ref, 0));
     r->exact = mx_compare_f32(got, o_ref, n);
     r->lse_exact = lse_error(lse, lse_ref, rows);
 fail:

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include "numerics/numerics.h"
+#include "support/ref_parallel.h"
 
 typedef struct {
     mx_ref_shape s;
@@ -493,6 +494,37 @@ static void test_pipeline_int8_per_thread(void **state) {
     release(&g);
 }
 
+/* tests/support/ref_parallel.c: the GPU tests' references, a (batch, kv
+ * head) group a thread, equal the whole call bit for bit (exact and
+ * pipeline, GQA, batch, causal, LSE), and a failure comes back with its
+ * status and message. */
+static void test_parallel_reference_is_the_serial_one(void **state) {
+    (void)state;
+    uint64_t seed = (uint64_t)time(NULL);
+    problem p = make(2, 6, 3, 45, 140, 40, MXATTN_CAUSAL_BOTTOM_RIGHT, seed);
+    mx_ref_config cfg;
+    assert_int_equal(mx_ref_family_config("int8-fp8", 0, 1, MXATTN_BF16, &cfg), MXATTN_OK);
+    cfg.int8_block_q = cfg.int8_block_k = 16;
+    cfg.p_tile = 32;
+    const mx_ref_config *configs[] = {NULL, &cfg};
+    for (int i = 0; i < 2; i++)
+        for (int threads = 1; threads <= 7; threads += 3) {
+            if (configs[i]) {
+                assert_int_equal(mx_ref_pipeline_attention(&p.s, configs[i], p.q, p.k, p.v, p.o, p.lse, NULL), MXATTN_OK);
+            } else {
+                assert_int_equal(mx_ref_attention(&p.s, p.q, p.k, p.v, p.o, p.lse), MXATTN_OK);
+            }
+            assert_int_equal(ref_attention_parallel(&p.s, configs[i], p.q, p.k, p.v, p.o2, p.lse2, threads), MXATTN_OK);
+            assert_memory_equal(p.o, p.o2, p.no_elems * sizeof(double));
+            assert_memory_equal(p.lse, p.lse2, p.nlse * sizeof(double));
+        }
+    mx_ref_config bad = cfg;
+    bad.int8_block_q = 0;
+    assert_int_equal(ref_attention_parallel(&p.s, &bad, p.q, p.k, p.v, p.o2, NULL, 4), MXATTN_ERROR_INVALID_VALUE);
+    assert_non_null(strstr(mxattn_last_error(), "INT8 blocks"));
+    release(&p);
+}
+
 static void test_bad_shapes(void **state) {
     (void)state;
     problem p = make(1, 3, 2, 4, 4, 8, MXATTN_CAUSAL_NONE, 1);
@@ -530,6 +562,7 @@ int main(void) {
         cmocka_unit_test(test_pipeline_p_fold),
         cmocka_unit_test(test_pipeline_l_from_p_hat),
         cmocka_unit_test(test_pipeline_int8_per_thread),
+        cmocka_unit_test(test_parallel_reference_is_the_serial_one),
         cmocka_unit_test(test_bad_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

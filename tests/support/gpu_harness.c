@@ -8,6 +8,7 @@
 #include <time.h>
 #include <cmocka.h>
 #include "util/err.h"
+#include "support/ref_parallel.h"
 
 uint64_t gpu_seed_base(void) {
     const char *fixed = getenv("MXATTN_TEST_SEED");
@@ -204,7 +205,7 @@ mxattn_status gpu_run_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case
         MX_TRY(reference(c, q.ref, k.ref, v.ref, o_ref, lse_ref));
     } else {
         mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
-        MX_TRY(mx_ref_attention(&s, q.ref, k.ref, v.ref, o_ref, lse_ref));
+        MX_TRY(ref_attention_parallel(&s, NULL, q.ref, k.ref, v.ref, o_ref, lse_ref, 0));
     }
     compare(c, &o, lse_host, o_ref, lse_ref, r);
 fail:
@@ -252,7 +253,7 @@ mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, int block_n, int fo
     cfg.q_prescale = (float)((double)(1.0f / sqrtf((float)c->head_dim)) * 1.4426950408889634);
     cfg.p_fold = fold;
     cfg.l_from_p_hat = l_mma;
-    return mx_ref_pipeline_attention(&s, &cfg, q, k, v, o, lse, NULL);
+    return ref_attention_parallel(&s, &cfg, q, k, v, o, lse, 0);
 }
 
 void gpu_gaussian_buffers(const mx_device *dev, int count, size_t elems, void **bufs) {
