@@ -209,6 +209,112 @@ MX_INLINE void quantize_rows(const u16 *src, i64 ss, int row0, int rows, float m
     for (int i = threadIdx.x % 32; i < 16 * PAD_COLS; i += 32) dst[i / PAD_COLS * D32 + D + i % PAD_COLS] = 0;
 }
 
+// ---- per-thread groups (PER_THREAD: SageAttention2's sm90 scheme) -------
+// A scale for the rows one thread of an MMA fragment holds: within a 16-row
+// block, Q's row r is in group r % 8 (rows g and g + 8: G = 8 groups a
+// block); K's key r of a 128-key window in group (r % 8) / 2 (G = 4 groups a
+// window, each spread over its eight 16-key blocks).  numerics' per-thread
+// quantizer (mx_int8_quantize_per_thread) is the same bit for bit: each
+// group's amax over its rows, scale = amax / 127, codes by that scale.
+template <int G> MX_INLINE int row_group(int r) { return G == 8 ? r % 8 : r % 8 / 2; }
+
+// The channel means the lane meets (quantize_rows says why one set can serve).
+constexpr int MEAN_SETS = 32 % ROW_VECS == 0 ? 1 : LANE_VECS;
+MX_INLINE void load_means(const float *mean, float (&m)[MEAN_SETS][VEC]) {
+#pragma unroll
+  for (int j = 0; j < MEAN_SETS; j++) {
+    int r, c;
+    const bool in_tile = tile_slot(j, r, c);
+#pragma unroll
+    for (int e = 0; e < VEC; e++) m[j][e] = mean && in_tile ? mean[c + e] : 0.f;
+  }
+}
+MX_INLINE float x_of(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][VEC], int j, int e, float mul,
+                     bool has_mean) {
+  const float x = in_to_f32(t[j].h[e]) * mul;
+  return has_mean ? x - m[MEAN_SETS == 1 ? 0 : j][e] : x;
+}
+
+// Step 1 on the 16-row block at row0: the lane's largest |x| of each group
+// (rows at or past `rows` do not count), into amax.
+template <int G> MX_INLINE void group_amax(const u16 *src, i64 ss, int row0, int rows, float mul, const float *mean,
+                                           float (&amax)[G]) {
+  in_vec t[LANE_VECS];
+  load_rows(src, ss, row0, rows, t);
+  float m[MEAN_SETS][VEC];
+  load_means(mean, m);
+#pragma unroll
+  for (int j = 0; j < LANE_VECS; j++) {
+    int r, c;
+    if (!tile_slot(j, r, c) || row0 + r >= rows) continue;
+    float v = 0.f;
+#pragma unroll
+    for (int e = 0; e < VEC; e++) v = fmaxf(v, abs_f(x_of(t, m, j, e, mul, mean != nullptr)));
+#pragma unroll
+    for (int g = 0; g < G; g++)
+      if (row_group<G>(r) == g) amax[g] = fmaxf(amax[g], v);
+  }
+}
+
+// Step 2 on the 16-row block at row0: codes by each row's group scale;
+// padding rows (K) and columns are 0.
+template <int G> MX_INLINE void group_codes(const u16 *src, i64 ss, int row0, int rows, float mul, const float *mean,
+                                            const float (&scale)[G], u8 *dst) {
+  in_vec t[LANE_VECS];
+  load_rows(src, ss, row0, rows, t);
+  float m[MEAN_SETS][VEC];
+  load_means(mean, m);
+  // Every group's reciprocal has k = 1 where its scale is at least 2^-100
+  // (scale_reciprocal); each slot takes its row's reciprocal when it needs
+  // it, rather than G of them held at once (registers: the pass is bound by
+  // the loads a warp keeps in flight).
+  bool no_clamp = true;
+#pragma unroll
+  for (int g = 0; g < G; g++) no_clamp &= !(scale[g] < 0x1p-100f);
+  auto write_codes = [&](auto clamp_free) {
+#pragma unroll
+    for (int j = 0; j < LANE_VECS; j++) {
+      int r, c;
+      if (!tile_slot(j, r, c)) continue;
+      float si = scale[0];
+#pragma unroll
+      for (int g = 1; g < G; g++)
+        if (row_group<G>(r) == g) si = scale[g];
+      const scale_recip ri = scale_reciprocal(si);
+      u32 code[VEC];
+#pragma unroll
+      for (int e = 0; e < VEC; e++) code[e] = int8_code<decltype(clamp_free)::value>(x_of(t, m, j, e, mul, mean != nullptr), ri);
+      store_codes(dst + r * D32 + c, code, (clamp_free.value || si > 0.f) && (!mean || row0 + r < rows));
+    }
+  };
+  if (no_clamp) write_codes(mx_bool<true>());
+  else write_codes(mx_bool<false>());
+  constexpr int PAD_COLS = D32 - D > 0 ? D32 - D : 1;
+  if (D32 > D)
+    for (int i = threadIdx.x % 32; i < 16 * PAD_COLS; i += 32) dst[i / PAD_COLS * D32 + D + i % PAD_COLS] = 0;
+}
+
+// A warp quantizes `blocks` 16-row blocks from row0 with G per-thread groups
+// (Q: one block, G = 8; K: a 128-key window, G = 4): every block's group
+// maxima first, then the codes; scale_out gets the G scales.
+template <int G> MX_INLINE void quantize_rows_per_thread(const u16 *src, i64 ss, int row0, int blocks, int rows,
+                                                         float mul, const float *mean, u8 *dst, float *scale_out) {
+  float amax[G];
+#pragma unroll
+  for (int g = 0; g < G; g++) amax[g] = 0.f;
+#pragma unroll 1
+  for (int b = 0; b < blocks; b++) group_amax<G>(src, ss, row0 + 16 * b, rows, mul, mean, amax);
+  float scale[G];
+#pragma unroll
+  for (int g = 0; g < G; g++) scale[g] = div_rn(warp_max(amax[g]), 127.f);
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int g = 0; g < G; g++)
+    if (lane == g) scale_out[g] = scale[g];
+#pragma unroll 1
+  for (int b = 0; b < blocks; b++) group_codes<G>(src, ss, row0 + 16 * b, rows, mul, mean, scale, dst + 16 * b * D32);
+}
+
 // corr[r] = q_r . mean for the 16 rows (q already in base-2 units): the smooth-K
 // term that softmax cancels, needed only for the LSE.
 MX_INLINE void smooth_k_correction(const u16 *src, i64 ss, int row0, int rows, float mul, const float *mean,
