@@ -250,16 +250,20 @@ template <int G> MX_INLINE void group_amax(const u16 *src, i64 ss, int row0, int
     float v = 0.f;
 #pragma unroll
     for (int e = 0; e < VEC; e++) v = fmaxf(v, abs_f(x_of(t, m, j, e, mul, mean != nullptr)));
+    // Every group takes the slot's maximum or 0 (a select per group): a
+    // conditional update was turned into a store at a computed index, which
+    // put amax in local memory.
 #pragma unroll
-    for (int g = 0; g < G; g++)
-      if (row_group<G>(r) == g) amax[g] = fmaxf(amax[g], v);
+    for (int g = 0; g < G; g++) amax[g] = fmaxf(amax[g], row_group<G>(r) == g ? v : 0.f);
   }
 }
 
-// Step 2 on the 16-row block at row0: codes by each row's group scale;
-// padding rows (K) and columns are 0.
+// Step 2 on the 16-row block at row0: codes by each row's group scale, which
+// lane g % G holds (lane_scale; a shuffle fetches a row's: an array of G
+// scales picked by the row went to local memory); padding rows (K) and
+// columns are 0.
 template <int G> MX_INLINE void group_codes(const u16 *src, i64 ss, int row0, int rows, float mul, const float *mean,
-                                            const float (&scale)[G], u8 *dst) {
+                                            float lane_scale, u8 *dst) {
   in_vec t[LANE_VECS];
   load_rows(src, ss, row0, rows, t);
   float m[MEAN_SETS][VEC];
@@ -268,18 +272,14 @@ template <int G> MX_INLINE void group_codes(const u16 *src, i64 ss, int row0, in
   // (scale_reciprocal); each slot takes its row's reciprocal when it needs
   // it, rather than G of them held at once (registers: the pass is bound by
   // the loads a warp keeps in flight).
-  bool no_clamp = true;
-#pragma unroll
-  for (int g = 0; g < G; g++) no_clamp &= !(scale[g] < 0x1p-100f);
+  const bool no_clamp = __all_sync(0xffffffffu, !(lane_scale < 0x1p-100f));
   auto write_codes = [&](auto clamp_free) {
 #pragma unroll
     for (int j = 0; j < LANE_VECS; j++) {
       int r, c;
-      if (!tile_slot(j, r, c)) continue;
-      float si = scale[0];
-#pragma unroll
-      for (int g = 1; g < G; g++)
-        if (row_group<G>(r) == g) si = scale[g];
+      const bool slot = tile_slot(j, r, c);
+      const float si = __shfl_sync(0xffffffffu, lane_scale, row_group<G>(r));   // every lane takes part
+      if (!slot) continue;
       const scale_recip ri = scale_reciprocal(si);
       u32 code[VEC];
 #pragma unroll
@@ -304,15 +304,16 @@ template <int G> MX_INLINE void quantize_rows_per_thread(const u16 *src, i64 ss,
   for (int g = 0; g < G; g++) amax[g] = 0.f;
 #pragma unroll 1
   for (int b = 0; b < blocks; b++) group_amax<G>(src, ss, row0 + 16 * b, rows, mul, mean, amax);
-  float scale[G];
-#pragma unroll
-  for (int g = 0; g < G; g++) scale[g] = div_rn(warp_max(amax[g]), 127.f);
   const int lane = threadIdx.x % 32;
+  float lane_scale = 0.f;                  // group lane % G's
 #pragma unroll
-  for (int g = 0; g < G; g++)
-    if (lane == g) scale_out[g] = scale[g];
+  for (int g = 0; g < G; g++) {
+    const float s = div_rn(warp_max(amax[g]), 127.f);
+    if (lane % G == g) lane_scale = s;
+  }
+  if (lane < G) scale_out[lane] = lane_scale;
 #pragma unroll 1
-  for (int b = 0; b < blocks; b++) group_codes<G>(src, ss, row0 + 16 * b, rows, mul, mean, scale, dst + 16 * b * D32);
+  for (int b = 0; b < blocks; b++) group_codes<G>(src, ss, row0 + 16 * b, rows, mul, mean, lane_scale, dst + 16 * b * D32);
 }
 
 // corr[r] = q_r . mean for the 16 rows (q already in base-2 units): the smooth-K
