@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# The first device call after session 12 (docs/status-2026-11-30-s12.md); ~8 min, timeout_s 520,
-# everything inside stops by 480 s. Prepare here: bash scripts/s13_prepare.sh on main; carry
-# build-gpu.
-#   1. compute-sanitizer memcheck, racecheck, synccheck on session 12's new kernels at small odd
-#      sizes: rowsum_mma=1 (the ones tile written before the ring's barrier, its n8 wgmma) at
-#      D=72 with 128-key tiles, and with blocks_per_sm=4 at D=40, GQA, causal; in sequence, beside
-#   2. every GPU test binary on main (gpu_int8_wgmma whole takes ~300 s alone; the rest ~60 s);
-#   3. A/B (3 rounds): int8-fp8 D=128 N=4096 and 16384 causal, rowsum_mma 0 against 1 (session
-#      12 measured +1.9% for 1 at N=4096 in one round: its default is 0 there until this says).
+# The first device call after session 12 (docs/status-2026-11-30-s12.md); ~8.5 min, timeout_s
+# 540, everything inside stops by 500 s. Prepare here: git checkout int8-per-thread-kernels &&
+# bash scripts/s13_prepare.sh; carry build-gpu. The branch holds main plus int8-fp8's
+# SageAttention2 per-thread INT8 groups (quant kernels, both attention variants, the reference),
+# not yet run on a GPU.
+#   1. every GPU test binary of the branch build, side by side (gpu_int8's bit-exact check of the
+#      new quantization first of all; gpu_int8_wgmma whole ~300 s);
+#   2. compute-sanitizer memcheck, racecheck, synccheck at small odd sizes: the per-thread
+#      default at D=72 (rowsum_mma=1), and D=40 with four blocks, GQA, causal;
+#   3. A/B (3 rounds) of main's templates against the branch's: int8-fp8 D=64 and 128, N=4096
+#      and 16384 (the default configuration of each), D=128 N=4096 causal; and main's causal
+#      D=128 with rowsum_mma 0 against 1 (s12: +1.9% for 1 in one round).
+# Prediction (bench/NOTES.md): the branch -5 to -8% end to end (~58 fewer instructions a
+# warp-tile on the softmax's chain), less at N=4096 if its quantization pass (125 registers at
+# D=128 where main's takes 80) loses occupancy.
 cd "$(dirname "$0")/.."
 source scripts/call_prelude.sh
+MAIN=$B/tpl/main/templates BR=$B/tpl/int8-per-thread-kernels/templates
 stamp start
-for t in gpu_driver gpu_f16 gpu_fp4 gpu_int8 gpu_tune gpu_wgmma gpu_int8_wgmma; do
-  ( timeout 400 $B/tests/$t > "$L/$t.log" 2>&1; stamp "$t rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$L/$t.log" | tr '\n' ' ')" ) &
+for t in gpu_int8 gpu_int8_wgmma gpu_driver gpu_f16 gpu_fp4 gpu_tune gpu_wgmma; do
+  ( timeout 420 $B/tests/$t > "$L/$t.log" 2>&1; stamp "$t rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$L/$t.log" | tr '\n' ' ')" ) &
 done
 while read -r cfg args; do
   for tool in memcheck racecheck synccheck; do
@@ -29,13 +36,21 @@ RUNS
 rm -f "$L/san.tmp"
 wait
 grep -hE "^FAIL" "$L"/gpu_*.log | head -8 >> "$S"
-cfg() { echo "--config 'variant=wgmma block_m=64 warps=4 block_n=128 stages=2 rowsum_mma=$1'"; }
 runs=""
-for n in 4096 16384; do
-  for r in 0 1; do runs+="--family int8-fp8 --head-dim 128 --seq $n --causal top-left --batch 4 --heads 32 $(cfg $r)"$'\n'; done
+for p in "--head-dim 64 --seq 4096" "--head-dim 64 --seq 16384" "--head-dim 128 --seq 4096" "--head-dim 128 --seq 16384" \
+         "--head-dim 128 --seq 4096 --causal top-left"; do
+  runs+="--family int8-fp8 $p --batch 4 --heads 32"$'\n'
 done
-AB_ROUNDS=3 MXATTN_BUILD=$B OUT=$L/ab AB_RUNS=${runs%$'\n'} timeout $((480 - SECONDS)) bash scripts/device.sh --ab > "$L/ab.log" 2>&1
+AB_TEMPLATES="$MAIN $BR" AB_ROUNDS=3 MXATTN_BUILD=$B OUT=$L/ab AB_RUNS=${runs%$'\n'} \
+  timeout $((440 - SECONDS)) bash scripts/device.sh --ab > "$L/ab.log" 2>&1
 stamp "ab rc=$?"
-ab_best "$L/ab/ab.txt"
+awk '{print $2, $3, $5, $6, $7, $8, $9, $10, $11, $12}' "$L/ab/ab.txt" | sort -k3 >> "$S"
+cfg() { echo "--config 'variant=wgmma block_m=64 warps=4 block_n=128 stages=2 rowsum_mma=$1'"; }
+runs="--family int8-fp8 --head-dim 128 --seq 4096 --causal top-left --batch 4 --heads 32 $(cfg 0)"$'\n'
+runs+="--family int8-fp8 --head-dim 128 --seq 4096 --causal top-left --batch 4 --heads 32 $(cfg 1)"
+AB_TEMPLATES="$MAIN" AB_ROUNDS=3 MXATTN_BUILD=$B OUT=$L/ab2 AB_RUNS=$runs \
+  timeout $((500 - SECONDS)) bash scripts/device.sh --ab > "$L/ab2.log" 2>&1
+stamp "ab2 rc=$?"
+ab_best "$L/ab2/ab.txt"
 finish_call
 exit 0
