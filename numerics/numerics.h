@@ -192,6 +192,16 @@ mxattn_status mx_int8_quantize_blocks(const float *x, int rows, int cols, int64_
                                       int block_rows, int8_t *q, float *scales);
 mxattn_status mx_int8_quantize_per_token(const float *x, int rows, int cols, int64_t row_stride,
                                          int8_t *q, float *scales);
+/* INT8 in SageAttention2's sm90 "per-thread" groups, each quantized as one
+ * block above: for Q (keys = 0) rows {16b + g, 16b + g + 8}, g < 8, scale
+ * index 8b + g; for K (keys = 1) the keys of a 128-key block b with the same
+ * (k mod 8) / 2 = t, scale index 4b + t.  They are the rows and keys one
+ * thread of an m16n8 (or m64nN warpgroup) MMA fragment holds.  scales holds
+ * mx_int8_per_thread_groups(rows, keys) floats (0 for a group with no row). */
+mxattn_status mx_int8_quantize_per_thread(const float *x, int rows, int cols, int64_t row_stride, int keys,
+                                          int8_t *q, float *scales);
+int mx_int8_per_thread_group(int row, int keys);
+int mx_int8_per_thread_groups(int rows, int keys);
 mxattn_status mx_e4m3_quantize_per_channel(const float *x, int rows, int cols, int64_t row_stride,
                                            uint8_t *codes, float *scales);
 /* V as two E4M3 terms on the same per-channel scale: hi = e4m3(x / scale) as

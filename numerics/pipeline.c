@@ -180,46 +180,18 @@ static mxattn_status quantize_qk_operand(mx_qk_mode mode, const float *x, int ro
 
 /* The scale group of Q row i and of key j (mx_ref_config.int8_per_thread). */
 static int q_group(const mx_ref_config *c, int i) {
-    return c->int8_per_thread ? i / 16 * 8 + i % 8 : i / c->int8_block_q;
+    return c->int8_per_thread ? mx_int8_per_thread_group(i, 0) : i / c->int8_block_q;
 }
 static int k_group(const mx_ref_config *c, int j) {
-    return c->int8_per_thread ? j / 128 * 4 + j % 8 / 2 : j / c->int8_block_k;
+    return c->int8_per_thread ? mx_int8_per_thread_group(j, 1) : j / c->int8_block_k;
 }
 
-/* INT8 codes and scales of `rows` rows in groups (group(c, row) of them),
- * each group quantized as mx_int8_quantize_blocks quantizes one block of its
- * rows: the rows are bucketed by group, gathered, quantized, scattered back. */
-static mxattn_status quantize_int8_groups(const mx_ref_config *c, int (*group)(const mx_ref_config *, int),
-                                          const float *x, int rows, int cols, int8_t *codes, float *scales,
-                                          double *out) {
-    int groups = 0;
-    for (int r = 0; r < rows; r++) if (group(c, r) + 1 > groups) groups = group(c, r) + 1;
-    float *gathered = malloc(((size_t)rows * cols + 1) * sizeof(float));
-    int8_t *gcodes = malloc((size_t)rows * cols + 1);
-    int *order = malloc(((size_t)rows + 1) * sizeof(int)), *start = calloc((size_t)groups + 2, sizeof(int));
-    if (!gathered || !gcodes || !order || !start) {
-        free(gathered); free(gcodes); free(order); free(start);
-        return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "pipeline reference: out of memory");
-    }
-    for (int r = 0; r < rows; r++) start[group(c, r) + 2]++;        /* counting sort, rows kept in order */
-    for (int g = 0; g < groups; g++) start[g + 2] += start[g + 1];
-    for (int r = 0; r < rows; r++) order[start[group(c, r) + 1]++] = r;
-    mxattn_status st = MXATTN_OK;
-    for (int g = 0, first = 0; g < groups && st == MXATTN_OK; first = start[++g]) {
-        int n = start[g + 1] - first;
-        scales[g] = 0;
-        if (n == 0) continue;
-        for (int i = 0; i < n; i++)
-            memcpy(gathered + (size_t)i * cols, x + (size_t)order[first + i] * cols, (size_t)cols * sizeof(float));
-        st = mx_int8_quantize_blocks(gathered, n, cols, cols, n, gcodes, &scales[g]);
-        for (int i = 0; i < n && st == MXATTN_OK; i++)
-            for (int ch = 0; ch < cols; ch++) {
-                size_t at = (size_t)order[first + i] * cols + ch;
-                codes[at] = gcodes[(size_t)i * cols + ch];
-                out[at] = (double)codes[at] * scales[g];
-            }
-    }
-    free(gathered); free(gcodes); free(order); free(start);
+/* INT8 in per-thread groups (mx_int8_quantize_per_thread), dequantized into out. */
+static mxattn_status quantize_int8_per_thread(const float *x, int rows, int cols, int keys, int8_t *codes,
+                                              float *scales, double *out) {
+    mxattn_status st = mx_int8_quantize_per_thread(x, rows, cols, cols, keys, codes, scales);
+    for (size_t i = 0; st == MXATTN_OK && i < (size_t)rows * cols; i++)
+        out[i] = (double)codes[i] * scales[mx_int8_per_thread_group((int)(i / (size_t)cols), keys)];
     return st;
 }
 
@@ -283,7 +255,7 @@ static mxattn_status prepare_k(workspace *w, const mx_ref_config *c, const float
         x = w->smoothed;
     }
     if (c->qk == MX_QK_INT8 && c->int8_per_thread)
-        return quantize_int8_groups(c, k_group, x, nk, d, w->kcode, w->kscale, w->khat);
+        return quantize_int8_per_thread(x, nk, d, 1, w->kcode, w->kscale, w->khat);
     return quantize_qk_operand(c->qk, x, nk, d, c->int8_block_k, w->kcode, w->kscale, w->khat);
 }
 
@@ -298,7 +270,7 @@ static mxattn_status prepare_q(workspace *w, const mx_ref_config *c, const float
     if (c->q_prescale != 0)
         for (size_t i = 0; i < (size_t)nq * d; i++) w->rounded[i] = w->rounded[i] * c->q_prescale;
     if (c->qk == MX_QK_INT8 && c->int8_per_thread)
-        return quantize_int8_groups(c, q_group, w->rounded, nq, d, w->qcode, w->qscale, w->qhat);
+        return quantize_int8_per_thread(w->rounded, nq, d, 0, w->qcode, w->qscale, w->qhat);
     return quantize_qk_operand(c->qk, w->rounded, nq, d, c->int8_block_q, w->qcode, w->qscale, w->qhat);
 }
 

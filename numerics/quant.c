@@ -184,6 +184,32 @@ mxattn_status mx_int8_quantize_per_token(const float *x, int rows, int cols, int
     return mx_int8_quantize_blocks(x, rows, cols, row_stride, 1, q, scales);
 }
 
+int mx_int8_per_thread_group(int row, int keys) { return keys ? row / 128 * 4 + row % 8 / 2 : row / 16 * 8 + row % 8; }
+int mx_int8_per_thread_groups(int rows, int keys) { return keys ? (rows + 127) / 128 * 4 : (rows + 15) / 16 * 8; }
+
+mxattn_status mx_int8_quantize_per_thread(const float *x, int rows, int cols, int64_t row_stride, int keys,
+                                          int8_t *q, float *scales) {
+    mxattn_status st = check_matrix("int8 per-thread quantize", x, rows, cols, row_stride, q, scales);
+    if (st != MXATTN_OK) return st;
+    const int window = keys ? 128 : 16;   /* a group's rows lie in one window */
+    for (int g = 0; g < mx_int8_per_thread_groups(rows, keys); g++) {
+        int r0 = g / (keys ? 4 : 8) * window, r1 = r0 + window < rows ? r0 + window : rows;
+        float amax = 0;
+        for (int r = r0; r < r1; r++)
+            if (mx_int8_per_thread_group(r, keys) == g)
+                for (int c = 0; c < cols; c++) amax = fmaxf(amax, fabsf(x[(int64_t)r * row_stride + c]));
+        float scale = amax / 127.0f;
+        mx_scale_recip inv = mx_scale_reciprocal(scale);
+        scales[g] = scale;
+        for (int r = r0; r < r1; r++)
+            if (mx_int8_per_thread_group(r, keys) == g)
+                for (int c = 0; c < cols; c++)
+                    q[(size_t)r * (size_t)cols + (size_t)c] =
+                        scale > 0 ? mx_f32_to_int8(mx_div_by_scale(x[(int64_t)r * row_stride + c], inv)) : 0;
+    }
+    return MXATTN_OK;
+}
+
 mxattn_status mx_e4m3_quantize_per_channel(const float *x, int rows, int cols, int64_t row_stride,
                                            uint8_t *codes, float *scales) {
     mxattn_status st = check_matrix("e4m3 per-channel quantize", x, rows, cols, row_stride, codes, scales);
