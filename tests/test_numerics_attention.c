@@ -425,11 +425,16 @@ static void test_pipeline_l_from_p_hat(void **state) {
  * inputs with a per-channel K offset, fresh each run, it is at least as
  * accurate as the kernels' present 16-row / 16-key blocks (finer Q groups
  * make up for the wider K ones: CPU measurements in bench/NOTES.md). */
-static void permute_rows(const float *src, float *dst, int heads, int rows, int d, int per_thread_of_q) {
+/* Where row r goes so that its per-thread group is contiguous: Q's row pairs
+ * (of_q) or K's strided 32-key groups. */
+static int permuted_row(int r, int of_q) {
+    return of_q ? r / 16 * 16 + 2 * (r % 8) + r % 16 / 8 : r / 128 * 128 + r % 8 / 2 * 32 + r % 128 / 8 * 2 + r % 2;
+}
+
+static void permute_rows(const float *src, float *dst, int heads, int rows, int d, int of_q) {
     for (int h = 0; h < heads; h++)
         for (int r = 0; r < rows; r++) {
-            int to = per_thread_of_q ? r / 16 * 16 + 2 * (r % 8) + r % 16 / 8
-                                     : r / 128 * 128 + r % 8 / 2 * 32 + r % 128 / 8 * 2 + r % 2;
+            int to = permuted_row(r, of_q);
             memcpy(dst + ((size_t)h * rows + to) * d, src + ((size_t)h * rows + r) * d, (size_t)d * sizeof(float));
         }
 }
@@ -453,7 +458,7 @@ static void test_pipeline_int8_per_thread(void **state) {
     double worst = 0;
     for (int h = 0; h < 2; h++)
         for (int r = 0; r < 64; r++) {
-            int to = r / 16 * 16 + 2 * (r % 8) + r % 16 / 8;
+            int to = permuted_row(r, 1);
             for (int ch = 0; ch < 64; ch++) {
                 double a = p.o[((size_t)h * 64 + r) * 64 + ch], b = perm.o[((size_t)h * 64 + to) * 64 + ch];
                 if (fabs(a - b) > worst) worst = fabs(a - b);

@@ -286,16 +286,10 @@ static void test_nvrtc_sm90a_emits_int8_and_fp8_wgmma(void **state) {
 #define PP "variant=wgmma overlap=1 block_m=128 warps=12 "
 
 static void test_overlap_validates(void **state) {
-    static const char *ok[] = {"head_dim=64 " PP "block_n=128 stages=3", "head_dim=80 " PP "block_n=64 stages=2",
+    static const char *const ok[] = {"head_dim=64 " PP "block_n=128 stages=3", "head_dim=80 " PP "block_n=64 stages=2",
                                "head_dim=72 " PP "block_n=32 stages=3", "head_dim=128 " PP "block_n=128 stages=2",
                                "head_dim=128 " PP "block_n=64 stages=2 causal=1 lse=1"};
-    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
-        char params[256];
-        snprintf(params, sizeof params, "family=int8-fp8 %s", ok[i]);
-        char *canon = gen_call(g, "validate", params, NULL);
-        assert_non_null(strstr(canon, "overlap=1"));
-        free(canon);
-    }
+    gen_expect_valid(g, "family=int8-fp8", ok, sizeof ok / sizeof *ok, "overlap=1");
     gen_expect_invalid(g,
                        "family=int8-fp8 head_dim=128 variant=wgmma overlap=1 block_m=128 warps=8 block_n=64 stages=2",
                        "overlap");
@@ -460,16 +454,10 @@ static void test_overlap_compiles(void **state) {
 #define PIPE "variant=wgmma overlap=2 block_m=64 warps=4 stages=3 "
 
 static void test_pipelined_validates(void **state) {
-    static const char *ok[] = {"head_dim=128 " PIPE "block_n=64", "head_dim=64 " PIPE "block_n=64 causal=1 lse=1",
+    static const char *const ok[] = {"head_dim=128 " PIPE "block_n=64", "head_dim=64 " PIPE "block_n=64 causal=1 lse=1",
                                "head_dim=80 " PIPE "block_n=64 v_terms=2", "head_dim=32 " PIPE "block_n=64",
                                "head_dim=128 " PIPE "block_n=128", "head_dim=64 " PIPE "block_n=128 causal=1"};
-    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
-        char params[256];
-        snprintf(params, sizeof params, "family=int8-fp8 %s", ok[i]);
-        char *canon = gen_call(g, "validate", params, NULL);
-        assert_non_null(strstr(canon, "overlap=2"));
-        free(canon);
-    }
+    gen_expect_valid(g, "family=int8-fp8", ok, sizeof ok / sizeof *ok, "overlap=2");
     /* 32-key tiles serialize the MMAs; the next tile must already be in the ring. */
     gen_expect_invalid(g, "family=int8-fp8 head_dim=72 " PIPE "block_n=32", "block_n=64 or 128");
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma overlap=2 block_m=64 warps=4 block_n=64 stages=2",
@@ -525,16 +513,10 @@ static void test_pipelined_compiles(void **state) {
 #define ONE_WG "variant=wgmma block_m=64 warps=4 "
 
 static void test_more_blocks_validates(void **state) {
-    static const char *ok[] = {"head_dim=64 " ONE_WG "block_n=128 stages=3 blocks_per_sm=4",
+    static const char *const ok[] = {"head_dim=64 " ONE_WG "block_n=128 stages=3 blocks_per_sm=4",
                                "head_dim=64 " ONE_WG "block_n=64 stages=3 blocks_per_sm=5 causal=1",
                                "head_dim=40 " ONE_WG "block_n=32 stages=2 blocks_per_sm=5 v_terms=2"};
-    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
-        char params[256];
-        snprintf(params, sizeof params, "family=int8-fp8 %s", ok[i]);
-        char *canon = gen_call(g, "validate", params, NULL);
-        assert_non_null(strstr(canon, "blocks_per_sm="));
-        free(canon);
-    }
+    gen_expect_valid(g, "family=int8-fp8", ok, sizeof ok / sizeof *ok, "blocks_per_sm=");
     /* The default (0) stays out of the canonical text: names and cache keys as before. */
     char *canon = gen_call(g, "validate", "family=int8-fp8 head_dim=64 " ONE_WG "block_n=128 stages=3", NULL);
     assert_null(strstr(canon, "blocks_per_sm"));

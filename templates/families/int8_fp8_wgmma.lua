@@ -81,15 +81,17 @@ local function layout(t)
   l.q = 0
   l.k = U.round_up(l.q_bytes, 1024)
   l.v = l.k + t.stages * l.k_bytes
-  l.ones = U.round_up(l.v + v_slots(t) * l.v_bytes, 1024)   -- rowsum_mma's B tile: one 8-row atom
-  l.bar = U.round_up((t.rowsum_mma or 0) == 1 and l.ones + ONES_BYTES or l.v + v_slots(t) * l.v_bytes, 8)
+  local v_end = l.v + v_slots(t) * l.v_bytes
+  l.ones = U.round_up(v_end, 1024)   -- rowsum_mma's B tile: one 8-row atom
+  l.bar = U.round_up((t.rowsum_mma or 0) == 1 and l.ones + ONES_BYTES or v_end, 8)
   l.total = l.bar + 8 * (1 + 3 * t.stages)   -- q, full_k, full_v, empty
   return l
 end
 
--- Blocks an SM that shared memory holds: each takes WG.smem_bytes (+ 1024 of
--- alignment slack) and the SM reserves 1 KB a block.
-local function blocks_by_smem(t) return (228 * 1024) // (layout(t).total + 2048) end
+-- Blocks an SM that shared memory holds: each takes its layout, 1024 bytes
+-- of alignment slack (WG.smem_bytes) and the 1 KB the SM reserves a block.
+local SM_SHARED, BLOCK_EXTRA = 228 * 1024, 2048
+local function blocks_by_smem(t) return SM_SHARED // (layout(t).total + BLOCK_EXTRA) end
 
 function WG.check(t)
   if t.arch ~= "sm_90a" then
@@ -123,7 +125,7 @@ function WG.check(t)
   local blocks = t.blocks_per_sm or 0
   if blocks > 0 and blocks_by_smem(t) < blocks then
     return string.format("variant=wgmma: blocks_per_sm=%d needs %d bytes of shared memory a block or less, not %d (fewer stages or a narrower block_n)",
-                         blocks, (228 * 1024) // blocks - 2048, layout(t).total)
+                         blocks, SM_SHARED // blocks - BLOCK_EXTRA, layout(t).total)
   end
 end
 
@@ -199,7 +201,7 @@ end
 -- overlap=1: not timed yet; ranked just above the same tile without it so the
 -- tuner tries it early (as the f16 family did before its H200 run).
 function WG.prior(t)
-  local by_smem = math.min((228 * 1024) // math.max(WG.smem_bytes(t), 1), 2)
+  local by_smem = math.min(SM_SHARED // math.max(WG.smem_bytes(t), 1), 2)
   local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
   -- exp_poly is not yet measured on a GPU: its tiles rank a little below the
   -- same tile without it, so a short tuning run (first use: the top 24)

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -18,6 +19,16 @@ void gen_expect_invalid(mx_gen *g, const char *params, const char *needle) {
     assert_int_equal(mx_gen_call(g, "render", params, NULL, &out), MXATTN_ERROR_INVALID_VALUE);
     if (!strstr(mxattn_last_error(), needle)) fail_msg("'%s': message '%s' lacks '%s'", params, mxattn_last_error(), needle);
     assert_null(out);
+}
+
+void gen_expect_valid(mx_gen *g, const char *prefix, const char *const *tables, size_t n, const char *needle) {
+    for (size_t i = 0; i < n; i++) {
+        char params[256];
+        snprintf(params, sizeof params, "%s %s", prefix, tables[i]);
+        char *canon = gen_call(g, "validate", params, NULL);
+        if (!strstr(canon, needle)) fail_msg("'%s': canonical '%s' lacks '%s'", params, canon, needle);
+        free(canon);
+    }
 }
 
 void expect_lean_wgmma_kernel(const char *params, const char *label, const mx_compile_result *r) {

@@ -11,6 +11,8 @@ char *gen_call(mx_gen *g, const char *fn, const char *a1, const char *a2);
 /* Asserts that rendering `params` is refused as an invalid value, with a
  * message that contains `needle`, and returns no source. */
 void gen_expect_invalid(mx_gen *g, const char *params, const char *needle);
+/* Each "prefix table" validates, and its canonical text holds `needle`. */
+void gen_expect_valid(mx_gen *g, const char *prefix, const char *const *tables, size_t n, const char *needle);
 /* Prints the registers of a compiled warpgroup kernel (`label` names the
  * row) and fails the test if ptxas spilled, used a stack, serialized its
  * warpgroup MMAs or ignored its setmaxnreg (warnings C7508, C7510). */
