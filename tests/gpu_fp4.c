@@ -56,13 +56,13 @@ static int default_block_n(const char *family, int head_dim) {
 /* What the last pipeline reference scored against fp64 (set by pipeline_ref). */
 static mx_error_stats g_pipe_vs_exact;
 
-static mxattn_status pipeline_ref(const gpu_case *c, const float *q, const float *k, const float *v,
-                                  double *o, double *lse) {
+static mxattn_status pipeline_ref(const gpu_case *c, const char *config, const float *q, const float *k,
+                                  const float *v, double *o, double *lse) {
     mxattn_problem p;
     mxattn_problem_init(&p, c->family, c->head_dim);
     p.batch = c->batch; p.heads_q = c->heads_q; p.heads_kv = c->heads_kv;
     p.seq_q = c->seq_q; p.seq_k = c->seq_k; p.causal = c->causal; p.dtype = c->dtype;
-    int bn = default_block_n(c->family, c->head_dim);
+    int bn = (int)mx_params_get_int(config, "block_n", -1);   /* P's scale tile: the plan's */
     mxattn_status st = mx_ref_family_attention(c->family, &p, bn, q, k, v, o, lse);
     if (st != MXATTN_OK) return st;
     size_t n = (size_t)c->batch * c->heads_q * c->seq_q * c->head_dim;

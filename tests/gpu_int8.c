@@ -28,7 +28,6 @@
 
 static mx_device g_dev;
 static mxattn_ctx *g_ctx;
-static int g_block_n;        /* the default config's block_n, for the reference's P tiles */
 
 /* ---- 1. quantizers, bit for bit ------------------------------------------ */
 
@@ -259,26 +258,6 @@ static void test_quantizers_bit_exact(void **state) {
 
 /* ---- 2. attention ------------------------------------------------------- */
 
-/* The pipeline reference with the kernel's quantization (block_n: the plan's). */
-static mxattn_status pipeline_reference(const gpu_case *c, const float *q, const float *k, const float *v,
-                                        double *o, double *lse) {
-    return gpu_int8_pipeline_reference(c, g_block_n, 0, 0, q, k, v, o, lse);   /* mma.sync kernels: no fold */
-}
-
-static int default_block_n(const gpu_case *c) {
-    mxattn_problem p;
-    mxattn_problem_init(&p, c->family, c->head_dim);
-    p.batch = c->batch; p.heads_q = c->heads_q; p.heads_kv = c->heads_kv;
-    p.seq_q = c->seq_q; p.seq_k = c->seq_k; p.causal = c->causal;
-    p.dtype = p.out_dtype = c->dtype; p.return_lse = c->lse;
-    char *cfg[1] = {NULL};
-    int n = 0, bn = 0;
-    if (mxattn_candidates(g_ctx, &p, cfg, 1, &n) == MXATTN_OK && n > 0 && cfg[0])
-        bn = (int)mx_params_get_int(cfg[0], "block_n", 0);
-    mxattn_free(cfg[0]);
-    return bn;
-}
-
 /* Bounds against fp64, from the pipeline reference itself (numerics, Gaussian
  * bf16 inputs, Q/K per 16, p_tile 32): int8-f16 measures cos 0.99993-0.99996,
  * rel-L1 0.008-0.012 over D 64-256 and N 17-1000 (INT8 scores: a relative
@@ -304,9 +283,7 @@ static int check_case(const gpu_case *c, uint64_t seed) {
     char what[256];
     gpu_result r, e;
     gpu_case_describe(c, what, sizeof what);
-    g_block_n = default_block_n(c);
-    if (g_block_n <= 0) { printf("FAIL %s: no default config: %s\n", what, mxattn_last_error()); return 1; }
-    mxattn_status st = gpu_run_case(g_ctx, &g_dev, c, seed, pipeline_reference, &r);
+    mxattn_status st = gpu_run_case(g_ctx, &g_dev, c, seed, gpu_int8_pipeline_reference, &r);
     if (st == MXATTN_OK) st = gpu_run_case(g_ctx, &g_dev, c, seed, NULL, &e);   /* same seed, same inputs */
     if (st != MXATTN_OK) {
         printf("FAIL %s: %s: %s\n", what, mxattn_status_string(st), mxattn_last_error());

@@ -134,12 +134,6 @@ static void problem_of(const gpu_case *c, mxattn_problem *p) {
     p->v_terms = c->v_terms ? c->v_terms : 1;
 }
 
-static int config_int(const char *config, const char *key) {
-    int v = 0;
-    for (const char *p = strstr(config, key); p; p = strstr(p + 1, key)) v = atoi(p + strlen(key));
-    return v;
-}
-
 typedef struct {
     mx_error_stats pipe, exact;        /* O against the pipeline reference and against fp64 */
     double lse_pipe, lse_exact;        /* max |lse - ref| over rows that see a key */
@@ -231,12 +225,7 @@ static mxattn_status run_case(const gpu_case *c, const char *config, uint64_t se
                     if (isnan(f)) r->unwritten++;
                     got[(((size_t)b * c->heads_q + h) * c->seq_q + i) * c->head_dim + d] = f;
                 }
-    /* The one-warpgroup kernels (overlap=0 and 2) fold the exponent's constant (softmax_acc); the
-     * ping-pong's don't. */
-    int fold = strstr(info.config, "overlap=0") != NULL || strstr(info.config, "overlap=2") != NULL;
-    int l_mma = strstr(info.config, "rowsum_mma=1") != NULL;
-    MX_TRY(gpu_int8_pipeline_reference(c, config_int(info.config, "block_n="), fold, l_mma, q.ref, k.ref, v.ref, o_ref,
-                                       lse_ref));
+    MX_TRY(gpu_int8_pipeline_reference(c, info.config, q.ref, k.ref, v.ref, o_ref, lse_ref));
     r->pipe = mx_compare_f32(got, o_ref, n);
     r->lse_pipe = lse_error(lse, lse_ref, rows);
     double pipe_tol = c->dtype == MXATTN_BF16 ? PIPE_REL_L1_BF16 : PIPE_REL_L1_F16;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include <cmocka.h>
+#include "gen/gen.h"
 #include "util/err.h"
 #include "support/ref_parallel.h"
 
@@ -202,7 +203,7 @@ mxattn_status gpu_run_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case
     o_ref = malloc((size_t)rows * c->head_dim * sizeof(double));
     lse_ref = malloc(rows * sizeof(double));
     if (reference) {
-        MX_TRY(reference(c, q.ref, k.ref, v.ref, o_ref, lse_ref));
+        MX_TRY(reference(c, info.config, q.ref, k.ref, v.ref, o_ref, lse_ref));
     } else {
         mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
         MX_TRY(ref_attention_parallel(&s, NULL, q.ref, k.ref, v.ref, o_ref, lse_ref, 0));
@@ -241,18 +242,19 @@ double gpu_time_plan(mxattn_ctx *ctx, const mx_device *dev, const mxattn_problem
     return ms;
 }
 
-mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, int block_n, int fold, int l_mma, const float *q, const float *k,
+mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, const char *config, const float *q, const float *k,
                                           const float *v, double *o, double *lse) {
     mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
     mx_ref_config cfg;
     mxattn_status st = mx_ref_family_config(c->family, 0, 1, c->dtype, &cfg);
     if (st != MXATTN_OK) return st;
     cfg.int8_block_q = cfg.int8_block_k = 16;
-    cfg.p_tile = block_n;
+    cfg.p_tile = (int)mx_params_get_int(config, "block_n", 0);
     mx_ref_config_set_v_terms(&cfg, c->v_terms);
     cfg.q_prescale = (float)((double)(1.0f / sqrtf((float)c->head_dim)) * 1.4426950408889634);
-    cfg.p_fold = fold;
-    cfg.l_from_p_hat = l_mma;
+    long overlap = mx_params_get_int(config, "overlap", -1);
+    cfg.p_fold = overlap == 0 || overlap == 2;
+    cfg.l_from_p_hat = mx_params_get_int(config, "rowsum_mma", 0) == 1;
     return ref_attention_parallel(&s, &cfg, q, k, v, o, lse, 0);
 }
 

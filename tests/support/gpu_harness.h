@@ -46,8 +46,9 @@ typedef struct {
 /* Builds random inputs (Gaussian, rounded to the dtype), runs the family's
  * plan on them with a poisoned output, and compares with the fp64 reference
  * (or with `reference`, when given: a function computing the expected O
- * from the rounded float inputs, in BHND contiguous layout). */
-typedef mxattn_status (*gpu_reference_fn)(const gpu_case *c, const float *q, const float *k,
+ * from the rounded float inputs, in BHND contiguous layout, for the plan's
+ * canonical `config`). */
+typedef mxattn_status (*gpu_reference_fn)(const gpu_case *c, const char *config, const float *q, const float *k,
                                           const float *v, double *o, double *lse);
 mxattn_status gpu_run_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case *c, uint64_t seed,
                            gpu_reference_fn reference, gpu_result *r);
@@ -76,12 +77,15 @@ int gpu_lengths_case(const char *family, int n_lens, int i, gpu_case *c);
 void gpu_gaussian_buffers(const mx_device *dev, int count, size_t elems, void **bufs);
 void gpu_free_buffers(const mx_device *dev, int count, void **bufs);
 /* The quantized-pipeline reference of an INT8 family (int8-f16, int8-fp8) as
- * its kernels quantize: Q per 16 rows (pre-scaled by sm_scale*log2 e, as
- * api/plan.c computes it), K per 16 keys, P per key tile of block_n; fold
- * sets mx_ref_config.p_fold, P's exponent as int8_fp8_wgmma's overlap=0
- * kernels compute it (whose fp32 constant flips a P code now and then: a
- * one-row case then reads 2-4e-3 from the plain form, bench/NOTES.md);
- * l_mma sets mx_ref_config.l_from_p_hat (rowsum_mma=1's row sums). */
-mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, int block_n, int fold, int l_mma, const float *q,
-                                          const float *k, const float *v, double *o, double *lse);
+ * the kernel of `config` (a plan's canonical config) quantizes: Q and K as the
+ * family's numerics say (Q pre-scaled by sm_scale*log2 e, as api/plan.c
+ * computes it), P per key tile of the config's block_n; the one-warpgroup
+ * wgmma kernels (overlap=0 and 2) fold P's exponent (mx_ref_config.p_fold:
+ * their fp32 constant flips a P code now and then, 2-4e-3 on a one-row case,
+ * bench/NOTES.md), rowsum_mma=1 sums P as E4M3 (l_from_p_hat). Reading all of
+ * it from the config keeps every GPU test's reference in step with the
+ * defaults: gpu_int8 once assumed mma.sync kernels after int8-fp8's default
+ * had become wgmma with rowsum_mma=1 (s13, 2-6e-3 off). */
+mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, const char *config, const float *q, const float *k,
+                                          const float *v, double *o, double *lse);
 #endif
