@@ -153,6 +153,7 @@ return function(family, pv_kind)
   -- accurate as 16-row/16-key blocks or better on the CPU reference, and one
   -- Q and one K scale a thread and a key tile); int8-f16 keeps its blocks.
   local per_thread = pv_kind == "fp8"
+  local quant_warps = per_thread and 8 or 4   -- the quant kernel's QUANT_WARPS (blocks/quant_kernels.lua)
   local stem = family:gsub("-", "_")
 
   -- Raises for tables this family cannot build; called from smem_bytes, which
@@ -239,7 +240,7 @@ enum { ${WS} };                         // workspace sections
       parts[#parts + 1] = require("blocks.load")(t)
       parts[#parts + 1] = require("blocks.pv_f16")(t)
     end
-    parts[#parts + 1] = require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim })
+    parts[#parts + 1] = require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = per_thread })
     parts[#parts + 1] = COPY_BYTES
     parts[#parts + 1] = require("blocks.qk_int8")(t)
     parts[#parts + 1] = require("blocks.softmax")(t)
@@ -275,9 +276,9 @@ enum { ${WS} };                         // workspace sections
       ws_off = off,
       kernels = {
         { name = name .. "_stats", grid = { d32(t) // 32, pr.heads_kv, pr.batch }, block = 256, smem = 0 },
-        { name = name .. "_quant", grid = { math.max(U.ceil_div(nqp, 64), U.ceil_div(nkp, per_thread and 512 or 64), 1),
+        { name = name .. "_quant", grid = { math.max(U.ceil_div(math.max(nqp, nkp), 16 * quant_warps), 1),
                                             pr.heads_q + pr.heads_kv, pr.batch },
-          block = 128, smem = 0 },
+          block = 32 * quant_warps, smem = 0 },
         { name = name, grid = { math.max(nqp // t.block_m, 1), pr.heads_q, pr.batch }, block = 32 * t.warps,
           smem = F.smem_bytes(t) },
       },

@@ -235,21 +235,17 @@ MX_INLINE float x_of(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][V
   return has_mean ? x - m[MEAN_SETS == 1 ? 0 : j][e] : x;
 }
 
-// Step 1 on the 16-row block at row0: the lane's largest |x| of each group
+// The lane's largest |x| of each group over its loaded 16-row block at row0
 // (rows at or past `rows` do not count), into amax.
-template <int G> MX_INLINE void group_amax(const u16 *src, i64 ss, int row0, int rows, float mul, const float *mean,
-                                           float (&amax)[G]) {
-  in_vec t[LANE_VECS];
-  load_rows(src, ss, row0, rows, t);
-  float m[MEAN_SETS][VEC];
-  load_means(mean, m);
+template <int G> MX_INLINE void group_amax(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][VEC], int row0,
+                                           int rows, float mul, bool has_mean, float (&amax)[G]) {
 #pragma unroll
   for (int j = 0; j < LANE_VECS; j++) {
     int r, c;
     if (!tile_slot(j, r, c) || row0 + r >= rows) continue;
     float v = 0.f;
 #pragma unroll
-    for (int e = 0; e < VEC; e++) v = fmaxf(v, abs_f(x_of(t, m, j, e, mul, mean != nullptr)));
+    for (int e = 0; e < VEC; e++) v = fmaxf(v, abs_f(x_of(t, m, j, e, mul, has_mean)));
     // Every group takes the slot's maximum or 0 (a select per group): a
     // conditional update was turned into a store at a computed index, which
     // put amax in local memory.
@@ -258,16 +254,11 @@ template <int G> MX_INLINE void group_amax(const u16 *src, i64 ss, int row0, int
   }
 }
 
-// Step 2 on the 16-row block at row0: codes by each row's group scale, which
-// lane g % G holds (lane_scale; a shuffle fetches a row's: an array of G
-// scales picked by the row went to local memory); padding rows (K) and
-// columns are 0.
-template <int G> MX_INLINE void group_codes(const u16 *src, i64 ss, int row0, int rows, float mul, const float *mean,
-                                            float lane_scale, u8 *dst) {
-  in_vec t[LANE_VECS];
-  load_rows(src, ss, row0, rows, t);
-  float m[MEAN_SETS][VEC];
-  load_means(mean, m);
+// The codes of the loaded block by each row's group scale, which lane g % G
+// holds (lane_scale; a shuffle fetches a row's: an array of G scales picked by
+// the row went to local memory); padding rows (K) and columns are 0.
+template <int G> MX_INLINE void group_codes(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][VEC], int row0,
+                                            int rows, float mul, bool has_mean, float lane_scale, u8 *dst) {
   // Every group's reciprocal has k = 1 where its scale is at least 2^-100
   // (scale_reciprocal); each slot takes its row's reciprocal when it needs
   // it, rather than G of them held at once (registers: the pass is bound by
@@ -283,8 +274,8 @@ template <int G> MX_INLINE void group_codes(const u16 *src, i64 ss, int row0, in
       const scale_recip ri = scale_reciprocal(si);
       u32 code[VEC];
 #pragma unroll
-      for (int e = 0; e < VEC; e++) code[e] = int8_code<decltype(clamp_free)::value>(x_of(t, m, j, e, mul, mean != nullptr), ri);
-      store_codes(dst + r * D32 + c, code, (clamp_free.value || si > 0.f) && (!mean || row0 + r < rows));
+      for (int e = 0; e < VEC; e++) code[e] = int8_code<decltype(clamp_free)::value>(x_of(t, m, j, e, mul, has_mean), ri);
+      store_codes(dst + r * D32 + c, code, (clamp_free.value || si > 0.f) && (!has_mean || row0 + r < rows));
     }
   };
   if (no_clamp) write_codes(mx_bool<true>());
@@ -294,26 +285,63 @@ template <int G> MX_INLINE void group_codes(const u16 *src, i64 ss, int row0, in
     for (int i = threadIdx.x % 32; i < 16 * PAD_COLS; i += 32) dst[i / PAD_COLS * D32 + D + i % PAD_COLS] = 0;
 }
 
-// A warp quantizes `blocks` 16-row blocks from row0 with G per-thread groups
-// (Q: one block, G = 8; K: a 128-key window, G = 4): every block's group
-// maxima first, then the codes; scale_out gets the G scales.
-template <int G> MX_INLINE void quantize_rows_per_thread(const u16 *src, i64 ss, int row0, int blocks, int rows,
-                                                         float mul, const float *mean, u8 *dst, float *scale_out) {
-  float amax[G];
+// One warp quantizes Q's 16-row block at row0 with its eight per-thread
+// groups (rows g and g + 8); scale_out gets the eight scales.  One load of
+// each element, held in registers for the maxima and the codes, as
+// quantize_rows does (the pass is bound by memory).
+MX_INLINE void quantize_q_per_thread(const u16 *src, i64 ss, int row0, int rows, float mul, u8 *dst,
+                                     float *scale_out) {
+  in_vec t[LANE_VECS];
+  load_rows(src, ss, row0, rows, t);
+  float m[MEAN_SETS][VEC];
+  load_means(nullptr, m);
+  float amax[8];
 #pragma unroll
-  for (int g = 0; g < G; g++) amax[g] = 0.f;
-#pragma unroll 1
-  for (int b = 0; b < blocks; b++) group_amax<G>(src, ss, row0 + 16 * b, rows, mul, mean, amax);
+  for (int g = 0; g < 8; g++) amax[g] = 0.f;
+  group_amax<8>(t, m, row0, rows, mul, false, amax);
   const int lane = threadIdx.x % 32;
-  float lane_scale = 0.f;                  // group lane % G's
+  float lane_scale = 0.f;                  // group lane % 8's
 #pragma unroll
-  for (int g = 0; g < G; g++) {
+  for (int g = 0; g < 8; g++) {
     const float s = div_rn(warp_max(amax[g]), 127.f);
-    if (lane % G == g) lane_scale = s;
+    if (lane % 8 == g) lane_scale = s;
   }
-  if (lane < G) scale_out[lane] = lane_scale;
-#pragma unroll 1
-  for (int b = 0; b < blocks; b++) group_codes<G>(src, ss, row0 + 16 * b, rows, mul, mean, lane_scale, dst + 16 * b * D32);
+  if (lane < 8) scale_out[lane] = lane_scale;
+  group_codes<8>(t, m, row0, rows, mul, false, lane_scale, dst);
+}
+
+// The block's eight warps quantize K's 128-key window at window0, a 16-key
+// block each (warp w: keys window0 + 16 w; `live` false past the padded
+// keys, which still meet the barrier), with the window's four per-thread
+// groups (keys with the same (k % 8) / 2, spread over all eight blocks): each
+// warp's group maxima meet in shared memory.  Every element is loaded once.
+// scale_out gets the four scales.
+MX_INLINE void quantize_k_window(const u16 *src, i64 ss, int window0, bool live, int rows, const float *mean,
+                                 u8 *dst, float *scale_out) {
+  __shared__ float warp_amax[8][4];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, row0 = window0 + 16 * warp;
+  in_vec t[LANE_VECS];
+  float m[MEAN_SETS][VEC];
+  float amax[4] = {0.f, 0.f, 0.f, 0.f};
+  if (live) {
+    load_rows(src, ss, row0, rows, t);
+    load_means(mean, m);
+    group_amax<4>(t, m, row0, rows, 1.f, mean != nullptr, amax);
+  }
+  float mine = 0.f;                        // group lane % 4's maximum over the warp
+#pragma unroll
+  for (int g = 0; g < 4; g++) {
+    const float w = warp_max(amax[g]);
+    if (lane % 4 == g) mine = w;
+  }
+  if (lane < 4) warp_amax[warp][lane] = mine;
+  __syncthreads();
+  float window_amax = 0.f;
+#pragma unroll
+  for (int w = 0; w < 8; w++) window_amax = fmaxf(window_amax, warp_amax[w][lane % 4]);
+  const float lane_scale = div_rn(window_amax, 127.f);
+  if (warp == 0 && lane < 4) scale_out[lane] = lane_scale;
+  if (live) group_codes<4>(t, m, row0, rows, 1.f, mean != nullptr, lane_scale, dst);
 }
 
 // corr[r] = q_r . mean for the 16 rows (q already in base-2 units): the smooth-K

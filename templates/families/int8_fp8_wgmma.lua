@@ -720,7 +720,7 @@ enum { ${WS} };                         // workspace sections
     require("blocks.quant_int8")(t),
     require("blocks.quant_fp8v")(t),
     require("blocks.pv_fp8")(t),                       -- pack_e4m3x4 and pv_finish
-    require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim }),
+    require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = true }),
     require("blocks.tma_mbarrier")(t),
     require("blocks.wgmma_int8")({ bn = t.block_n, dv = dv(t) // pv_slices(t) }),
     require("blocks.softmax")(t, { split = true }),   -- rescale_o
