@@ -99,6 +99,19 @@ MX_INLINE void load_rows(const u16 *src, i64 ss, int row0, int rows, in_vec (&t)
 // were loaded as 0 and do not count.  With no mean to subtract, x = in * mul
 // rounds monotonically, so the block's max |x| is |mul| * max |in| rounded
 // once, exactly what taking max |x| element by element gives.
+MX_INLINE float pair_max_to_f32(u32 m2) { return fmaxf(in_to_f32((u16)m2), in_to_f32((u16)(m2 >> 16))); }
+// One vector's largest |in| the same way (the per-thread groups' maxima, a
+// slot at a time).
+MX_INLINE float vec_in_amax(const in_vec &v) {
+  if (VEC == 1) return abs_f(in_to_f32(v.h[0]));
+  u32 m2 = 0u;
+#pragma unroll
+  for (int e = 0; e + 1 < VEC; e += 2) {
+    const u32 pair = *(const u32 *)&v.h[e] & 0x7fff7fffu;
+    asm("max.${PAIR}x2 %0, %0, %1;" : "+r"(m2) : "r"(pair));
+  }
+  return pair_max_to_f32(m2);
+}
 MX_INLINE float in_amax(const in_vec (&t)[LANE_VECS]) {
   u32 m2 = 0u;
 #pragma unroll
@@ -108,8 +121,7 @@ MX_INLINE float in_amax(const in_vec (&t)[LANE_VECS]) {
       const u32 pair = *(const u32 *)&t[j].h[e] & 0x7fff7fffu;
       asm("max.${PAIR}x2 %0, %0, %1;" : "+r"(m2) : "r"(pair));
     }
-  float amax = in_to_f32((u16)m2);
-  amax = fmaxf(amax, in_to_f32((u16)(m2 >> 16)));
+  float amax = pair_max_to_f32(m2);
   if (VEC == 1)
 #pragma unroll
     for (int j = 0; j < LANE_VECS; j++) amax = fmaxf(amax, abs_f(in_to_f32(t[j].h[0])));
@@ -236,7 +248,9 @@ MX_INLINE float x_of(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][V
 }
 
 // The lane's largest |x| of each group over its loaded 16-row block at row0
-// (rows at or past `rows` do not count), into amax.
+// (rows at or past `rows` do not count), into amax.  Without a mean, the
+// largest |in| of each slot in the input format, times |mul| once at the
+// end (in_amax says why that is exact).
 template <int G> MX_INLINE void group_amax(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][VEC], int row0,
                                            int rows, float mul, bool has_mean, float (&amax)[G]) {
 #pragma unroll
@@ -244,38 +258,46 @@ template <int G> MX_INLINE void group_amax(const in_vec (&t)[LANE_VECS], const f
     int r, c;
     if (!tile_slot(j, r, c) || row0 + r >= rows) continue;
     float v = 0.f;
+    if (has_mean) {
 #pragma unroll
-    for (int e = 0; e < VEC; e++) v = fmaxf(v, abs_f(x_of(t, m, j, e, mul, has_mean)));
+      for (int e = 0; e < VEC; e++) v = fmaxf(v, abs_f(x_of(t, m, j, e, mul, true)));
+    } else {
+      v = vec_in_amax(t[j]);
+    }
     // Every group takes the slot's maximum or 0 (a select per group): a
     // conditional update was turned into a store at a computed index, which
     // put amax in local memory.
 #pragma unroll
     for (int g = 0; g < G; g++) amax[g] = fmaxf(amax[g], row_group<G>(r) == g ? v : 0.f);
   }
+  if (!has_mean)
+#pragma unroll
+    for (int g = 0; g < G; g++) amax[g] = __fmul_rn(amax[g], abs_f(mul));
 }
 
 // The codes of the loaded block by each row's group scale, which lane g % G
-// holds (lane_scale; a shuffle fetches a row's: an array of G scales picked by
-// the row went to local memory); padding rows (K) and columns are 0.
+// holds (lane_scale) with its reciprocal: each slot fetches its row's by a
+// shuffle (an array of G picked by the row went to local memory; a division
+// a slot cost more than the shuffles).  Padding rows (K) and columns are 0.
 template <int G> MX_INLINE void group_codes(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][VEC], int row0,
                                             int rows, float mul, bool has_mean, float lane_scale, u8 *dst) {
-  // Every group's reciprocal has k = 1 where its scale is at least 2^-100
-  // (scale_reciprocal); each slot takes its row's reciprocal when it needs
-  // it, rather than G of them held at once (registers: the pass is bound by
-  // the loads a warp keeps in flight).
+  const scale_recip lane_recip = scale_reciprocal(lane_scale);
+  // With every scale at least 2^-100, k = 1 and every scale is above 0.
   const bool no_clamp = __all_sync(0xffffffffu, !(lane_scale < 0x1p-100f));
   auto write_codes = [&](auto clamp_free) {
 #pragma unroll
     for (int j = 0; j < LANE_VECS; j++) {
       int r, c;
       const bool slot = tile_slot(j, r, c);
-      const float si = __shfl_sync(0xffffffffu, lane_scale, row_group<G>(r));   // every lane takes part
+      const int from = row_group<G>(r);    // every lane takes part in the shuffles
+      const scale_recip ri = {clamp_free.value ? 1.f : __shfl_sync(0xffffffffu, lane_recip.k, from),
+                              __shfl_sync(0xffffffffu, lane_recip.inv, from)};
+      const bool coded = clamp_free.value || __shfl_sync(0xffffffffu, lane_scale, from) > 0.f;
       if (!slot) continue;
-      const scale_recip ri = scale_reciprocal(si);
       u32 code[VEC];
 #pragma unroll
       for (int e = 0; e < VEC; e++) code[e] = int8_code<decltype(clamp_free)::value>(x_of(t, m, j, e, mul, has_mean), ri);
-      store_codes(dst + r * D32 + c, code, (clamp_free.value || si > 0.f) && (!has_mean || row0 + r < rows));
+      store_codes(dst + r * D32 + c, code, coded && (!has_mean || row0 + r < rows));
     }
   };
   if (no_clamp) write_codes(mx_bool<true>());
