@@ -27,7 +27,7 @@ stamp "ab rc=$?"
 grep "^## ab median" "$L/ab.log" | sed 's#build-gpu/tpl/##; s#--batch 4 --heads 32##; s#^## ##' >> "$S"
 grep "^## kt" "$L/ab.log" | sed 's#build-gpu/tpl/##; s#^## ##' | grep -v afbc8ef >> "$S"
 # The build's templates against main's: geometric mean of the median-best ratios.
-ratio=$(grep "^## ab median" "$L/ab.log" | awk '{t=$9; ms=$5; k=""; for (i=11;i<=NF;i++) k=k" "$i;
+ratio=$(grep "^## ab median" "$L/ab.log" | awk '{t=$10; ms=$5; k=""; for (i=12;i<=NF;i++) k=k" "$i;
           if (t ~ /main/) m[k]=ms; if (t == "-") n[k]=ms}
           END{s=0; c=0; for (k in n) if (k in m) {s+=log(n[k]/m[k]); c++} printf "%.4f", c ? exp(s/c) : 9}')
 ( timeout 120 $B/tests/gpu_int8 > "$L/gpu_int8.log" 2>&1; stamp "gpu_int8 rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$L/gpu_int8.log" | tr '\n' ' ')" ) &
