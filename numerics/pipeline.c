@@ -33,6 +33,7 @@ mxattn_status mx_ref_family_config(const char *family, int direct_p, int smooth_
         c.qk = MX_QK_INT8; c.p = MX_P_F16; c.v = MX_V_F16;
     } else if (!strcmp(family, "int8-fp8")) {
         c.qk = MX_QK_INT8; c.p = MX_P_E4M3; c.v = MX_V_E4M3;
+        c.int8_per_thread = 1;   /* its kernels' groups: SageAttention2's per-thread scales */
     } else if (!strcmp(family, "nvfp4")) {
         c.qk = MX_QK_NVFP4; c.v = MX_V_NVFP4;
         c.p = direct_p ? MX_P_NVFP4_DIRECT : MX_P_NVFP4_TWO_LEVEL;

@@ -111,16 +111,21 @@ static long compare_workspace(const quant_case *c, const mx_launch_plan *lp, con
         const float *km = (const float *)(ws + lp->ws_off[4]) + (size_t)h * d32;
         for (int ch = 0; ch < d32; ch++) EXPECT(same_float(km[ch], ch < d ? mh[ch] : 0.f), "kmean h%d c%d %g vs %g", h, ch, km[ch], ch < d ? mh[ch] : 0.f);
         mx_subtract_mean(kh, c->seq_k, d, d, mh, x);
-        mx_int8_quantize_blocks(x, c->seq_k, d, d, 16, codes, scales);
+        /* int8-fp8: SageAttention2's per-thread groups; int8-f16: 16-key blocks. */
+        int k_scales = fp8 ? mx_int8_per_thread_groups(nkp, 1) : nkp / 16;
+        if (fp8) mx_int8_quantize_per_thread(x, c->seq_k, d, d, 1, codes, scales);
+        else mx_int8_quantize_blocks(x, c->seq_k, d, d, 16, codes, scales);
         const int8_t *k8 = (const int8_t *)(ws + lp->ws_off[1]) + (size_t)h * nkp * d32;
-        const float *ks = (const float *)(ws + lp->ws_off[3]) + (size_t)h * (nkp / 16);
+        const float *ks = (const float *)(ws + lp->ws_off[3]) + (size_t)h * k_scales;
         for (int j = 0; j < nkp; j++)
             for (int ch = 0; ch < d32; ch++) {
                 int want = j < c->seq_k && ch < d ? codes[(size_t)j * d + ch] : 0;
                 EXPECT(k8[(size_t)j * d32 + ch] == want, "k8 h%d key%d c%d %d vs %d", h, j, ch, k8[(size_t)j * d32 + ch], want);
             }
-        for (int b = 0; b < nkp / 16; b++)
-            EXPECT(same_float(ks[b], b * 16 < c->seq_k ? scales[b] : 0.f), "kscale h%d block%d", h, b);
+        for (int b = 0; b < k_scales; b++) {
+            int used = fp8 ? b < mx_int8_per_thread_groups(c->seq_k, 1) : b * 16 < c->seq_k;
+            EXPECT(same_float(ks[b], used ? scales[b] : 0.f), "kscale h%d group%d %g vs %g", h, b, ks[b], used ? scales[b] : 0.f);
+        }
         if (!fp8) continue;
         if (terms == 2) mx_e4m3x2_quantize_per_channel(vh, c->seq_k, d, d, e4, e4_lo, scales);
         else mx_e4m3_quantize_per_channel(vh, c->seq_k, d, d, e4, scales);
@@ -141,16 +146,20 @@ static long compare_workspace(const quant_case *c, const mx_launch_plan *lp, con
     for (int h = 0; h < c->heads_q; h++) {
         const float *qh = q + (size_t)h * c->seq_q * d;
         for (size_t i = 0; i < (size_t)c->seq_q * d; i++) x[i] = qh[i] * c->scale_log2;   /* fp32, as the kernel */
-        mx_int8_quantize_blocks(x, c->seq_q, d, d, 16, codes, scales);
+        int q_scales = fp8 ? nqp / 2 : nqp / 16;
+        if (fp8) mx_int8_quantize_per_thread(x, c->seq_q, d, d, 0, codes, scales);
+        else mx_int8_quantize_blocks(x, c->seq_q, d, d, 16, codes, scales);
         const int8_t *q8 = (const int8_t *)(ws + lp->ws_off[0]) + (size_t)h * nqp * d32;
-        const float *qs = (const float *)(ws + lp->ws_off[2]) + (size_t)h * (nqp / 16);
+        const float *qs = (const float *)(ws + lp->ws_off[2]) + (size_t)h * q_scales;
         for (int i = 0; i < nqp; i++)
             for (int ch = 0; ch < d32; ch++) {
                 int want = i < c->seq_q && ch < d ? codes[(size_t)i * d + ch] : 0;
                 EXPECT(q8[(size_t)i * d32 + ch] == want, "q8 h%d row%d c%d %d vs %d", h, i, ch, q8[(size_t)i * d32 + ch], want);
             }
-        for (int b = 0; b < nqp / 16; b++)
-            EXPECT(same_float(qs[b], b * 16 < c->seq_q ? scales[b] : 0.f), "qscale h%d block%d", h, b);
+        for (int b = 0; b < q_scales; b++) {
+            int used = fp8 ? b < mx_int8_per_thread_groups(c->seq_q, 0) : b * 16 < c->seq_q;
+            EXPECT(same_float(qs[b], used ? scales[b] : 0.f), "qscale h%d group%d %g vs %g", h, b, qs[b], used ? scales[b] : 0.f);
+        }
         if (!c->smooth_k) continue;
         /* The LSE correction is an fp32 dot product on the GPU: close, not bit-exact. */
         mx_smooth_k_correction(x, c->seq_q, d, d, mean + (size_t)(h / gqa) * d, corr);

@@ -307,6 +307,7 @@ static mx_ref_config fold_config(int d, int fold) {
     mx_ref_config c;
     assert_int_equal(mx_ref_family_config("int8-fp8", 0, 1, MXATTN_F16, &c), MXATTN_OK);
     c.int8_block_q = c.int8_block_k = 16;
+    c.int8_per_thread = 0;   /* the 16-row/16-key blocks the H200 case below ran with */
     c.p_tile = 32;
     c.q_prescale = (float)((double)(1.0f / sqrtf((float)d)) * 1.4426950408889634);
     c.p_fold = fold;
@@ -449,6 +450,7 @@ static void test_pipeline_int8_per_thread(void **state) {
     assert_int_equal(mx_ref_family_config("int8-fp8", 0, 1, MXATTN_BF16, &grouped), MXATTN_OK);
     blocks = grouped;
     grouped.int8_per_thread = 1;
+    blocks.int8_per_thread = 0;
     blocks.int8_block_q = 2;
     blocks.int8_block_k = 32;
     assert_int_equal(mx_ref_pipeline_attention(&p.s, &grouped, p.q, p.k, p.v, p.o, NULL, NULL), MXATTN_OK);

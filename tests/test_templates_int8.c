@@ -69,21 +69,22 @@ static void test_launch_plan(void **state) {
     char *lp = gen_call(g, "launch", "family=int8-fp8 head_dim=80 block_m=64 warps=4 block_n=32 stages=2",
                     "batch=2 heads_q=6 heads_kv=2 seq_q=100 seq_k=17");
     char n1[128], n2[128], n3[128];
-    unsigned g[3][3], threads[3], smem[3];
+    unsigned grid[3][3], threads[3], smem[3];
     const char *k = strstr(lp, "kernel ");
-    assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", n1, &g[0][0], &g[0][1], &g[0][2], &threads[0], &smem[0]), 6);
+    assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", n1, &grid[0][0], &grid[0][1], &grid[0][2], &threads[0], &smem[0]), 6);
     k = strstr(k + 1, "kernel ");
-    assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", n2, &g[1][0], &g[1][1], &g[1][2], &threads[1], &smem[1]), 6);
+    assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", n2, &grid[1][0], &grid[1][1], &grid[1][2], &threads[1], &smem[1]), 6);
     k = strstr(k + 1, "kernel ");
-    assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", n3, &g[2][0], &g[2][1], &g[2][2], &threads[2], &smem[2]), 6);
+    assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", n3, &grid[2][0], &grid[2][1], &grid[2][2], &threads[2], &smem[2]), 6);
     assert_non_null(strstr(n1, "_stats"));
     assert_non_null(strstr(n2, "_quant"));
-    assert_int_equal(g[0][0], 3);                     /* D32 = 96: three 32-channel blocks */
-    assert_int_equal(g[0][1], 2);
-    assert_int_equal(g[1][1], 6 + 2);                 /* Q heads then KV heads */
-    assert_int_equal(g[1][0], 2);                     /* nqp = 128: 8 groups of 16, 4 per block */
-    assert_int_equal(g[2][0], 2);                     /* 128 / 64 */
-    assert_int_equal(g[2][1], 6);
+    assert_int_equal(grid[0][0], 3);                     /* D32 = 96: three 32-channel blocks */
+    assert_int_equal(grid[0][1], 2);
+    assert_int_equal(grid[1][1], 6 + 2);                 /* Q heads then KV heads */
+    assert_int_equal(grid[1][0], 1);                     /* nqp = 128: 8 blocks of 16 rows, 8 warps a block */
+    assert_int_equal(threads[1], 256);                /* per-thread groups: a block spans K's 128-key window */
+    assert_int_equal(grid[2][0], 2);                     /* 128 / 64 */
+    assert_int_equal(grid[2][1], 6);
     assert_int_equal(threads[2], 128);
     /* Workspace: q8 2*6*128*96, k8 2*2*32*96, qscale, kscale, kmean, vscale, v8t 2*2*80*32, corr. */
     unsigned long long q8 = 2ull * 6 * 128 * 96, k8 = 2ull * 2 * 32 * 96;
@@ -92,6 +93,15 @@ static void test_launch_plan(void **state) {
     unsigned long long v8t_at = plan_value(lp, "wsoff 6 "), corr_at = plan_value(lp, "wsoff 7 ");
     assert_int_equal(corr_at - v8t_at, 2ull * 2 * 80 * 32);
     assert_true(plan_value(lp, "workspace ") >= corr_at + 2ull * 6 * 128 * 4);
+    free(lp);
+    /* int8-f16 keeps one scale a 16-row block: four warps a quant block. */
+    lp = gen_call(g, "launch", "family=int8-f16 head_dim=80 block_m=64 warps=4 block_n=32 stages=2",
+                  "batch=2 heads_q=6 heads_kv=2 seq_q=100 seq_k=17");
+    k = strstr(strstr(lp, "kernel ") + 1, "kernel ");
+    assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", n2, &grid[1][0], &grid[1][1], &grid[1][2], &threads[1], &smem[1]), 6);
+    assert_non_null(strstr(n2, "_quant"));
+    assert_int_equal(grid[1][0], 2);                     /* nqp = 128: 8 blocks of 16 rows, 4 warps a block */
+    assert_int_equal(threads[1], 128);
     free(lp);
 }
 

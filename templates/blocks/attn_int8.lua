@@ -13,8 +13,10 @@
 -- to 32 (the k32 MMA), DV = head_dim rounded up to 16; Hq/Hkv heads, B batch:
 --   0 q8      int8 [B][Hq][nqp][D32]
 --   1 k8      int8 [B][Hkv][nkp][D32]
---   2 qscale  f32  [B][Hq][nqp/16]   (includes sm_scale*log2(e))
---   3 kscale  f32  [B][Hkv][nkp/16]
+--   2 qscale  f32  [B][Hq][nqp/16]   (includes sm_scale*log2(e)); int8-fp8: [nqp/2]
+--   3 kscale  f32  [B][Hkv][nkp/16]  int8-fp8: [ceil(nkp/128)*4]
+-- (int8-fp8 quantizes Q and K in SageAttention2's per-thread groups, the rows
+-- and keys one thread of an MMA fragment holds: blocks/quant_int8.lua.)
 --   4 kmean   f32  [B][Hkv][D32]     (0 past D, or without smooth_k)
 --   5 vscale  f32  [B][Hkv][D32]     (int8-fp8: amax/448; else empty)
 --   6 v8t     e4m3 [B][Hkv][v_terms*DV][nkp] (int8-fp8: V^T, permuted keys, then
@@ -43,7 +45,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const mx_kernel
   const int nqp = pad_q(a.seq_q), nkp = pad_k(a.seq_k);
   const i64 qh = (i64)batch * a.heads_q + head, kh = (i64)batch * a.heads_kv + kv_head;
   const u8 *q8 = ws_at(a, WS_Q8) + qh * nqp * D32, *k8 = ws_at(a, WS_K8) + kh * nkp * D32;
-  const float *ks = (const float *)ws_at(a, WS_KSCALE) + kh * (nkp / 16);
+  const float *ks = (const float *)ws_at(a, WS_KSCALE) + kh * kscales_a_head(nkp);
 ${V_SRC}
 
   const int n_tiles = key_tiles(m0, a);   // all keys, or (causal) up to the last row's diagonal
@@ -57,18 +59,22 @@ ${V_SRC}
   load_q_fragments(qf, sQ + warp * MT * 16 * RSQ);
   float qscale[MT];
 #pragma unroll
-  for (int mt = 0; mt < MT; mt++) qscale[mt] = ((const float *)ws_at(a, WS_QSCALE))[qh * (nqp / 16) + warp_row0 / 16 + mt];
+  for (int mt = 0; mt < MT; mt++)
+    qscale[mt] = ((const float *)ws_at(a, WS_QSCALE))[qh * qscales_a_head(nqp) + (PER_THREAD ? (warp_row0 / 16 + mt) * 8 + lane / 4
+                                                                                                 : warp_row0 / 16 + mt)];
 
   float o[MT][DT][4], row_max[MT][2], row_sum[MT][2];
   init_accumulators(o, row_max, row_sum);
 
-  // One stage of the ring: K8 tile, its BN/16 scales, V tile.
+  // One stage of the ring: K8 tile, its KS_TILE scales (BN/16, or with
+  // PER_THREAD the four of the tile's 128-key window), V tile.
   auto load_kv = [&](int tile) {
     const int buf = tile % STAGES;
     copy_bytes<BN, D32, RSQ>(sK + buf * BN * RSQ, k8 + (i64)tile * BN * D32, D32);
-    if (threadIdx.x < BN / 16)
-      asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_addr(sKS + buf * (BN / 16) + threadIdx.x)),
-                   "l"(ks + tile * (BN / 16) + threadIdx.x));
+    const int first = PER_THREAD ? tile * BN / 128 * 4 : tile * (BN / 16);
+    if (threadIdx.x < KS_TILE)
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_addr(sKS + buf * KS_TILE + threadIdx.x)),
+                   "l"(ks + first + threadIdx.x));
 ${V_LOAD}
   };
 ]] .. require("blocks.cp_async_ring").text .. [[
@@ -76,7 +82,7 @@ ${V_LOAD}
 
     // S = Q K^T, dequantized, in base 2.
     float s[MT][NT][4];
-    scores_int8(s, qf, qscale, sK + buf * BN * RSQ, sKS + buf * (BN / 16));
+    scores_int8(s, qf, qscale, sK + buf * BN * RSQ, sKS + buf * KS_TILE);
 
     // Mask the tile's tail (padding keys) and, under causal, keys past the diagonal.
     mask_tile(s, t, warp_row0, a);
@@ -143,6 +149,11 @@ local PV = {
 return function(family, pv_kind)
   local F = {}
   local pv = PV[pv_kind]
+  -- int8-fp8 quantizes Q and K in SageAttention2's per-thread groups (as
+  -- accurate as 16-row/16-key blocks or better on the CPU reference, and one
+  -- Q and one K scale a thread and a key tile); int8-f16 keeps its blocks.
+  local per_thread = pv_kind == "fp8"
+  local quant_warps = per_thread and 8 or 4   -- the quant kernel's QUANT_WARPS (blocks/quant_kernels.lua)
   local stem = family:gsub("-", "_")
 
   -- Raises for tables this family cannot build; called from smem_bytes, which
@@ -163,7 +174,7 @@ return function(family, pv_kind)
   function F.smem_bytes(t)
     check(t)
     local bn = t.block_n
-    return t.block_m * (d32(t) + 16) + t.stages * (bn * (d32(t) + 16) + pv.v_tile_bytes(t) + bn // 16 * 4)
+    return t.block_m * (d32(t) + 16) + t.stages * (bn * (d32(t) + 16) + pv.v_tile_bytes(t) + (per_thread and 4 or bn // 16) * 4)
   end
 
   function F.register_estimate(t)
@@ -208,10 +219,12 @@ constexpr int DT = DV / 8;              // 8-column output tiles
 constexpr int V_TILE_BYTES = ${VTB};
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH_K}, FP8_V = ${FP8_V};
 constexpr int V_TERMS = 1;              // E4M3 terms of V (two: variant=wgmma only)
+constexpr bool PER_THREAD = ${PER_THREAD};  // INT8 scales in per-thread groups (blocks/quant_int8.lua)
+constexpr int KS_TILE = PER_THREAD ? 4 : BN / 16;   // K scales of a key tile in shared memory
 enum { ${WS} };                         // workspace sections
 ]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps,
       STAGES = t.stages, VTB = pv.v_tile_bytes(t), CAUSAL = t.causal == 1, LSE = t.lse == 1,
-      SMOOTH_K = t.smooth_k == 1, FP8_V = pv_kind == "fp8", WS = table.concat(ws, ", ") })
+      SMOOTH_K = t.smooth_k == 1, FP8_V = pv_kind == "fp8", PER_THREAD = per_thread, WS = table.concat(ws, ", ") })
     local parts = {
       "// mxattn generated kernels. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
       require("blocks.prelude")(t),
@@ -227,7 +240,7 @@ enum { ${WS} };                         // workspace sections
       parts[#parts + 1] = require("blocks.load")(t)
       parts[#parts + 1] = require("blocks.pv_f16")(t)
     end
-    parts[#parts + 1] = require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim })
+    parts[#parts + 1] = require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = per_thread })
     parts[#parts + 1] = COPY_BYTES
     parts[#parts + 1] = require("blocks.qk_int8")(t)
     parts[#parts + 1] = require("blocks.softmax")(t)
@@ -242,8 +255,10 @@ enum { ${WS} };                         // workspace sections
     local nqp, nkp = U.round_up(pr.seq_q, t.block_m), U.round_up(pr.seq_k, t.block_n)
     local b, hq, hkv = pr.batch, pr.heads_q, pr.heads_kv
     local fp8 = pv_kind == "fp8" and 1 or 0
+    local qscales = per_thread and nqp // 2 or nqp // 16
+    local kscales = per_thread and U.ceil_div(nkp, 128) * 4 or nkp // 16
     local sizes = {
-      b * hq * nqp * d32(t), b * hkv * nkp * d32(t), b * hq * (nqp // 16) * 4, b * hkv * (nkp // 16) * 4,
+      b * hq * nqp * d32(t), b * hkv * nkp * d32(t), b * hq * qscales * 4, b * hkv * kscales * 4,
       b * hkv * d32(t) * 4, fp8 * b * hkv * d32(t) * 4, fp8 * b * hkv * (t.v_terms or 1) * dv(t) * nkp,
       b * hq * nqp * 4,
     }
@@ -261,8 +276,9 @@ enum { ${WS} };                         // workspace sections
       ws_off = off,
       kernels = {
         { name = name .. "_stats", grid = { d32(t) // 32, pr.heads_kv, pr.batch }, block = 256, smem = 0 },
-        { name = name .. "_quant", grid = { math.max(U.ceil_div(math.max(nqp, nkp), 64), 1), pr.heads_q + pr.heads_kv, pr.batch },
-          block = 128, smem = 0 },
+        { name = name .. "_quant", grid = { math.max(U.ceil_div(math.max(nqp, nkp), 16 * quant_warps), 1),
+                                            pr.heads_q + pr.heads_kv, pr.batch },
+          block = 32 * quant_warps, smem = 0 },
         { name = name, grid = { math.max(nqp // t.block_m, 1), pr.heads_q, pr.batch }, block = 32 * t.warps,
           smem = F.smem_bytes(t) },
       },

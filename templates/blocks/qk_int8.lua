@@ -1,5 +1,6 @@
 -- S = Q8 K8^T on the INT8 tensor cores (mma.sync m16n8k32 s8, s32 accumulate),
--- dequantized per element by q_scale[16-row group] * k_scale[16-key group].
+-- dequantized per element by q_scale[16-row group] * k_scale[16-key group], or
+-- with PER_THREAD by the thread's own two (blocks/quant_int8.lua).
 -- Q was pre-multiplied by sm_scale*log2(e) before quantizing, so S comes out
 -- in base-2 units and the softmax runs with scale 1.
 --
@@ -31,7 +32,7 @@ MX_INLINE void load_q_fragments(u32 (&qf)[MT][KQ][4], const u8 *sq) {
       ldsm_x4(qf[mt][kq], smem_addr(sq + (mt * 16 + lane % 16) * RSQ + kq * 32 + (lane / 16) * 16));
 }
 
-// S (base 2) of the warp's rows against one K tile of BN keys; ks: the tile's BN/16 key scales.
+// S (base 2) of the warp's rows against one K tile of BN keys; ks: the tile's KS_TILE key scales.
 MX_INLINE void scores_int8(float (&s)[MT][NT][4], const u32 (&qf)[MT][KQ][4], const float (&qscale)[MT],
                            const u8 *kt, const float *ks) {
   const int lane = threadIdx.x % 32;
@@ -58,7 +59,7 @@ MX_INLINE void scores_int8(float (&s)[MT][NT][4], const u32 (&qf)[MT][KQ][4], co
   for (int mt = 0; mt < MT; mt++)
 #pragma unroll
     for (int nt = 0; nt < NT; nt++) {
-      const float scale = qscale[mt] * ks[nt / 2];
+      const float scale = qscale[mt] * ks[PER_THREAD ? lane % 4 : nt / 2];
 #pragma unroll
       for (int e = 0; e < 4; e++) s[mt][nt][e] = exact_s32_to_f32(acc[mt][nt][e]) * scale;
     }

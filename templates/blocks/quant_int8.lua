@@ -99,6 +99,19 @@ MX_INLINE void load_rows(const u16 *src, i64 ss, int row0, int rows, in_vec (&t)
 // were loaded as 0 and do not count.  With no mean to subtract, x = in * mul
 // rounds monotonically, so the block's max |x| is |mul| * max |in| rounded
 // once, exactly what taking max |x| element by element gives.
+MX_INLINE float pair_max_to_f32(u32 m2) { return fmaxf(in_to_f32((u16)m2), in_to_f32((u16)(m2 >> 16))); }
+// One vector's largest |in| the same way (the per-thread groups' maxima, a
+// slot at a time).
+MX_INLINE float vec_in_amax(const in_vec &v) {
+  if (VEC == 1) return abs_f(in_to_f32(v.h[0]));
+  u32 m2 = 0u;
+#pragma unroll
+  for (int e = 0; e + 1 < VEC; e += 2) {
+    const u32 pair = *(const u32 *)&v.h[e] & 0x7fff7fffu;
+    asm("max.${PAIR}x2 %0, %0, %1;" : "+r"(m2) : "r"(pair));
+  }
+  return pair_max_to_f32(m2);
+}
 MX_INLINE float in_amax(const in_vec (&t)[LANE_VECS]) {
   u32 m2 = 0u;
 #pragma unroll
@@ -108,8 +121,7 @@ MX_INLINE float in_amax(const in_vec (&t)[LANE_VECS]) {
       const u32 pair = *(const u32 *)&t[j].h[e] & 0x7fff7fffu;
       asm("max.${PAIR}x2 %0, %0, %1;" : "+r"(m2) : "r"(pair));
     }
-  float amax = in_to_f32((u16)m2);
-  amax = fmaxf(amax, in_to_f32((u16)(m2 >> 16)));
+  float amax = pair_max_to_f32(m2);
   if (VEC == 1)
 #pragma unroll
     for (int j = 0; j < LANE_VECS; j++) amax = fmaxf(amax, abs_f(in_to_f32(t[j].h[0])));
@@ -207,6 +219,151 @@ MX_INLINE void quantize_rows(const u16 *src, i64 ss, int row0, int rows, float m
   constexpr int PAD_COLS = D32 - D > 0 ? D32 - D : 1;
   if (D32 > D)
     for (int i = threadIdx.x % 32; i < 16 * PAD_COLS; i += 32) dst[i / PAD_COLS * D32 + D + i % PAD_COLS] = 0;
+}
+
+// ---- per-thread groups (PER_THREAD: SageAttention2's sm90 scheme) -------
+// A scale for the rows one thread of an MMA fragment holds: within a 16-row
+// block, Q's row r is in group r % 8 (rows g and g + 8: G = 8 groups a
+// block); K's key r of a 128-key window in group (r % 8) / 2 (G = 4 groups a
+// window, each spread over its eight 16-key blocks).  numerics' per-thread
+// quantizer (mx_int8_quantize_per_thread) is the same bit for bit: each
+// group's amax over its rows, scale = amax / 127, codes by that scale.
+template <int G> MX_INLINE int row_group(int r) { return G == 8 ? r % 8 : r % 8 / 2; }
+
+// The channel means the lane meets (quantize_rows says why one set can serve).
+constexpr int MEAN_SETS = 32 % ROW_VECS == 0 ? 1 : LANE_VECS;
+MX_INLINE void load_means(const float *mean, float (&m)[MEAN_SETS][VEC]) {
+#pragma unroll
+  for (int j = 0; j < MEAN_SETS; j++) {
+    int r, c;
+    const bool in_tile = tile_slot(j, r, c);
+#pragma unroll
+    for (int e = 0; e < VEC; e++) m[j][e] = mean && in_tile ? mean[c + e] : 0.f;
+  }
+}
+MX_INLINE float x_of(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][VEC], int j, int e, float mul,
+                     bool has_mean) {
+  const float x = in_to_f32(t[j].h[e]) * mul;
+  return has_mean ? x - m[MEAN_SETS == 1 ? 0 : j][e] : x;
+}
+
+// The lane's largest |x| of each group over its loaded 16-row block at row0
+// (rows at or past `rows` do not count), into amax.  Without a mean, the
+// largest |in| of each slot in the input format, times |mul| once at the
+// end (in_amax says why that is exact).
+template <int G> MX_INLINE void group_amax(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][VEC], int row0,
+                                           int rows, float mul, bool has_mean, float (&amax)[G]) {
+#pragma unroll
+  for (int j = 0; j < LANE_VECS; j++) {
+    int r, c;
+    if (!tile_slot(j, r, c) || row0 + r >= rows) continue;
+    float v = 0.f;
+    if (has_mean) {
+#pragma unroll
+      for (int e = 0; e < VEC; e++) v = fmaxf(v, abs_f(x_of(t, m, j, e, mul, true)));
+    } else {
+      v = vec_in_amax(t[j]);
+    }
+    // Every group takes the slot's maximum or 0 (a select per group): a
+    // conditional update was turned into a store at a computed index, which
+    // put amax in local memory.
+#pragma unroll
+    for (int g = 0; g < G; g++) amax[g] = fmaxf(amax[g], row_group<G>(r) == g ? v : 0.f);
+  }
+  if (!has_mean)
+#pragma unroll
+    for (int g = 0; g < G; g++) amax[g] = __fmul_rn(amax[g], abs_f(mul));
+}
+
+// The codes of the loaded block by each row's group scale, which lane g % G
+// holds (lane_scale) with its reciprocal: each slot fetches its row's by a
+// shuffle (an array of G picked by the row went to local memory; a division
+// a slot cost more than the shuffles).  Padding rows (K) and columns are 0.
+template <int G> MX_INLINE void group_codes(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][VEC], int row0,
+                                            int rows, float mul, bool has_mean, float lane_scale, u8 *dst) {
+  const scale_recip lane_recip = scale_reciprocal(lane_scale);
+  // With every scale at least 2^-100, k = 1 and every scale is above 0.
+  const bool no_clamp = __all_sync(0xffffffffu, !(lane_scale < 0x1p-100f));
+  auto write_codes = [&](auto clamp_free) {
+#pragma unroll
+    for (int j = 0; j < LANE_VECS; j++) {
+      int r, c;
+      const bool slot = tile_slot(j, r, c);
+      const int from = row_group<G>(r);    // every lane takes part in the shuffles
+      const scale_recip ri = {clamp_free.value ? 1.f : __shfl_sync(0xffffffffu, lane_recip.k, from),
+                              __shfl_sync(0xffffffffu, lane_recip.inv, from)};
+      const bool coded = clamp_free.value || __shfl_sync(0xffffffffu, lane_scale, from) > 0.f;
+      if (!slot) continue;
+      u32 code[VEC];
+#pragma unroll
+      for (int e = 0; e < VEC; e++) code[e] = int8_code<decltype(clamp_free)::value>(x_of(t, m, j, e, mul, has_mean), ri);
+      store_codes(dst + r * D32 + c, code, coded && (!has_mean || row0 + r < rows));
+    }
+  };
+  if (no_clamp) write_codes(mx_bool<true>());
+  else write_codes(mx_bool<false>());
+  constexpr int PAD_COLS = D32 - D > 0 ? D32 - D : 1;
+  if (D32 > D)
+    for (int i = threadIdx.x % 32; i < 16 * PAD_COLS; i += 32) dst[i / PAD_COLS * D32 + D + i % PAD_COLS] = 0;
+}
+
+// One warp quantizes Q's 16-row block at row0 with its eight per-thread
+// groups (rows g and g + 8); scale_out gets the eight scales.  One load of
+// each element, held in registers for the maxima and the codes, as
+// quantize_rows does (the pass is bound by memory).
+MX_INLINE void quantize_q_per_thread(const u16 *src, i64 ss, int row0, int rows, float mul, u8 *dst,
+                                     float *scale_out) {
+  in_vec t[LANE_VECS];
+  load_rows(src, ss, row0, rows, t);
+  float m[MEAN_SETS][VEC];
+  load_means(nullptr, m);
+  float amax[8];
+#pragma unroll
+  for (int g = 0; g < 8; g++) amax[g] = 0.f;
+  group_amax<8>(t, m, row0, rows, mul, false, amax);
+  const int lane = threadIdx.x % 32;
+  float lane_scale = 0.f;                  // group lane % 8's
+#pragma unroll
+  for (int g = 0; g < 8; g++) {
+    const float s = div_rn(warp_max(amax[g]), 127.f);
+    if (lane % 8 == g) lane_scale = s;
+  }
+  if (lane < 8) scale_out[lane] = lane_scale;
+  group_codes<8>(t, m, row0, rows, mul, false, lane_scale, dst);
+}
+
+// The block's eight warps quantize K's 128-key window at window0, a 16-key
+// block each (warp w: keys window0 + 16 w; `live` false past the padded
+// keys, which still meet the barrier), with the window's four per-thread
+// groups (keys with the same (k % 8) / 2, spread over all eight blocks): each
+// warp's group maxima meet in shared memory.  Every element is loaded once.
+// scale_out gets the four scales.
+MX_INLINE void quantize_k_window(const u16 *src, i64 ss, int window0, bool live, int rows, const float *mean,
+                                 u8 *dst, float *scale_out) {
+  __shared__ float warp_amax[8][4];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, row0 = window0 + 16 * warp;
+  in_vec t[LANE_VECS];
+  float m[MEAN_SETS][VEC];
+  float amax[4] = {0.f, 0.f, 0.f, 0.f};
+  if (live) {
+    load_rows(src, ss, row0, rows, t);
+    load_means(mean, m);
+    group_amax<4>(t, m, row0, rows, 1.f, mean != nullptr, amax);
+  }
+  float mine = 0.f;                        // group lane % 4's maximum over the warp
+#pragma unroll
+  for (int g = 0; g < 4; g++) {
+    const float w = warp_max(amax[g]);
+    if (lane % 4 == g) mine = w;
+  }
+  if (lane < 4) warp_amax[warp][lane] = mine;
+  __syncthreads();
+  float window_amax = 0.f;
+#pragma unroll
+  for (int w = 0; w < 8; w++) window_amax = fmaxf(window_amax, warp_amax[w][lane % 4]);
+  const float lane_scale = div_rn(window_amax, 127.f);
+  if (warp == 0 && lane < 4) scale_out[lane] = lane_scale;
+  if (live) group_codes<4>(t, m, row0, rows, 1.f, mean != nullptr, lane_scale, dst);
 }
 
 // corr[r] = q_r . mean for the 16 rows (q already in base-2 units): the smooth-K

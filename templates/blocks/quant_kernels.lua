@@ -61,32 +61,45 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_stats(const mx_kernel_
   if (FP8_V) ((float *)ws_at(a, WS_VSCALE))[kh * D32 + c] = div_rn(vmax, 448.f);
 }
 
-// Kernel 2, quant.  Grid (ceil(max(nqp, nkp) / 64), heads_q + heads_kv, batch),
-// 128 threads: a warp per 16-row group; y < heads_q quantizes a Q head, the
-// rest a KV head.
+// Kernel 2, quant.  Grid (ceil(max(nqp, nkp) / (16 * QUANT_WARPS)), heads_q +
+// heads_kv, batch), QUANT_WARPS warps: a warp per 16-row block of Q and of K
+// (and K's block of V); y < heads_q quantizes a Q head, the rest a KV head.
+// With PER_THREAD a block's eight warps cover one 128-key window, the span
+// of K's per-thread groups (quantize_k_window).
+constexpr int QUANT_WARPS = PER_THREAD ? 8 : 4;
+MX_INLINE int qscales_a_head(int nqp) { return PER_THREAD ? nqp / 2 : nqp / 16; }
+MX_INLINE int kscales_a_head(int nkp) { return PER_THREAD ? (nkp + 127) / 128 * 4 : nkp / 16; }
 extern "C" __global__ void __launch_bounds__(${QUANT_BOUNDS}) ${NAME}_quant(const mx_kernel_args a) {
   const int warp = threadIdx.x / 32, batch = blockIdx.z;
-  const int row0 = (blockIdx.x * 4 + warp) * 16;
+  const int block0 = blockIdx.x * QUANT_WARPS * 16, row0 = block0 + warp * 16;
   const int nqp = pad_q(a.seq_q), nkp = pad_k(a.seq_k);
   if ((int)blockIdx.y < a.heads_q) {
     const int head = blockIdx.y;
     if (row0 >= nqp) return;
     const i64 qh = (i64)batch * a.heads_q + head;
     const u16 *q = (const u16 *)a.q + batch * a.q_sb + head * a.q_sh;
-    quantize_rows(q, a.q_ss, row0, a.seq_q, a.scale_log2, nullptr,
-                  ws_at(a, WS_Q8) + (qh * nqp + row0) * D32, (float *)ws_at(a, WS_QSCALE) + qh * (nqp / 16) + row0 / 16);
+    u8 *q8 = ws_at(a, WS_Q8) + (qh * nqp + row0) * D32;
+    float *qs = (float *)ws_at(a, WS_QSCALE) + qh * qscales_a_head(nqp);
+    if (PER_THREAD) quantize_q_per_thread(q, a.q_ss, row0, a.seq_q, a.scale_log2, q8, qs + row0 / 2);
+    else quantize_rows(q, a.q_ss, row0, a.seq_q, a.scale_log2, nullptr, q8, qs + row0 / 16);
     if (WRITE_LSE && SMOOTH_K) {
       const float *mean = (const float *)ws_at(a, WS_KMEAN) + ((i64)batch * a.heads_kv + head / a.gqa) * D32;
       smooth_k_correction(q, a.q_ss, row0, a.seq_q, a.scale_log2, mean, (float *)ws_at(a, WS_CORR) + qh * nqp + row0);
     }
   } else {
     const int kv_head = blockIdx.y - a.heads_q;
-    if (row0 >= nkp) return;
+    // The whole block leaves together (quantize_k_window's barrier); a warp
+    // past the padded keys stays for it.
+    if (block0 >= nkp) return;
+    const bool live = row0 < nkp;
     const i64 kh = (i64)batch * a.heads_kv + kv_head;
     const u16 *k = (const u16 *)a.k + batch * a.k_sb + kv_head * a.k_sh;
     const float *mean = SMOOTH_K ? (const float *)ws_at(a, WS_KMEAN) + kh * D32 : nullptr;
-    quantize_rows(k, a.k_ss, row0, a.seq_k, 1.f, mean,
-                  ws_at(a, WS_K8) + (kh * nkp + row0) * D32, (float *)ws_at(a, WS_KSCALE) + kh * (nkp / 16) + row0 / 16);
+    u8 *k8 = ws_at(a, WS_K8) + (kh * nkp + row0) * D32;
+    float *ks = (float *)ws_at(a, WS_KSCALE) + kh * kscales_a_head(nkp);
+    if (PER_THREAD) quantize_k_window(k, a.k_ss, block0, live, a.seq_k, mean, k8, ks + block0 / 32);
+    else if (live) quantize_rows(k, a.k_ss, row0, a.seq_k, 1.f, mean, k8, ks + row0 / 16);
+    if (!live) return;
     if (FP8_V) {
       const u16 *v = (const u16 *)a.v + batch * a.v_sb + kv_head * a.v_sh;
       quantize_v_transposed(v, a.v_ss, row0, a.seq_k, (const float *)ws_at(a, WS_VSCALE) + kh * D32,
@@ -105,6 +118,16 @@ extern "C" __global__ void __launch_bounds__(${QUANT_BOUNDS}) ${NAME}_quant(cons
 -- measured slower, and even a minimum of one block changed its register
 -- heuristic (int8-f16: 96 -> 108), so no minimum is written there.  Since
 -- session 10's pass it takes 80 (int8-fp8) and 70 (int8-f16) on its own.
-local function quant_bounds(head_dim) return head_dim <= 64 and head_dim % 32 == 0 and "128, 6" or "128" end
+-- PER_THREAD's blocks are twice the size (eight warps), so half the blocks
+-- give the same 768 threads an SM.
+local function quant_bounds(head_dim, per_thread)
+  local threads = per_thread and 256 or 128
+  if head_dim <= 64 and head_dim % 32 == 0 then return string.format("%d, %d", threads, 768 // threads) end
+  return tostring(threads)
+end
 
-return function(p) return U.fill(KERNELS, { NAME = p.name, QUANT_BOUNDS = quant_bounds(p.head_dim) }) end
+-- p: name, head_dim, per_thread (the kernels' PER_THREAD).
+return function(p)
+  return U.fill(KERNELS, { NAME = p.name, QUANT_BOUNDS = quant_bounds(p.head_dim, p.per_thread) })
+end
+

@@ -229,21 +229,33 @@ end
 -- The int8/e4m3 operands' pieces of a key tile, shared by attend_tile and
 -- the overlap=1 turns (blocks/wgmma_overlap.lua).
 local PIECES = [[
-// The tile's BN/16 key scales (the same for every thread: broadcast loads),
-// four or two at a time: a head's scales start on a 256-byte section plus
-// nkp / 16 floats a head, nkp a multiple of BN, so a tile's run of BN/16
-// floats is aligned to its size (BN >= 32).  One LDG each cost 8 of a warp's
-// ~640 instructions a tile at BN = 128.
-MX_INLINE void load_kscale(float (&kscale)[BN / 16], const float *ks, int t) {
+// The tile's key scales a thread meets (KS_N).  With PER_THREAD one: its
+// group's, (k mod 8) / 2 = lane % 4, of the tile's 128-key window.  Else the
+// tile's BN/16 (the same for every thread: broadcast loads), four or two at a
+// time: a head's scales start on a 256-byte section plus nkp / 16 floats a
+// head, nkp a multiple of BN, so a tile's run of BN/16 floats is aligned to
+// its size (BN >= 32).  One LDG each cost 8 of a warp's ~640 instructions a
+// tile at BN = 128.
+MX_INLINE void load_kscale(float (&kscale)[KS_N], const float *ks, int t) {
+  if constexpr (PER_THREAD) {
+    // The window's four by one broadcast load from a uniform address (a
+    // per-thread address held a 64-bit pointer across the loop: registers the
+    // four-block kernels do not have), then the thread's by its lane % 4.
+    float w[4];
+    asm("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(w[0]), "=f"(w[1]), "=f"(w[2]), "=f"(w[3]) : "l"(ks + t * BN / 128 * 4));
+    const int i = threadIdx.x % 4;
+    kscale[0] = i < 2 ? (i == 0 ? w[0] : w[1]) : (i == 2 ? w[2] : w[3]);
+    return;
+  }
   const float *p = ks + t * (BN / 16);
   if constexpr (BN / 16 % 4 == 0) {
 #pragma unroll
-    for (int i = 0; i < BN / 16; i += 4)
+    for (int i = 0; i < KS_N; i += 4)
       asm("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];"
           : "=f"(kscale[i]), "=f"(kscale[i + 1]), "=f"(kscale[i + 2]), "=f"(kscale[i + 3]) : "l"(p + i));
   } else {
 #pragma unroll
-    for (int i = 0; i < BN / 16; i += 2)
+    for (int i = 0; i < KS_N; i += 2)
       asm("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(kscale[i]), "=f"(kscale[i + 1]) : "l"(p + i));
   }
 }
@@ -264,14 +276,13 @@ template <bool FRESH = false> MX_INLINE void issue_qk(int (&acc)[1][NT][4], u64 
   wgmma_commit();
 }
 
-// Scores in base 2: the 16-row group's Q scale times each 16-key group's K
-// scale.  The int -> float conversion is exact (exact_s32_to_f32 says why and
+// Scores in base 2: the thread's Q scale times each key group's K scale.  The int -> float conversion is exact (exact_s32_to_f32 says why and
 // how), so the product rounds once, as (float)acc * scale would.
 MX_INLINE void dequant_scores(float (&s)[1][NT][4], const int (&acc)[1][NT][4], float qscale,
-                              const float (&kscale)[BN / 16]) {
+                              const float (&kscale)[KS_N]) {
 #pragma unroll
   for (int nt = 0; nt < NT; nt++) {
-    const float scale = qscale * kscale[nt / 2];
+    const float scale = qscale * kscale[nt / NT_G];
 #pragma unroll
     for (int e = 0; e < 4; e++) s[0][nt][e] = exact_s32_to_f32(acc[0][nt][e]) * scale;
   }
@@ -281,9 +292,10 @@ MX_INLINE void dequant_scores(float (&s)[1][NT][4], const int (&acc)[1][NT][4], 
 // accumulators in as few instructions per score as we could: the kernel is
 // bound by issue (bench/NOTES.md), and converting, dequantizing, subtracting
 // the max and scaling P onto E4M3's range each cost one per score before.
-//  - The row max is taken over each 16-key group's integers and scaled once
+//  - The row max is taken over each key group's integers and scaled once
 //    per group: the scales are positive, so max(acc) * scale is the largest
-//    product, rounded as each product would be.  The group's maximum goes to
+//    product, rounded as each product would be.  With PER_THREAD the
+//    thread's scores share one scale: one group.  The group's maximum goes to
 //    fp32 by cvt (one I2FP, exact below 2^24): the magic-number conversion
 //    costs two instructions where no FFMA absorbs its subtraction.
 //  - Conversion, dequantization and minus-max are one FFMA: the bits
@@ -297,14 +309,15 @@ MX_INLINE void dequant_scores(float (&s)[1][NT][4], const int (&acc)[1][NT][4], 
 // and the INT8 quantization moves a score by many units.
 constexpr float LOG2_448 = 8.8073549220576f;
 MX_INLINE void softmax_acc(float (&s)[1][NT][4], const int (&acc)[1][NT][4], float (&row_max)[1][2],
-                           float (&row_sum)[1][2], float (&alphas)[1][2], float qscale, const float (&kscale)[BN / 16]) {
+                           float (&row_sum)[1][2], float (&alphas)[1][2], float qscale, const float (&kscale)[KS_N]) {
 #pragma unroll
   for (int h = 0; h < 2; h++) {
     float m = MX_NEG_INF;
 #pragma unroll
-    for (int g = 0; g < BN / 16; g++) {
-      const int top = max(max(acc[0][2 * g][2 * h], acc[0][2 * g][2 * h + 1]),
-                          max(acc[0][2 * g + 1][2 * h], acc[0][2 * g + 1][2 * h + 1]));
+    for (int g = 0; g < KS_N; g++) {
+      int top = acc[0][g * NT_G][2 * h];
+#pragma unroll
+      for (int nt = g * NT_G; nt < (g + 1) * NT_G; nt++) top = max(top, max(acc[0][nt][2 * h], acc[0][nt][2 * h + 1]));
       m = fmaxf(m, __int2float_rn(top) * (qscale * kscale[g]));
     }
     m = fmaxf(row_max[0][h], quad_max(m));   // finite: the tile has a key for every row
@@ -312,12 +325,12 @@ MX_INLINE void softmax_acc(float (&s)[1][NT][4], const int (&acc)[1][NT][4], flo
     row_max[0][h] = m;
     float sum = 0.f;
 #pragma unroll
-    for (int g = 0; g < BN / 16; g++) {
+    for (int g = 0; g < KS_N; g++) {
       // c from kscale rather than scale: one product fewer live at a time
       // (the ping-pong kernel has no register to spare during its turns).
       const float scale = qscale * kscale[g], c = fmaf(12582912.f * qscale, kscale[g], m - LOG2_448);
 #pragma unroll
-      for (int nt = 2 * g; nt < 2 * g + 2; nt++)
+      for (int nt = g * NT_G; nt < (g + 1) * NT_G; nt++)
 #pragma unroll
         for (int e = 2 * h; e < 2 * h + 2; e++) {
           s[0][nt][e] = __int_as_float(0x4B400000 + acc[0][nt][e]);
@@ -335,7 +348,7 @@ MX_INLINE void softmax_acc(float (&s)[1][NT][4], const int (&acc)[1][NT][4], flo
 // mask with -inf, softmax_tile with the same log2 448 shift.
 MX_INLINE void softmax_tile_acc(float (&s)[1][NT][4], const int (&acc)[1][NT][4], int t, int warp_row0,
                                 const mx_kernel_args &a, float (&row_max)[1][2], float (&row_sum)[1][2],
-                                float (&alphas)[1][2], float qscale, const float (&kscale)[BN / 16]) {
+                                float (&alphas)[1][2], float qscale, const float (&kscale)[KS_N]) {
   if (tile_needs_mask(t, warp_row0, a)) {
     dequant_scores(s, acc, qscale, kscale);
     mask_scores(s, warp_row0, t * BN, a.seq_k, a.causal_offset);
@@ -438,7 +451,7 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
                            u64 desc_k, u64 desc_v, u32 bar_k, u32 bar_v, u32 parity, int t, int warp_row0,
                            float qscale, const float *ks, u64 desc_ones, const mx_kernel_args &a) {
   // Issued before the wait so their latency hides behind it.
-  float kscale[BN / 16];
+  float kscale[KS_N];
   load_kscale(kscale, ks, t);
 
   int acc[1][NT][4];
@@ -529,8 +542,10 @@ local SETUP = U.fill(WC.BLOCK_SETUP, { where = [[
 local CONSUME = [[
   const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
   const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;  // a 16-row group: one Q scale
-  const float qscale = ((const float *)ws_at(a, WS_QSCALE))[qh * (nqp / 16) + warp_row0 / 16];
-  const float *ks = (const float *)ws_at(a, WS_KSCALE) + kh * (nkp / 16);
+  // The thread's Q scale: its rows' pair (PER_THREAD), or its warp's 16 rows.
+  const float qscale = ((const float *)ws_at(a, WS_QSCALE))[qh * qscales_a_head(nqp) +
+                                                              (PER_THREAD ? warp_row0 / 2 + threadIdx.x % 32 / 4 : warp_row0 / 16)];
+  const float *ks = (const float *)ws_at(a, WS_KSCALE) + kh * kscales_a_head(nkp);
 ]] .. WC.CONSUMER_STATE .. [[
   // Descriptors of this warpgroup's 64 Q rows and of ring slot 0's K8 and
   // V^T; a k-step or a slot only adds to the start address (the low 14 bits).
@@ -566,7 +581,7 @@ local EPILOGUE = [[
 local OV = require("blocks.wgmma_overlap")
 local GRID_NOTE = "// Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query blocks first.\n"
 local KERNEL_PP = GRID_NOTE .. OV.kernel({
-  decls = "      float s[1][NT][4], alpha[2], kscale[BN / 16], pv[1][PV_DT][4];\n      int acc[1][NT][4];\n      u32 pa[BN / 32][4];",
+  decls = "      float s[1][NT][4], alpha[2], kscale[KS_N], pv[1][PV_DT][4];\n      int acc[1][NT][4];\n      u32 pa[BN / 32][4];",
   acc = "acc", pv = "pv", fold = "add_pv(o, pv);", fetch0 = "load_kscale(kscale, ks, 0);", fetch = "load_kscale(kscale, ks, t);",
   scores = "dequant_scores(s, acc, qscale, kscale);", scale = "1.f",
   k_step = "K_BYTES / 16", v_step = "V_BYTES / 16",
@@ -593,7 +608,7 @@ ${SETUP}
     for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) load_kv(s);
   }
 ${CONSUME}
-  float kscale[BN / 16];
+  float kscale[KS_N];
   int acc[1][NT][4];
   u32 pa_a[BN / 32][4], pa_b[BN / 32][4];
   float alphas_a[1][2], alphas_b[1][2];
@@ -680,6 +695,10 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH_K}, F
 // ping-pong's turns have no register left for softmax_acc's constants).
 constexpr float P_UNIT = ${P_UNIT};
 constexpr int V_TERMS = ${V_TERMS};     // E4M3 terms of V (issue_pv)
+// INT8 scales in SageAttention2's per-thread groups (blocks/quant_int8.lua):
+// a thread meets KS_N K scales a key tile, each over NT_G of its 8-key chunks.
+constexpr bool PER_THREAD = true;
+constexpr int KS_N = PER_THREAD ? 1 : BN / 16, NT_G = NT / KS_N;
 constexpr int V_SLOTS = ${V_SLOTS};     // V^T ring slots: STAGES, or 1 (v_slots says when)
 enum { ${WS} };                         // workspace sections
 ]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps, STAGES = t.stages,
@@ -701,7 +720,7 @@ enum { ${WS} };                         // workspace sections
     require("blocks.quant_int8")(t),
     require("blocks.quant_fp8v")(t),
     require("blocks.pv_fp8")(t),                       -- pack_e4m3x4 and pv_finish
-    require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim }),
+    require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = true }),
     require("blocks.tma_mbarrier")(t),
     require("blocks.wgmma_int8")({ bn = t.block_n, dv = dv(t) // pv_slices(t) }),
     require("blocks.softmax")(t, { split = true }),   -- rescale_o
