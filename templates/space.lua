@@ -63,6 +63,9 @@ S.params = {
   { name = "rowsum_mma", role = "knob", values = { 0, 1 }, default = 0,
     families = { ["int8-fp8"] = true }, quiet_default = true,
     help = "wgmma, overlap=0: the softmax's row sums by the tensor cores (P in E4M3 times a column of ones) instead of an FADD a score; the heuristic default picks 1 but for causal above head_dim 64" },
+  { name = "fuse_q", role = "knob", values = { 0, 1 }, default = 0,
+    families = { ["int8-fp8"] = true }, quiet_default = true,
+    help = "wgmma, overlap=0|2, no producer warpgroup: the attention kernel quantizes its own Q rows into shared memory (one pass over Q less, no Q8 in the workspace) instead of the quant kernel" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 192, 256 },
     help = "query rows per thread block" },
   { name = "block_n", role = "knob", values = { 16, 32, 64, 96, 128, 160, 176, 192 },
@@ -179,6 +182,19 @@ S.constraints = {
     if (t.rowsum_mma or 0) == 1 and (t.variant ~= "wgmma" or t.overlap ~= 0) then
       return string.format("rowsum_mma=1: only variant=wgmma with overlap=0, not variant=%s overlap=%d",
                            tostring(t.variant), t.overlap or 0)
+    end
+  end,
+  -- fuse_q's consumers meet at a block barrier once Q is written, so every
+  -- thread must be a consumer: no producer warpgroup, no ping-pong.
+  function(t)
+    if (t.fuse_q or 0) ~= 1 then return nil end
+    if t.variant ~= "wgmma" or t.overlap == 1 then
+      return string.format("fuse_q=1: only variant=wgmma with overlap=0 or 2, not variant=%s overlap=%d",
+                           tostring(t.variant), t.overlap or 0)
+    end
+    if t.block_m and t.warps and t.warps ~= t.block_m // 16 then
+      return string.format("fuse_q=1: every warp must be a consumer (warps = block_m/16 = %d), not warps=%d (a producer warpgroup)",
+                           t.block_m // 16, t.warps)
     end
   end,
   -- overlap=1 is one schedule of the wgmma kernels (blocks/wgmma_overlap.lua):
@@ -364,6 +380,7 @@ function S.help()
   lines[#lines + 1] = "  overlap=1 (wgmma, f16 and int8-fp8): block_m=128, warps=12"
   lines[#lines + 1] = "  overlap=2 (wgmma, int8-fp8): block_m=64, warps=4, block_n=64|128, stages=3, head_dim<=128"
   lines[#lines + 1] = "  rowsum_mma=1 (wgmma, int8-fp8): overlap=0"
+  lines[#lines + 1] = "  fuse_q=1 (wgmma, int8-fp8): overlap=0 or 2, warps = block_m/16 (no producer warpgroup)"
   lines[#lines + 1] = "  blocks_per_sm=4|5 (wgmma, int8-fp8): block_m=64, warps=4, overlap=0, head_dim<=64; 5: block_n<=64"
   lines[#lines + 1] = "  persistent=1 (f16): overlap=1; block_n 96|160|176|192: f16 variant=wgmma only"
   lines[#lines + 1] = "  split=1 (f16): persistent=1, causal=0, head_dim/2 + block_n/2 + 32 <= 160"

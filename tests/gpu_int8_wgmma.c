@@ -23,8 +23,12 @@
  *  6. blocks_per_sm=4|5 (the one-warpgroup kernel compiled for more blocks an
  *     SM, D <= 64): the same checks (`gpu_int8_wgmma '*more_blocks*'`);
  *  7. rowsum_mma=1 (the row sums by MMA): against the pipeline reference that
- *     sums P as E4M3 (`gpu_int8_wgmma '*rowsum*'`).
- * The quantization kernels are the mma variant's, unchanged; tests/gpu_int8.c
+ *     sums P as E4M3 (`gpu_int8_wgmma '*rowsum*'`);
+ *  8. fuse_q=1 (the attention kernel quantizes its own Q into the swizzled
+ *     Q8 tile): against the same pipeline reference, so a code in the wrong
+ *     place of the tile reads as an error of whole rows (`gpu_int8_wgmma
+ *     '*fuse_q*'`).
+ * The quantization kernels are shared with the mma variant; tests/gpu_int8.c
  * checks them bit for bit.  Skips (77) without a GPU, and without an sm_90 one.
  * A watchdog ends the process if one case takes minutes (a kernel that waits
  * on an mbarrier or a named barrier forever).  An argument filters the tests
@@ -638,6 +642,32 @@ static void test_rowsum_mma(void **state) {
     assert_int_equal(failures, 0);
 }
 
+/* fuse_q=1: each consumer warp loads, quantizes and writes its 16 Q rows
+ * into the Q8 tile where the TMA would have (the 128-, 64- and 32-byte
+ * swizzles: D32 of 128, 64 and 96), one and two consumer warpgroups, both
+ * schedules that allow it, and the LSE's smooth-K term it now computes
+ * (the lengths cases: tails, causal, rows past seq_q). */
+static void test_fuse_q(void **state) {
+    static const char *configs[] = {WG "block_m=64 warps=4 block_n=128 stages=2 rowsum_mma=1 fuse_q=1",
+                                    WG "block_m=64 warps=4 block_n=128 stages=3 blocks_per_sm=4 rowsum_mma=1 fuse_q=1",
+                                    WG "block_m=64 warps=4 block_n=64 stages=3 fuse_q=1",
+                                    WG "overlap=2 block_m=64 warps=4 block_n=128 stages=3 fuse_q=1",
+                                    WG "block_m=128 warps=8 block_n=64 stages=2 fuse_q=1",
+                                    WG "block_m=64 warps=4 block_n=64 stages=3 fuse_q=1"};
+    static const int dims[] = {128, 64, 96, 128, 40, 256};
+    int failures = 0;
+    for (int i = 0; i < 6; i++)
+        for (int rep = 0; rep < 2; rep++) {
+            gpu_case c = gpu_head_dim_case("int8-fp8", dims[i], i + rep);
+            c.dtype = rep ? MXATTN_F16 : c.dtype;
+            failures += check_case(&c, configs[i], gpu_seed_base() + 1700 + 10 * i + rep);
+        }
+    gpu_case c;
+    for (int i = 0; gpu_lengths_case("int8-fp8", 5, i, &c); i++)
+        failures += check_case(&c, configs[i % 2], gpu_seed_base() + 1780 + i);   /* D=128 / D=64 */
+    assert_int_equal(failures, 0);
+}
+
 /* V in two E4M3 terms (v_terms=2): against the pipeline reference with the
  * same two terms, across tiles, schedules, tails, causal and GQA; and on the
  * same inputs it must cut the error against fp64 well below one term's (the
@@ -734,6 +764,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_pipelined_speed),
         cmocka_unit_test(test_more_blocks),
         cmocka_unit_test(test_rowsum_mma),
+        cmocka_unit_test(test_fuse_q),
         cmocka_unit_test(test_exp_poly),
         cmocka_unit_test(test_long_rows),
         cmocka_unit_test(test_v_terms),

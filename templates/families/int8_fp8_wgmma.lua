@@ -222,8 +222,11 @@ function WG.prior(t)
   local more_blocks = ({ [0] = 1, [4] = 1.05, [5] = 1 })[t.blocks_per_sm or 0]
   -- rowsum_mma: 1-3% faster than the same tile without it (WG.default).
   local summed = (t.rowsum_mma or 0) == 1 and 1.02 or 1
+  -- fuse_q is not yet measured on a GPU (predicted -2 to -3% at N=4096,
+  -- more at N=1024): a little below its plain twin until it is.
+  local fused = (t.fuse_q or 0) == 1 and 0.99 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
-         * (1 - 0.05 * t.exp_poly) * three * pipelined * more_blocks * summed
+         * (1 - 0.05 * t.exp_poly) * three * pipelined * more_blocks * summed * fused
 end
 
 -- The int8/e4m3 operands' pieces of a key tile, shared by attend_tile and
@@ -442,6 +445,60 @@ MX_INLINE void fold_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], con
 }
 ]]
 
+-- fuse_q: each consumer warp quantizes its own 16 Q rows into the Q8 tile
+-- (the quant kernel then skips Q: one pass over Q less, and no Q8 in the
+-- workspace).  The codes must sit where the TMA would have put them, since
+-- the wgmma descriptor reads the tile swizzled.
+local FUSED_Q = [[
+// Byte (r, c) of the block's Q8 tile as the TMA lays it out: PANELS_QK panels
+// of WQK columns and BM rows; within a panel (1024-byte aligned) the 16-byte
+// chunk index XORs with bits 7 and up of the byte offset, as many bits as a
+// row has chunks beyond the first (the 128-, 64- and 32-byte swizzles:
+// CUTLASS's Swizzle<3,4,3>, <2,4,3>, <1,4,3> on byte addresses).  VEC codes
+// from column c stay within one chunk.
+MX_INLINE int q8_tile_offset(int r, int c) {
+  const int off = r * WQK + c % WQK;
+  return c / WQK * (BM * WQK) + (off ^ (((off >> 7) & (WQK / 16 - 1)) << 4));
+}
+
+// The warp's 16 rows from warp_row0: codes into the Q8 tile (q8_tile, a
+// generic pointer to it); returns the thread's Q scale, its rows' pair
+// (lanes 4g..4g+3 hold rows g and g + 8).  Then every consumer fences its
+// generic writes for the async proxy and meets the others, so that the
+// warpgroup's 64 rows are whole before its first wgmma reads them (no
+// producer warpgroup: every thread of the block gets here).
+MX_INLINE float quantize_own_q(const mx_kernel_args &a, u8 *q8_tile, int m0, int warp_row0, int batch, int head) {
+  const u16 *q = (const u16 *)a.q + batch * a.q_sb + head * a.q_sh;
+  const int r0 = warp_row0 - m0;
+  const float lane_scale = quantize_q_per_thread(q, a.q_ss, warp_row0, a.seq_q, a.scale_log2,
+                                                 [=](int r, int c) { return q8_tile + q8_tile_offset(r0 + r, c); });
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  return __shfl_sync(0xffffffffu, lane_scale, threadIdx.x % 32 / 4);
+}
+
+// The LSE's smooth-K terms q . mean of the thread's two rows (warp_row0 +
+// lane / 4 and 8 below it), which the quant kernel writes to WS_CORR where it
+// quantizes Q.  Computed at the end rather than beside the quantization:
+// nothing of it then stays live across the key loop (at D=64 with four
+// blocks, causal, the prologue's version spilled 8 bytes).
+MX_INLINE void own_q_corrections(const mx_kernel_args &a, int warp_row0, int batch, int head, i64 kh, float (&corr)[2]) {
+  const u16 *q = (const u16 *)a.q + batch * a.q_sb + head * a.q_sh;
+  const float *mean = (const float *)ws_at(a, WS_KMEAN) + kh * D32;
+  const int lane = threadIdx.x % 32;
+  corr[0] = corr[1] = 0.f;
+#pragma unroll 1
+  for (int r = 0; r < 16; r++) {
+    float dot = 0.f;
+    if (warp_row0 + r < a.seq_q)
+      for (int c = lane; c < D; c += 32) dot += ld_in(q + (i64)(warp_row0 + r) * a.q_ss + c) * a.scale_log2 * mean[c];
+    dot = warp_sum(dot);
+    if (r == lane / 4) corr[0] = dot;
+    if (r == lane / 4 + 8) corr[1] = dot;
+  }
+}
+]]
+
 -- One key tile for one warpgroup, shared by the overlap=0 kernels.
 local ATTEND = [[
 // S = Q K^T (dequantized, base 2), mask, online softmax, O += P V for key
@@ -520,6 +577,7 @@ local SETUP = U.fill(WC.BLOCK_SETUP, { where = [[
     if (V_SLOTS == 1) load_v(t);
   };
   auto load_q = [&]() {
+    if (FUSE_Q) return;                  // the consumers write Q8 themselves (CONSUME)
     mbar_expect_tx(bar_q, Q_BYTES);
 #pragma unroll
     for (int p = 0; p < PANELS_QK; p++) tma_load_4d(sQ + p * BM * WQK, map_q, p * WQK, m0, head, batch, bar_q);
@@ -543,8 +601,9 @@ local CONSUME = [[
   const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
   const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;  // a 16-row group: one Q scale
   // The thread's Q scale: its rows' pair (PER_THREAD), or its warp's 16 rows.
-  const float qscale = ((const float *)ws_at(a, WS_QSCALE))[qh * qscales_a_head(nqp) +
-                                                              (PER_THREAD ? warp_row0 / 2 + threadIdx.x % 32 / 4 : warp_row0 / 16)];
+  const float qscale = FUSE_Q ? quantize_own_q(a, smem + (sQ - smem_addr(smem)), m0, warp_row0, batch, head)
+                              : ((const float *)ws_at(a, WS_QSCALE))[qh * qscales_a_head(nqp) +
+                                                                     (PER_THREAD ? warp_row0 / 2 + threadIdx.x % 32 / 4 : warp_row0 / 16)];
   const float *ks = (const float *)ws_at(a, WS_KSCALE) + kh * kscales_a_head(nkp);
 ]] .. WC.CONSUMER_STATE .. [[
   // Descriptors of this warpgroup's 64 Q rows and of ring slot 0's K8 and
@@ -553,7 +612,7 @@ local CONSUME = [[
   const u64 desc_k = smem_desc(sK, 8 * WQK, SWZ_QK);
   const u64 desc_v = smem_desc(sV, 8 * BN, SWZ_V);
   const u64 desc_ones = smem_desc(base + SM_ONES, 8 * BN, SWZ_V);   // rowsum_mma's B
-  mbar_wait(bar_q, 0);
+  if (!FUSE_Q) mbar_wait(bar_q, 0);
 ]]
 
 local EPILOGUE = [[
@@ -561,10 +620,16 @@ local EPILOGUE = [[
   // Smooth-K: softmax cancels the per-row term q.mean, so O ignores it; the
   // LSE does not, so it goes back into the row max (which only the LSE reads).
   if (WRITE_LSE && SMOOTH_K) {
-    const float *corr = (const float *)ws_at(a, WS_CORR) + qh * nqp;
-    const int lane = threadIdx.x % 32;
+    float corr[2];
+    if (FUSE_Q) {
+      own_q_corrections(a, warp_row0, batch, head, kh, corr);
+    } else {
+      const float *ws_corr = (const float *)ws_at(a, WS_CORR) + qh * nqp;
 #pragma unroll
-    for (int h = 0; h < 2; h++) row_max[0][h] += corr[warp_row0 + lane / 4 + 8 * h];
+      for (int h = 0; h < 2; h++) corr[h] = ws_corr[warp_row0 + threadIdx.x % 32 / 4 + 8 * h];
+    }
+#pragma unroll
+    for (int h = 0; h < 2; h++) row_max[0][h] += corr[h];
   }
   // The row sum carries P's factor 448 (softmax_acc); the LSE must not.
   if (WRITE_LSE && P_UNIT == 1.f) row_max[0][0] -= LOG2_448, row_max[0][1] -= LOG2_448;
@@ -700,12 +765,14 @@ constexpr int V_TERMS = ${V_TERMS};     // E4M3 terms of V (issue_pv)
 constexpr bool PER_THREAD = true;
 constexpr int KS_N = PER_THREAD ? 1 : BN / 16, NT_G = NT / KS_N;
 constexpr int V_SLOTS = ${V_SLOTS};     // V^T ring slots: STAGES, or 1 (v_slots says when)
+constexpr bool FUSE_Q = ${FUSE_Q};      // the consumers quantize Q themselves (FUSED_Q)
 enum { ${WS} };                         // workspace sections
 ]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps, STAGES = t.stages,
       PRODUCER = ws_producer, REGS_P = regs_p, REGS_C = regs_c, WQK = w, SWZ_QK = SWIZZLE_MODE[w],
       SWZ_V = SWIZZLE_MODE[t.block_n] or 3, Q_BYTES = l.q_bytes, K_BYTES = l.k_bytes, V_BYTES = l.v_bytes,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_ONES = l.ones, SM_BAR = l.bar, ROWSUM_MMA = t.rowsum_mma == 1, ONES_BYTES = ONES_BYTES, CAUSAL = t.causal == 1, LSE = t.lse == 1,
-      SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t), WS = table.concat(ws, ", ") })
+      SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t), FUSE_Q = t.fuse_q == 1,
+      WS = table.concat(ws, ", ") })
   local pp = t.overlap == 1
   local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 2 and KERNEL_PIPE or ws_producer and WC.KERNEL_WS or WC.KERNEL,
                         { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
@@ -721,6 +788,7 @@ enum { ${WS} };                         // workspace sections
     require("blocks.quant_fp8v")(t),
     require("blocks.pv_fp8")(t),                       -- pack_e4m3x4 and pv_finish
     require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = true }),
+    FUSED_Q,
     require("blocks.tma_mbarrier")(t),
     require("blocks.wgmma_int8")({ bn = t.block_n, dv = dv(t) // pv_slices(t) }),
     require("blocks.softmax")(t, { split = true }),   -- rescale_o
@@ -741,13 +809,15 @@ function WG.launches(t, pr, canonical)
   local nqp, nkp = U.round_up(pr.seq_q, t.block_m), U.round_up(pr.seq_k, t.block_n)
   local w = panel_qk(t)
   plan.tmaps = {
-    { slot = 0, section = 0, elem_bytes = 1, cols = d32(t), rows = nqp, heads = pr.heads_q, batch = pr.batch,
-      box_cols = w, box_rows = t.block_m, swizzle = w },
     { slot = 1, section = 1, elem_bytes = 1, cols = d32(t), rows = nkp, heads = pr.heads_kv, batch = pr.batch,
       box_cols = w, box_rows = t.block_n, swizzle = w },
     { slot = 2, section = 6, elem_bytes = 1, cols = nkp, rows = t.v_terms * dv(t), heads = pr.heads_kv,
       batch = pr.batch, box_cols = t.block_n, box_rows = t.v_terms * dv(t), swizzle = t.block_n },
   }
+  if t.fuse_q ~= 1 then          -- Q8 from the workspace (fuse_q: written by the consumers)
+    table.insert(plan.tmaps, 1, { slot = 0, section = 0, elem_bytes = 1, cols = d32(t), rows = nqp, heads = pr.heads_q,
+                                  batch = pr.batch, box_cols = w, box_rows = t.block_m, swizzle = w })
+  end
   return plan
 end
 
