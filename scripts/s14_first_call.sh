@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The first device call after session 13 (docs/status-2026-11-30-s13.md); ~7 min, timeout_s 480,
+# everything inside stops by 450 s. Prepare: git checkout fuse-q && bash scripts/prepare_gpu_build.sh;
+# carry build-gpu. The branch holds main plus fuse_q (int8-fp8's attention kernel quantizes its
+# own Q into the swizzled Q8 tile), not yet run on a GPU.
+#   1. gpu_int8_wgmma '*fuse_q*' (against the pipeline reference: a code at the wrong place of the
+#      tile reads as whole rows wrong) and gpu_int8 (the quant kernel, bit for bit), side by side;
+#   2. compute-sanitizer memcheck, racecheck, synccheck on fuse_q=1: D=72 (32-byte swizzle), D=40
+#      with two consumer warpgroups (64-byte), D=128 overlap=2, causal, GQA, LSE;
+#   3. A/B (3 rounds) of fuse_q 0 against 1 on the defaults' tiles: D=128 and 64 at N=1024, 4096,
+#      16384, D=128 N=4096 causal.
+# Prediction (bench/NOTES.md, "Thirteenth session"): fuse_q=1 -2 to -3% at N=4096, -5 to -8% at
+# N=1024, -0.5 to -1% at N=16384.
+cd "$(dirname "$0")/.."
+source scripts/call_prelude.sh
+stamp start
+( timeout 300 $B/tests/gpu_int8_wgmma '*fuse_q*' > "$L/gpu_int8_wgmma_fuse_q.log" 2>&1
+  stamp "gpu_int8_wgmma fuse_q rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$L/gpu_int8_wgmma_fuse_q.log" | tr '\n' ' ')" ) &
+( timeout 300 $B/tests/gpu_int8 > "$L/gpu_int8.log" 2>&1
+  stamp "gpu_int8 rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$L/gpu_int8.log" | tr '\n' ' ')" ) &
+while IFS='|' read -r cfg args; do
+  for tool in memcheck racecheck synccheck; do
+    timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 $B/mxattn run $args --reps 1 \
+      --config "variant=wgmma fuse_q=1 $cfg" > "$L/san.tmp" 2>&1
+    stamp "$tool rc=$? $cfg $args | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|error +rel' "$L/san.tmp" | tr -s ' ' | tr '\n' ' ')"
+    cat "$L/san.tmp" >> "$L/sanitize.log"
+  done
+done <<'RUNS'
+block_m=64 warps=4 block_n=128 stages=2 rowsum_mma=1|--family int8-fp8 --head-dim 72 --seq-q 200 --seq-k 333 --batch 1 --heads 4 --kv-heads 2 --causal bottom-right
+block_m=128 warps=8 block_n=64 stages=2|--family int8-fp8 --head-dim 40 --seq-q 130 --seq-k 257 --batch 2 --heads 4 --kv-heads 1 --causal top-left
+overlap=2 block_m=64 warps=4 block_n=128 stages=3|--family int8-fp8 --head-dim 128 --seq-q 70 --seq-k 150 --batch 1 --heads 2 --kv-heads 1
+RUNS
+rm -f "$L/san.tmp"
+wait
+grep -hE "^FAIL" "$L"/gpu_*.log | head -8 >> "$S"
+runs=""
+for d in 128 64; do
+  [[ $d == 128 ]] && tile="stages=2" || tile="stages=3 blocks_per_sm=4"
+  for n in 1024 4096 16384; do
+    for f in 0 1; do
+      runs+="--family int8-fp8 --head-dim $d --seq $n --batch 4 --heads 32 --config 'variant=wgmma block_m=64 warps=4 block_n=128 $tile rowsum_mma=1 fuse_q=$f'"$'\n'
+    done
+  done
+done
+for f in 0 1; do
+  runs+="--family int8-fp8 --head-dim 128 --seq 4096 --causal top-left --batch 4 --heads 32 --config 'variant=wgmma block_m=64 warps=4 block_n=128 stages=2 fuse_q=$f'"$'\n'
+done
+AB_ROUNDS=3 MXATTN_BUILD=$B OUT=$L/ab AB_RUNS=${runs%$'\n'} timeout $((450 - SECONDS)) bash scripts/device.sh --ab > "$L/ab.log" 2>&1
+stamp "ab rc=$?"
+grep "^## ab median" "$L/ab.log" | sed 's#--batch 4 --heads 32##; s#^## ##; s#variant=wgmma block_m=64 warps=4 block_n=128 ##' >> "$S"
+finish_call
+exit 0
