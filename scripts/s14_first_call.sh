@@ -18,19 +18,11 @@ stamp start
   stamp "gpu_int8_wgmma fuse_q rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$L/gpu_int8_wgmma_fuse_q.log" | tr '\n' ' ')" ) &
 ( timeout 300 $B/tests/gpu_int8 > "$L/gpu_int8.log" 2>&1
   stamp "gpu_int8 rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$L/gpu_int8.log" | tr '\n' ' ')" ) &
-while IFS='|' read -r cfg args; do
-  for tool in memcheck racecheck synccheck; do
-    timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 $B/mxattn run $args --reps 1 \
-      --config "variant=wgmma fuse_q=1 $cfg" > "$L/san.tmp" 2>&1
-    stamp "$tool rc=$? $cfg $args | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|error +rel' "$L/san.tmp" | tr -s ' ' | tr '\n' ' ')"
-    cat "$L/san.tmp" >> "$L/sanitize.log"
-  done
-done <<'RUNS'
+sanitize_each "variant=wgmma fuse_q=1" <<'RUNS'
 block_m=64 warps=4 block_n=128 stages=2 rowsum_mma=1|--family int8-fp8 --head-dim 72 --seq-q 200 --seq-k 333 --batch 1 --heads 4 --kv-heads 2 --causal bottom-right
 block_m=128 warps=8 block_n=64 stages=2|--family int8-fp8 --head-dim 40 --seq-q 130 --seq-k 257 --batch 2 --heads 4 --kv-heads 1 --causal top-left
 overlap=2 block_m=64 warps=4 block_n=128 stages=3|--family int8-fp8 --head-dim 128 --seq-q 70 --seq-k 150 --batch 1 --heads 2 --kv-heads 1
 RUNS
-rm -f "$L/san.tmp"
 wait
 grep -hE "^FAIL" "$L"/gpu_*.log | head -8 >> "$S"
 runs=""

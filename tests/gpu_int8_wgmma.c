@@ -613,6 +613,25 @@ static void test_more_blocks(void **state) {
     assert_int_equal(failures, 0);
 }
 
+/* Config i on a case of head dim dims[i], in bf16 and then f16 (with V in
+ * two terms where i is two_terms_at), then the lengths cases (tails, causal,
+ * rows that see no key, the LSE) on configs 0 and 1, which must be D=128 and
+ * D=64 tiles; seeds from seed.  Returns the failures. */
+static int check_config_sweep(const char *const *configs, const int *dims, int n, int two_terms_at, int seed) {
+    int failures = 0;
+    for (int i = 0; i < n; i++)
+        for (int rep = 0; rep < 2; rep++) {
+            gpu_case c = gpu_head_dim_case("int8-fp8", dims[i], i + rep);
+            c.dtype = rep ? MXATTN_F16 : c.dtype;
+            c.v_terms = i == two_terms_at && rep ? 2 : 1;
+            failures += check_case(&c, configs[i], gpu_seed_base() + seed + 10 * i + rep);
+        }
+    gpu_case c;
+    for (int i = 0; gpu_lengths_case("int8-fp8", 5, i, &c); i++)
+        failures += check_case(&c, configs[i % 2], gpu_seed_base() + seed + 80 + i);   /* D=128 / D=64 */
+    return failures;
+}
+
 /* rowsum_mma=1: the row sums from the tensor cores, on the tiles and
  * schedules attend_tile serves (one warpgroup at 32, 64 and 128 keys, four
  * blocks an SM, three consumers, the producer's ring, v_terms=2, P V in
@@ -628,18 +647,7 @@ static void test_rowsum_mma(void **state) {
                                     WG "block_m=128 warps=12 block_n=64 stages=2 rowsum_mma=1",
                                     WG "block_m=64 warps=8 block_n=64 stages=3 rowsum_mma=1"};
     static const int dims[] = {128, 64, 96, 40, 64, 128, 256};
-    int failures = 0;
-    for (int i = 0; i < 7; i++)
-        for (int rep = 0; rep < 2; rep++) {
-            gpu_case c = gpu_head_dim_case("int8-fp8", dims[i], i + rep);
-            c.dtype = rep ? MXATTN_F16 : c.dtype;
-            c.v_terms = i == 2 && rep ? 2 : 1;
-            failures += check_case(&c, configs[i], gpu_seed_base() + 1500 + 10 * i + rep);
-        }
-    gpu_case c;
-    for (int i = 0; gpu_lengths_case("int8-fp8", 5, i, &c); i++)
-        failures += check_case(&c, configs[i % 2], gpu_seed_base() + 1580 + i);   /* D=128 / D=64 */
-    assert_int_equal(failures, 0);
+    assert_int_equal(check_config_sweep(configs, dims, 7, 2, 1500), 0);
 }
 
 /* fuse_q=1: each consumer warp loads, quantizes and writes its 16 Q rows
@@ -655,17 +663,7 @@ static void test_fuse_q(void **state) {
                                     WG "block_m=128 warps=8 block_n=64 stages=2 fuse_q=1",
                                     WG "block_m=64 warps=4 block_n=64 stages=3 fuse_q=1"};
     static const int dims[] = {128, 64, 96, 128, 40, 256};
-    int failures = 0;
-    for (int i = 0; i < 6; i++)
-        for (int rep = 0; rep < 2; rep++) {
-            gpu_case c = gpu_head_dim_case("int8-fp8", dims[i], i + rep);
-            c.dtype = rep ? MXATTN_F16 : c.dtype;
-            failures += check_case(&c, configs[i], gpu_seed_base() + 1700 + 10 * i + rep);
-        }
-    gpu_case c;
-    for (int i = 0; gpu_lengths_case("int8-fp8", 5, i, &c); i++)
-        failures += check_case(&c, configs[i % 2], gpu_seed_base() + 1780 + i);   /* D=128 / D=64 */
-    assert_int_equal(failures, 0);
+    assert_int_equal(check_config_sweep(configs, dims, 6, -1, 1700), 0);
 }
 
 /* V in two E4M3 terms (v_terms=2): against the pipeline reference with the

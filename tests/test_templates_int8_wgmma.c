@@ -572,6 +572,18 @@ static void test_more_blocks_compile_lean(void **state) {
  * add one m64n8k32 e4m3 wgmma per k32 step of P V and drop the softmax's
  * FADD a score (both its paths: masked and not), lean, within the default's
  * registers; 0 stays out of the canonical text. */
+/* A knob's twins: int8-fp8 at head dim d with `knobs` (into `plain`, compiled
+ * into a) and with `knob` added (into `with`, b).  Returns 0 where NVRTC is
+ * absent (the caller skips). */
+static int compile_twins(int d, const char *knobs, const char *knob, char (*plain)[256], char (*with)[288],
+                         mx_compile_result *a, mx_compile_result *b) {
+    snprintf(*plain, sizeof *plain, "family=int8-fp8 head_dim=%d %s", d, knobs);
+    snprintf(*with, sizeof *with, "%s %s", *plain, knob);
+    if (!compile(*plain, a)) return 0;
+    assert_true(compile(*with, b));
+    return 1;
+}
+
 static void test_rowsum_mma(void **state) {
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 " PP "block_n=128 stages=2 rowsum_mma=1", "overlap=0");
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 " PIPE "block_n=128 rowsum_mma=1", "overlap=0");
@@ -586,12 +598,9 @@ static void test_rowsum_mma(void **state) {
         {96, ONE_WG "block_n=64 stages=3 v_terms=2"}, {40, ONE_WG "block_n=32 stages=3 dtype=f16 out_dtype=f16"},
         {64, "variant=wgmma block_m=192 warps=16 block_n=128 stages=2"}, {256, "variant=wgmma block_m=64 warps=8 block_n=64 stages=3"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char plain[256], summed[280];
-        snprintf(plain, sizeof plain, "family=int8-fp8 head_dim=%d %s", cases[i].d, cases[i].knobs);
-        snprintf(summed, sizeof summed, "%s rowsum_mma=1", plain);
+        char plain[256], summed[288];
         mx_compile_result a, b;
-        if (!compile(plain, &a)) skip();
-        assert_true(compile(summed, &b));
+        if (!compile_twins(cases[i].d, cases[i].knobs, "rowsum_mma=1", &plain, &summed, &a, &b)) skip();
         int block_n = last_int(plain, "block_n=");
         int n8 = count_in_kernel(b.ptx, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3");
         if (n8 != block_n / 32 || count_in_kernel(a.ptx, "m64n8k32") != 0)
@@ -662,12 +671,9 @@ static void test_fuse_q(void **state) {
         {96, ONE_WG "block_n=64 stages=3 lse=1"}, {40, "variant=wgmma block_m=128 warps=8 block_n=64 stages=2"},
         {128, PIPE "block_n=128"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char params[256], with[280];
-        snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d %s", cases[i].d, cases[i].knobs);
-        snprintf(with, sizeof with, "%s fuse_q=1", params);
+        char params[256], with[288];
         mx_compile_result a, b;
-        if (!compile(params, &a)) skip();
-        assert_true(compile(with, &b));
+        if (!compile_twins(cases[i].d, cases[i].knobs, "fuse_q=1", &params, &with, &a, &b)) skip();
         int copies_a = count_in_kernel(a.ptx, "cp.async.bulk.tensor"), copies_b = count_in_kernel(b.ptx, "cp.async.bulk.tensor");
         print_message("D=%-3d %s: TMA copies %d -> %d, registers %d -> %d\n", cases[i].d, cases[i].knobs, copies_a,
                       copies_b, a.usage.registers, b.usage.registers);
