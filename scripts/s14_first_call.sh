@@ -8,7 +8,7 @@
 #   2. compute-sanitizer memcheck, racecheck, synccheck on fuse_q=1: D=72 (32-byte swizzle), D=40
 #      with two consumer warpgroups (64-byte), D=128 overlap=2, causal, GQA, LSE;
 #   3. A/B (3 rounds) of fuse_q 0 against 1 on the defaults' tiles: D=128 and 64 at N=1024, 4096,
-#      16384, D=128 N=4096 causal.
+#      16384, D=128 N=4096 causal; and exp_poly=1|2 on the D=128 default at N=4096 and 16384.
 # Prediction (bench/NOTES.md, "Thirteenth session"): fuse_q=1 -2 to -3% at N=4096, -5 to -8% at
 # N=1024, -0.5 to -1% at N=16384.
 cd "$(dirname "$0")/.."
@@ -32,6 +32,14 @@ for d in 128 64; do
     for f in 0 1; do
       runs+="--family int8-fp8 --head-dim $d --seq $n --batch 4 --heads 32 --config 'variant=wgmma block_m=64 warps=4 block_n=128 $tile rowsum_mma=1 fuse_q=$f'"$'\n'
     done
+  done
+done
+# exp_poly (a quarter or half of the exponentials by polynomial on the FMA pipe) was 5% slower in
+# session 3, when the softmax spent ~10 instructions a score; the per-thread kernel spends 3 (IADD,
+# FFMA, MUFU.EX2), and a warp's 64 ex2 a tile take 512 clocks of its SMSP's MUFU: measured again.
+for e in 1 2; do
+  for n in 4096 16384; do
+    runs+="--family int8-fp8 --head-dim 128 --seq $n --batch 4 --heads 32 --config 'variant=wgmma block_m=64 warps=4 block_n=128 stages=2 rowsum_mma=1 exp_poly=$e'"$'\n'
   done
 done
 for f in 0 1; do
