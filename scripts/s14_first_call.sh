@@ -8,7 +8,8 @@
 #   2. compute-sanitizer memcheck, racecheck, synccheck on fuse_q=1: D=72 (32-byte swizzle), D=40
 #      with two consumer warpgroups (64-byte), D=128 overlap=2, causal, GQA, LSE;
 #   3. A/B (3 rounds) of fuse_q 0 against 1 on the defaults' tiles: D=128 and 64 at N=1024, 4096,
-#      16384, D=128 N=4096 causal; and exp_poly=1|2 on the D=128 default at N=4096 and 16384.
+#      16384, D=128 N=4096 causal; and exp_poly=1|2 on the D=128 default at N=4096 and 16384;
+#   4. ncu of the D=128 default at N=4096 where time is left (by 390 s).
 # Prediction (bench/NOTES.md, "Thirteenth session"): fuse_q=1 -2 to -3% at N=4096, -5 to -8% at
 # N=1024, -0.5 to -1% at N=16384.
 cd "$(dirname "$0")/.."
@@ -48,5 +49,11 @@ done
 AB_ROUNDS=3 MXATTN_BUILD=$B OUT=$L/ab AB_RUNS=${runs%$'\n'} timeout $((450 - SECONDS)) bash scripts/device.sh --ab > "$L/ab.log" 2>&1
 stamp "ab rc=$?"
 grep "^## ab median" "$L/ab.log" | sed 's#--batch 4 --heads 32##; s#^## ##; s#variant=wgmma block_m=64 warps=4 block_n=128 ##' >> "$S"
+# The per-thread D=128 default under ncu (not profiled since the per-thread groups): what a
+# warp-tile costs now, issue use, occupancy (8192 blocks x 32 key tiles x 4 warps).
+if [[ $SECONDS -lt 390 ]]; then
+  ncu_profile $((455 - SECONDS)) 'int8_fp8_d128_[0-9a-f]+$' $((262144 * 4)) -- \
+    $B/mxattn run --family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32 --reps 1 --check-heads 0
+fi
 finish_call
 exit 0
