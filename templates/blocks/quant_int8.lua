@@ -163,10 +163,17 @@ MX_INLINE void store_codes(u8 *dst, const u32 (&code)[VEC], bool live) {
   }
 }
 
-// The channel means the lane meets, read once: when 32 divides by the
-// vectors of a row, a lane meets the same columns in every slot, so one set
-// serves them all.  x_of: slot j's element e as quantized, in * mul - mean.
-constexpr int MEAN_SETS = 32 % ROW_VECS == 0 ? 1 : LANE_VECS;
+// The channel means the lane meets, read once.  Slot j's first column is
+// (lane + 32 j) % ROW_VECS * VEC, which repeats every ROW_VECS / gcd(32,
+// ROW_VECS) slots: one set serves every slot where 32 divides by the
+// vectors of a row, three where a row has 12 (D=96: 24 registers where a set
+// a slot took 48, and the quant kernel 127).  Where gcd is 1 the period
+// exceeds the lane's slots and each slot keeps its own.  The sets' slots are
+// in the tile (32 * period <= 16 * ROW_VECS when gcd >= 2).
+// x_of: slot j's element e as quantized, in * mul - mean.
+constexpr int gcd_of(int a, int b) { return b == 0 ? a : gcd_of(b, a % b); }
+constexpr int MEAN_PERIOD = ROW_VECS / gcd_of(32, ROW_VECS);
+constexpr int MEAN_SETS = MEAN_PERIOD < LANE_VECS ? MEAN_PERIOD : LANE_VECS;
 MX_INLINE void load_means(const float *mean, float (&m)[MEAN_SETS][VEC]) {
 #pragma unroll
   for (int j = 0; j < MEAN_SETS; j++) {
@@ -179,7 +186,7 @@ MX_INLINE void load_means(const float *mean, float (&m)[MEAN_SETS][VEC]) {
 MX_INLINE float x_of(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][VEC], int j, int e, float mul,
                      bool has_mean) {
   const float x = in_to_f32(t[j].h[e]) * mul;
-  return has_mean ? x - m[MEAN_SETS == 1 ? 0 : j][e] : x;
+  return has_mean ? x - m[j % MEAN_SETS][e] : x;
 }
 
 // One warp quantizes 16 rows [row0, row0 + 16) of a [seq, D] slice (rows at or

@@ -122,11 +122,14 @@ extern "C" __global__ void __launch_bounds__(${QUANT_BOUNDS}) ${NAME}_quant(cons
 -- measured slower, and even a minimum of one block changed its register
 -- heuristic (int8-f16: 96 -> 108), so no minimum is written there.  Since
 -- session 10's pass it takes 80 (int8-fp8) and 70 (int8-f16) on its own.
--- PER_THREAD's blocks are twice the size (eight warps), so half the blocks
--- give the same 768 threads an SM.
+-- D=96 joins D=32 and 64 since a lane keeps three mean sets there, not six
+-- (quant_int8's MEAN_PERIOD): 80 registers without spills in both families
+-- (127 before; without the minimum ptxas picks 80 and spills 4 bytes in
+-- int8-fp8).  Not yet timed on a GPU.  PER_THREAD's blocks are twice the
+-- size (eight warps), so half the blocks give the same 768 threads an SM.
 local function quant_bounds(head_dim, per_thread)
   local threads = per_thread and 256 or 128
-  if head_dim <= 64 and head_dim % 32 == 0 then return string.format("%d, %d", threads, 768 // threads) end
+  if head_dim <= 96 and head_dim % 32 == 0 then return string.format("%d, %d", threads, 768 // threads) end
   return tostring(threads)
 end
 
