@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The first device call after session 13 (docs/status-2026-11-30-s13.md); ~7 min, timeout_s 480,
-# everything inside stops by 450 s. Prepare: git checkout fuse-q && bash scripts/prepare_gpu_build.sh;
+# everything inside stops by 455 s. Prepare: git checkout fuse-q && bash scripts/prepare_gpu_build.sh;
 # carry build-gpu. The branch holds main plus fuse_q (int8-fp8's attention kernel quantizes its
 # own Q into the swizzled Q8 tile), not yet run on a GPU.
 #   1. gpu_int8_wgmma '*fuse_q*' (against the pipeline reference: a code at the wrong place of the
@@ -9,7 +9,8 @@
 #      with two consumer warpgroups (64-byte), D=128 overlap=2, causal, GQA, LSE;
 #   3. A/B (3 rounds) of fuse_q 0 against 1 on the defaults' tiles: D=128 and 64 at N=1024, 4096,
 #      16384, D=128 N=4096 causal; and exp_poly=1|2 on the D=128 default at N=4096 and 16384;
-#   4. ncu of the D=128 default at N=4096 where time is left (by 390 s).
+#   4. the tensor and MUFU pipes' use (ncu raw metrics) of the D=128 default and overlap=2, and
+#      ncu's source page of the default, where time is left.
 # Prediction (bench/NOTES.md, "Thirteenth session"): fuse_q=1 -2 to -3% at N=4096, -5 to -8% at
 # N=1024, -0.5 to -1% at N=16384.
 cd "$(dirname "$0")/.."
@@ -43,12 +44,30 @@ for e in 1 2; do
     runs+="--family int8-fp8 --head-dim 128 --seq $n --batch 4 --heads 32 --config 'variant=wgmma block_m=64 warps=4 block_n=128 stages=2 rowsum_mma=1 exp_poly=$e'"$'\n'
   done
 done
+# overlap=2 (S(t+1) issued before the softmax of t, in each warpgroup) measured level with the
+# default at D=128 in session 11; the per-thread softmax is lighter: measured again.
+for n in 4096 16384; do
+  runs+="--family int8-fp8 --head-dim 128 --seq $n --batch 4 --heads 32 --config 'variant=wgmma overlap=2 block_m=64 warps=4 block_n=128 stages=3'"$'\n'
+done
 for f in 0 1; do
   runs+="--family int8-fp8 --head-dim 128 --seq 4096 --causal top-left --batch 4 --heads 32 --config 'variant=wgmma block_m=64 warps=4 block_n=128 stages=2 fuse_q=$f'"$'\n'
 done
 AB_ROUNDS=3 MXATTN_BUILD=$B OUT=$L/ab AB_RUNS=${runs%$'\n'} timeout $((450 - SECONDS)) bash scripts/device.sh --ab > "$L/ab.log" 2>&1
 stamp "ab rc=$?"
 grep "^## ab median" "$L/ab.log" | sed 's#--batch 4 --heads 32##; s#^## ##; s#variant=wgmma block_m=64 warps=4 block_n=128 ##' >> "$S"
+# Do the tensor pipe and MUFU overlap?  A tile of a warpgroup needs 512 SM-clocks of each (S and
+# P V at 8192 int8/fp8 ops a clock; 8192 ex2 at 16 a clock), and the A/B's ~1040 clocks a tile
+# (D=128 N=16384) is their sum: s7's ncu read tensor 44% + MUFU 46%.  If the per-thread default
+# and overlap=2 still sum to ~90-100%, the three blocks of an SM run their phases in step.
+n=0
+for cfg in "stages=2 rowsum_mma=1" "overlap=2 stages=3"; do
+  n=$((n + 1))
+  [[ $SECONDS -gt 400 ]] && break
+  timeout 60 ncu --clock-control none --section ComputeWorkloadAnalysis --page raw -k regex:'int8_fp8_d128_[0-9a-f]+$' -c 1 \
+    $B/mxattn run --family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32 --reps 1 --check-heads 0 \
+    --config "variant=wgmma block_m=64 warps=4 block_n=128 $cfg" < /dev/null > "$L/pipes_$n.txt" 2>&1
+  stamp "pipes $cfg: $(grep -E 'pipe_(tensor|xu|alu|fma)[a-z_]*\.avg\.pct_of_peak_sustained_active|inst_executed_pipe_xu[a-z_.]*pct|issue_active\.avg\.pct' "$L/pipes_$n.txt" | awk '{print $1, $NF}' | tr '\n' ' ')"
+done
 # The per-thread D=128 default under ncu (not profiled since the per-thread groups): what a
 # warp-tile costs now, issue use, occupancy (8192 blocks x 32 key tiles x 4 warps).
 if [[ $SECONDS -lt 390 ]]; then
