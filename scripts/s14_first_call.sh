@@ -52,7 +52,7 @@ done
 for f in 0 1; do
   runs+="--family int8-fp8 --head-dim 128 --seq 4096 --causal top-left --batch 4 --heads 32 --config 'variant=wgmma block_m=64 warps=4 block_n=128 stages=2 fuse_q=$f'"$'\n'
 done
-AB_ROUNDS=3 MXATTN_BUILD=$B OUT=$L/ab AB_RUNS=${runs%$'\n'} timeout $((450 - SECONDS)) bash scripts/device.sh --ab > "$L/ab.log" 2>&1
+AB_ROUNDS=3 MXATTN_BUILD=$B OUT=$L/ab AB_RUNS=${runs%$'\n'} timeout $((390 - SECONDS)) bash scripts/device.sh --ab > "$L/ab.log" 2>&1
 stamp "ab rc=$?"
 grep "^## ab median" "$L/ab.log" | sed 's#--batch 4 --heads 32##; s#^## ##; s#variant=wgmma block_m=64 warps=4 block_n=128 ##' >> "$S"
 # Do the tensor pipe and MUFU overlap?  A tile of a warpgroup needs 512 SM-clocks of each (S and
