@@ -27,7 +27,9 @@
  *  8. fuse_q=1 (the attention kernel quantizes its own Q into the swizzled
  *     Q8 tile): against the same pipeline reference, so a code in the wrong
  *     place of the tile reads as an error of whole rows (`gpu_int8_wgmma
- *     '*fuse_q*'`).
+ *     '*fuse_q*'`);
+ *  9. overlap=3 (three consumer warpgroups passing the tensor pipe around):
+ *     the same checks (`gpu_int8_wgmma '*ring*'`).
  * The quantization kernels are shared with the mma variant; tests/gpu_int8.c
  * checks them bit for bit.  Skips (77) without a GPU, and without an sm_90 one.
  * A watchdog ends the process if one case takes minutes (a kernel that waits
@@ -666,6 +668,22 @@ static void test_fuse_q(void **state) {
     assert_int_equal(check_config_sweep(configs, dims, 6, -1, 1700), 0);
 }
 
+/* overlap=3, the three-consumer ring: the same pipeline reference (the
+ * tiles' arithmetic is attend_tile's); a turn out of order or a slot
+ * refilled early reads as wrong rows, a lost barrier arrival as a hang (the
+ * watchdog).  D=128 and 64 first (the lengths cases: tails, causal, rows
+ * that see no key, the LSE), then D=96 with V in two terms, D=40, rowsum
+ * off, two stages, and fuse_q. */
+static void test_ring(void **state) {
+#define RING WG "overlap=3 block_m=192 warps=12 "
+    static const char *configs[] = {RING "block_n=128 stages=3 rowsum_mma=1", RING "block_n=128 stages=3 rowsum_mma=1",
+                                    RING "block_n=64 stages=3", RING "block_n=128 stages=2",
+                                    RING "block_n=128 stages=3 fuse_q=1"};
+    static const int dims[] = {128, 64, 96, 40, 128};
+    assert_int_equal(check_config_sweep(configs, dims, 5, 2, 1900), 0);
+#undef RING
+}
+
 /* V in two E4M3 terms (v_terms=2): against the pipeline reference with the
  * same two terms, across tiles, schedules, tails, causal and GQA; and on the
  * same inputs it must cut the error against fp64 well below one term's (the
@@ -763,6 +781,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_more_blocks),
         cmocka_unit_test(test_rowsum_mma),
         cmocka_unit_test(test_fuse_q),
+        cmocka_unit_test(test_ring),
         cmocka_unit_test(test_exp_poly),
         cmocka_unit_test(test_long_rows),
         cmocka_unit_test(test_v_terms),

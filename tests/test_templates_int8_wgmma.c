@@ -638,7 +638,7 @@ static void test_rowsum_mma(void **state) {
  * workspace; its kernels compile lean, without Q's TMA copies and with the
  * async-proxy fence that orders the consumers' writes before wgmma reads. */
 static void test_fuse_q(void **state) {
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 " PP "block_n=128 stages=2 fuse_q=1", "overlap=0 or 2");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 " PP "block_n=128 stages=2 fuse_q=1", "overlap=0, 2 or 3");
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma block_m=64 warps=8 block_n=64 stages=3 fuse_q=1",
                        "producer");
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=mma block_m=128 warps=8 block_n=64 stages=2 fuse_q=1",
@@ -684,6 +684,41 @@ static void test_fuse_q(void **state) {
         expect_lean_wgmma_kernel(with, label, &b);
         mx_compile_result_free(&a);
         mx_compile_result_free(&b);
+    }
+}
+
+/* overlap=3, the three-consumer ring: legal only on int8-fp8's wgmma kernel
+ * with block_m=192, warps=12, head_dim <= 128; compiles lean (no spills, no
+ * serialized MMAs) within the 168 registers that 384 threads allow, with one
+ * block barrier (the set-up's), five bar.arrive sites (kick-off, late start,
+ * the S and P V turns, the balancing turn) and the empty mbarriers' arrives. */
+#define RING "variant=wgmma overlap=3 block_m=192 warps=12 "
+static void test_ring(void **state) {
+    gen_expect_invalid(g, "family=f16 head_dim=128 " RING "block_n=128 stages=3", "overlap=3");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma overlap=3 block_m=128 warps=8 block_n=128 stages=3",
+                       "block_m=192");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=256 " RING "block_n=64 stages=3", "head_dim<=128");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=mma overlap=3 block_m=128 warps=8 block_n=64 stages=2",
+                       "overlap=3");
+    static const struct { int d; const char *knobs; } cases[] = {
+        {128, RING "block_n=128 stages=3 rowsum_mma=1"}, {128, RING "block_n=128 stages=2 causal=1 lse=1"},
+        {64, RING "block_n=128 stages=3 rowsum_mma=1"}, {96, RING "block_n=64 stages=3 v_terms=2"},
+        {40, RING "block_n=128 stages=3 dtype=f16 out_dtype=f16"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char params[256];
+        snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d %s", cases[i].d, cases[i].knobs);
+        mx_compile_result r;
+        if (!compile(params, &r)) skip();
+        char label[96];
+        snprintf(label, sizeof label, "ring D=%d", cases[i].d);
+        expect_lean_wgmma_kernel(params, label, &r);
+        assert_true(r.usage.registers <= 168);
+        int sync, arrive, sync0;
+        count_named_barriers(r.ptx, &sync, &arrive, &sync0);
+        if (sync0 != 1 || arrive != 5 || sync < 3)
+            fail_msg("%s: %d block barriers, %d bar.arrive, %d bar.sync sites; want 1, 5, >= 3", params, sync0, arrive, sync);
+        assert_true(count_in_kernel(r.ptx, "mbarrier.arrive") >= 1);
+        mx_compile_result_free(&r);
     }
 }
 
@@ -802,6 +837,7 @@ int main(void) {
         cmocka_unit_test(test_v_terms),
         cmocka_unit_test(test_three_consumers),
         cmocka_unit_test(test_fuse_q),
+        cmocka_unit_test(test_ring),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

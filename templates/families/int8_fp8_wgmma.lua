@@ -208,6 +208,8 @@ function WG.prior(t)
   -- spends its slots on distinct tiles first.
   -- Three consumers (block_m=192) measured 4-25% slower than the default's
   -- one-warpgroup blocks at D=64 (h200-2026-11-29-s8 call 2): ranked below it.
+  -- overlap=3 (the three-consumer ring) is not yet run on a GPU: ranked with
+  -- them, below every one-warpgroup tile, until it is.
   local three = consumers(t) == 3 and 0.3 or 1
   -- overlap=2 measured slower than overlap=0 on the same tile at B=4 H=32
   -- (h200-2026-11-29-s11 call 4): D=64 +15-16%, D=128 level at 128 keys and
@@ -499,14 +501,19 @@ MX_INLINE void own_q_corrections(const mx_kernel_args &a, int warp_row0, int bat
 }
 ]]
 
--- One key tile for one warpgroup, shared by the overlap=0 kernels.
+-- One key tile for one warpgroup, in two halves: tile_scores (S = Q K^T,
+-- the softmax, P packed) and tile_pv (O += P V).  attend_tile runs both, for
+-- the overlap=0 kernels; the ring (overlap=3) takes a turn for each.  The
+-- hook after_issue runs once a half's MMAs are issued, before their wait
+-- (the ring hands its turn on there; a no-op lambda in attend_tile).
 local ATTEND = [[
-// S = Q K^T (dequantized, base 2), mask, online softmax, O += P V for key
-// tile t, whose K8 and V^T sit in the ring slot the descriptors point at
-// (their barriers: bar_k, bar_v).  ks: this head's K scales.
-MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (&row_sum)[1][2], u64 desc_q,
-                           u64 desc_k, u64 desc_v, u32 bar_k, u32 bar_v, u32 parity, int t, int warp_row0,
-                           float qscale, const float *ks, u64 desc_ones, const mx_kernel_args &a) {
+// S = Q K^T (dequantized, base 2), mask, online softmax for key tile t, whose
+// K8 sits in the ring slot desc_k points at (its barrier bar_k); P packed
+// into pa, O's factor into alphas.  ks: this head's K scales.
+template <class F>
+MX_INLINE void tile_scores(u32 (&pa)[BN / 32][4], float (&alphas)[1][2], float (&row_max)[1][2], float (&row_sum)[1][2],
+                           u64 desc_q, u64 desc_k, u32 bar_k, u32 parity, int t, int warp_row0, float qscale,
+                           const float *ks, const mx_kernel_args &a, F after_issue) {
   // Issued before the wait so their latency hides behind it.
   float kscale[KS_N];
   load_kscale(kscale, ks, t);
@@ -514,22 +521,30 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
   int acc[1][NT][4];
   mbar_wait(bar_k, parity);
   issue_qk(acc, desc_q, desc_k);
+  after_issue();
   wgmma_wait<0>();
   reg_fence(acc);
-  float s[1][NT][4], alphas[1][2];
+  float s[1][NT][4];
   // With rowsum_mma the softmax's own sums go to `unused` (and the compiler
-  // drops them); row_sum takes the MMA's after the wait below.
+  // drops them); row_sum takes the MMA's in tile_pv.
   float unused[1][2] = {{0.f, 0.f}};
   softmax_tile_acc(s, acc, t, warp_row0, a, row_max, ROWSUM_MMA ? unused : row_sum, alphas, qscale, kscale);
-
-  u32 pa[BN / 32][4];
   pack_p(pa, s);
+}
+
+// O += P V for the tile whose V^T sits where desc_v points (its barrier
+// bar_v, phase v_parity), O scaled by alphas first; with rowsum_mma also the
+// row sums from P times the ones tile.
+template <class F>
+MX_INLINE void tile_pv(float (&o)[1][DT][4], float (&row_sum)[1][2], const u32 (&pa)[BN / 32][4],
+                       const float (&alphas)[1][2], u64 desc_v, u32 bar_v, u32 v_parity, u64 desc_ones, F after_issue) {
   float pv[1][PV_DT][4], ls[1][1][4];
-  mbar_wait(bar_v, V_SLOTS == 1 ? t & 1 : parity);
+  mbar_wait(bar_v, v_parity);
 #pragma unroll
   for (int slice = 0; slice < PV_SLICES; slice++) {   // V^T rows (channels) PV_N * slice on
     if (ROWSUM_MMA && slice == 0) issue_rowsum(ls, pa, desc_ones);
     issue_pv(pv, pa, desc_v + slice * (PV_N * BN / 16));
+    if (slice == 0) after_issue();
     if (!FOLD_RESCALE && slice == 0) rescale_o(o, alphas);   // under the MMA: P V has its own accumulator
     wgmma_wait<0>();
     reg_fence(pv);
@@ -541,6 +556,16 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
     row_sum[0][0] = fmaf(row_sum[0][0], alphas[0][0], ls[0][0][0]);
     row_sum[0][1] = fmaf(row_sum[0][1], alphas[0][1], ls[0][0][2]);
   }
+}
+
+// Both halves of key tile t (the overlap=0 kernels).
+MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (&row_sum)[1][2], u64 desc_q,
+                           u64 desc_k, u64 desc_v, u32 bar_k, u32 bar_v, u32 parity, int t, int warp_row0,
+                           float qscale, const float *ks, u64 desc_ones, const mx_kernel_args &a) {
+  u32 pa[BN / 32][4];
+  float alphas[1][2];
+  tile_scores(pa, alphas, row_max, row_sum, desc_q, desc_k, bar_k, parity, t, warp_row0, qscale, ks, a, [] {});
+  tile_pv(o, row_sum, pa, alphas, desc_v, bar_v, V_SLOTS == 1 ? t & 1 : parity, desc_ones, [] {});
 }
 ]]
 
@@ -725,6 +750,67 @@ ${EPILOGUE}
 }
 ]]
 
+-- Step 4 (overlap=3): three consumer warpgroups of one block (block_m=192,
+-- warps=12, no producer) take turns on the tensor pipe, a token passed
+-- around named barriers RING_BAR + w (256 threads: the warpgroup's own 128
+-- bar.sync, the previous one's 128 bar.arrive).  Each tile is two turns,
+-- S(t) (tile_scores) and P(t) V(t) (tile_pv); the token moves on as soon as
+-- a turn's MMAs are issued.  Warpgroup 1 starts one turn late (an empty
+-- turn), which orders the block's turns A.S(t), B.PV(t-1), C.S(t), A.PV(t),
+-- B.S(t), C.PV(t): between a warpgroup's S and its P V two other turns run
+-- (512 clocks of the tensor pipe at BN=128, D=128), and exactly one
+-- warpgroup computes exponentials during each turn, so MUFU (512 clocks a
+-- softmax) and the tensor pipe can both stay busy.  Three free blocks an SM
+-- measured ~1040 clocks a tile, the two units' sum (bench/NOTES.md, "The
+-- next lever"): they ran in step.  Turns balance: warpgroups 0 and 2 end
+-- with an empty turn, warpgroup 2 kicks off (an arrive on warpgroup 0's
+-- barrier) and skips the block's last pass, so each barrier sees as many
+-- arrives as syncs.  The ring's slots are freed through the empty mbarriers
+-- (a block barrier would put the warpgroups back in step); warpgroup 1,
+-- whose P V(t) comes last, refills them.
+local RING = [[
+constexpr int RING_BAR = 1;   // named barriers RING_BAR + consumer warpgroup (0 is __syncthreads')
+MX_INLINE void ring_wait(int wg) { asm volatile("bar.sync %0, 256;" :: "r"(RING_BAR + wg) : "memory"); }
+MX_INLINE void ring_pass(int wg) {
+  asm volatile("bar.arrive %0, 256;" :: "r"(RING_BAR + (wg + 1) % CONSUMERS) : "memory");
+}
+]]
+local KERNEL_RING = GRID_NOTE .. RING .. [[
+extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
+${SETUP}
+  if (warp == 0 && elect_one()) {
+    load_q();
+    for (int s = 0; s < STAGES && s < n_tiles; s++) load_kv(s);
+  }
+${CONSUME}
+  const bool refills = warp == 4 && elect_one();   // warpgroup 1's: its P V(t) is each tile's last
+  const auto pass = [&] { ring_pass(wg); };
+  if (wg == 2) ring_pass(wg);                        // the kick-off: warpgroup 0 takes the first turn
+  if (wg == 1) { ring_wait(wg); ring_pass(wg); }     // its late start
+  for (int t = 0; t < n_tiles; t++) {
+    const int slot = t % STAGES;
+    const u32 parity = (t / STAGES) & 1;
+    u32 pa[BN / 32][4];
+    float alphas[1][2];
+    ring_wait(wg);
+    tile_scores(pa, alphas, row_max, row_sum, desc_q, desc_k + slot * (K_BYTES / 16), bar_k(slot), parity, t,
+                warp_row0, qscale, ks, a, pass);
+    ring_wait(wg);
+    tile_pv(o, row_sum, pa, alphas, desc_v + slot * (V_BYTES / 16), bar_v(slot), parity, desc_ones, pass);
+    mbar_arrive(bar_empty(slot));                      // this thread is done with the slot's K and V
+    if (refills && t + STAGES < n_tiles) {
+      mbar_wait(bar_empty(slot), parity);
+      load_kv(t + STAGES);
+    }
+  }
+  if (wg != 1) {                                     // the balancing last turn
+    ring_wait(wg);
+    if (wg == 0) ring_pass(wg);
+  }
+${EPILOGUE}
+}
+]]
+
 function WG.kernel_name(t, canonical) return MMA.kernel_name(t, canonical) end
 
 function WG.render(t, canonical)
@@ -774,7 +860,8 @@ enum { ${WS} };                         // workspace sections
       SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t), FUSE_Q = t.fuse_q == 1,
       WS = table.concat(ws, ", ") })
   local pp = t.overlap == 1
-  local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 2 and KERNEL_PIPE or ws_producer and WC.KERNEL_WS or WC.KERNEL,
+  local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 2 and KERNEL_PIPE or t.overlap == 3 and KERNEL_RING
+                        or ws_producer and WC.KERNEL_WS or WC.KERNEL,
                         { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
                           k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, desc_ones, ",
                           min_blocks = min_blocks(t), v_slot = "(slot % V_SLOTS)",
