@@ -1,78 +1,33 @@
 #!/usr/bin/env bash
-# The first device call after session 13 (docs/status-2026-11-30-s13.md); ~7 min, timeout_s 480,
-# everything inside stops by 455 s. Prepare: git checkout fuse-q && bash scripts/prepare_gpu_build.sh;
-# carry build-gpu. The branch holds main plus fuse_q (int8-fp8's attention kernel quantizes its
-# own Q into the swizzled Q8 tile), not yet run on a GPU.
-#   1. gpu_int8_wgmma '*fuse_q*' (against the pipeline reference: a code at the wrong place of the
-#      tile reads as whole rows wrong) and gpu_int8 (the quant kernel, bit for bit), side by side;
-#   2. compute-sanitizer memcheck, racecheck, synccheck on fuse_q=1: D=72 (32-byte swizzle), D=40
-#      with two consumer warpgroups (64-byte), D=128 overlap=2, causal, GQA, LSE;
-#   3. A/B (3 rounds) of fuse_q 0 against 1 on the defaults' tiles: D=128 and 64 at N=1024, 4096,
-#      16384, D=128 N=4096 causal; and exp_poly=1|2 on the D=128 default at N=4096 and 16384;
-#   4. the tensor and MUFU pipes' use (ncu raw metrics) of the D=128 default and overlap=2, and
-#      ncu's source page of the default, where time is left.
-# Prediction (bench/NOTES.md, "Thirteenth session"): fuse_q=1 -2 to -3% at N=4096, -5 to -8% at
-# N=1024, -0.5 to -1% at N=16384.
+# The first device call after session 13 (docs/status-2026-11-30-s13.md): correctness of branch
+# ring3 (main + fuse_q + overlap=3), neither run on a GPU yet. ~5 min, timeout_s 360, everything
+# inside stops by 330 s. Prepare: git checkout ring3 && bash scripts/prepare_gpu_build.sh; carry
+# build-gpu.
+#   1. gpu_int8_wgmma '*fuse_q*' and '*ring*' (against the pipeline reference: a Q code at the
+#      wrong place of the tile, a turn out of order or a slot refilled early reads as wrong rows;
+#      a lost barrier arrival as a hang, which the test's watchdog ends) and gpu_int8 (the quant
+#      kernel bit for bit, D=96 and 192 new), side by side;
+#   2. compute-sanitizer memcheck, racecheck, synccheck: fuse_q=1 at the three swizzles (D=72,
+#      D=40 with two consumer warpgroups, D=128 overlap=2) and the ring (D=128 causal GQA LSE,
+#      D=64 a window past the keys).
+# Then scripts/s14_second_call.sh measures.
 cd "$(dirname "$0")/.."
 source scripts/call_prelude.sh
 stamp start
-( timeout 300 $B/tests/gpu_int8_wgmma '*fuse_q*' > "$L/gpu_int8_wgmma_fuse_q.log" 2>&1
-  stamp "gpu_int8_wgmma fuse_q rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$L/gpu_int8_wgmma_fuse_q.log" | tr '\n' ' ')" ) &
-( timeout 300 $B/tests/gpu_int8 > "$L/gpu_int8.log" 2>&1
+for f in fuse_q ring; do
+  ( timeout 280 $B/tests/gpu_int8_wgmma "*$f*" > "$L/gpu_int8_wgmma_$f.log" 2>&1
+    stamp "gpu_int8_wgmma $f rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$L/gpu_int8_wgmma_$f.log" | tr '\n' ' ')" ) &
+done
+( timeout 280 $B/tests/gpu_int8 > "$L/gpu_int8.log" 2>&1
   stamp "gpu_int8 rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$L/gpu_int8.log" | tr '\n' ' ')" ) &
-sanitize_each "variant=wgmma fuse_q=1" <<'RUNS'
-block_m=64 warps=4 block_n=128 stages=2 rowsum_mma=1|--family int8-fp8 --head-dim 72 --seq-q 200 --seq-k 333 --batch 1 --heads 4 --kv-heads 2 --causal bottom-right
-block_m=128 warps=8 block_n=64 stages=2|--family int8-fp8 --head-dim 40 --seq-q 130 --seq-k 257 --batch 2 --heads 4 --kv-heads 1 --causal top-left
-overlap=2 block_m=64 warps=4 block_n=128 stages=3|--family int8-fp8 --head-dim 128 --seq-q 70 --seq-k 150 --batch 1 --heads 2 --kv-heads 1
+sanitize_each "variant=wgmma" <<'RUNS'
+fuse_q=1 block_m=64 warps=4 block_n=128 stages=2 rowsum_mma=1|--family int8-fp8 --head-dim 72 --seq-q 200 --seq-k 333 --batch 1 --heads 4 --kv-heads 2 --causal bottom-right
+fuse_q=1 block_m=128 warps=8 block_n=64 stages=2|--family int8-fp8 --head-dim 40 --seq-q 130 --seq-k 257 --batch 2 --heads 4 --kv-heads 1 --causal top-left
+fuse_q=1 overlap=2 block_m=64 warps=4 block_n=128 stages=3|--family int8-fp8 --head-dim 128 --seq-q 70 --seq-k 150 --batch 1 --heads 2 --kv-heads 1
+overlap=3 block_m=192 warps=12 block_n=128 stages=3 rowsum_mma=1|--family int8-fp8 --head-dim 128 --seq-q 400 --seq-k 700 --batch 1 --heads 4 --kv-heads 2 --causal top-left
+overlap=3 block_m=192 warps=12 block_n=64 stages=2|--family int8-fp8 --head-dim 64 --seq-q 70 --seq-k 150 --batch 1 --heads 2 --kv-heads 1
 RUNS
 wait
 grep -hE "^FAIL" "$L"/gpu_*.log | head -8 >> "$S"
-runs=""
-for d in 128 64; do
-  [[ $d == 128 ]] && tile="stages=2" || tile="stages=3 blocks_per_sm=4"
-  for n in 1024 4096 16384; do
-    for f in 0 1; do
-      runs+="--family int8-fp8 --head-dim $d --seq $n --batch 4 --heads 32 --config 'variant=wgmma block_m=64 warps=4 block_n=128 $tile rowsum_mma=1 fuse_q=$f'"$'\n'
-    done
-  done
-done
-# exp_poly (a quarter or half of the exponentials by polynomial on the FMA pipe) was 5% slower in
-# session 3, when the softmax spent ~10 instructions a score; the per-thread kernel spends 3 (IADD,
-# FFMA, MUFU.EX2), and a warp's 64 ex2 a tile take 512 clocks of its SMSP's MUFU: measured again.
-for e in 1 2; do
-  for n in 4096 16384; do
-    runs+="--family int8-fp8 --head-dim 128 --seq $n --batch 4 --heads 32 --config 'variant=wgmma block_m=64 warps=4 block_n=128 stages=2 rowsum_mma=1 exp_poly=$e'"$'\n'
-  done
-done
-# overlap=2 (S(t+1) issued before the softmax of t, in each warpgroup) measured level with the
-# default at D=128 in session 11; the per-thread softmax is lighter: measured again.
-for n in 4096 16384; do
-  runs+="--family int8-fp8 --head-dim 128 --seq $n --batch 4 --heads 32 --config 'variant=wgmma overlap=2 block_m=64 warps=4 block_n=128 stages=3'"$'\n'
-done
-for f in 0 1; do
-  runs+="--family int8-fp8 --head-dim 128 --seq 4096 --causal top-left --batch 4 --heads 32 --config 'variant=wgmma block_m=64 warps=4 block_n=128 stages=2 fuse_q=$f'"$'\n'
-done
-AB_ROUNDS=3 MXATTN_BUILD=$B OUT=$L/ab AB_RUNS=${runs%$'\n'} timeout $((390 - SECONDS)) bash scripts/device.sh --ab > "$L/ab.log" 2>&1
-stamp "ab rc=$?"
-grep "^## ab median" "$L/ab.log" | sed 's#--batch 4 --heads 32##; s#^## ##; s#variant=wgmma block_m=64 warps=4 block_n=128 ##' >> "$S"
-# Do the tensor pipe and MUFU overlap?  A tile of a warpgroup needs 512 SM-clocks of each (S and
-# P V at 8192 int8/fp8 ops a clock; 8192 ex2 at 16 a clock), and the A/B's ~1040 clocks a tile
-# (D=128 N=16384) is their sum: s7's ncu read tensor 44% + MUFU 46%.  If the per-thread default
-# and overlap=2 still sum to ~90-100%, the three blocks of an SM run their phases in step.
-n=0
-for cfg in "stages=2 rowsum_mma=1" "overlap=2 stages=3"; do
-  n=$((n + 1))
-  [[ $SECONDS -gt 400 ]] && break
-  timeout 60 ncu --clock-control none --section ComputeWorkloadAnalysis --page raw -k regex:'int8_fp8_d128_[0-9a-f]+$' -c 1 \
-    $B/mxattn run --family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32 --reps 1 --check-heads 0 \
-    --config "variant=wgmma block_m=64 warps=4 block_n=128 $cfg" < /dev/null > "$L/pipes_$n.txt" 2>&1
-  stamp "pipes $cfg: $(grep -E 'pipe_(tensor|xu|alu|fma)[a-z_]*\.avg\.pct_of_peak_sustained_active|inst_executed_pipe_xu[a-z_.]*pct|issue_active\.avg\.pct' "$L/pipes_$n.txt" | awk '{print $1, $NF}' | tr '\n' ' ')"
-done
-# The per-thread D=128 default under ncu (not profiled since the per-thread groups): what a
-# warp-tile costs now, issue use, occupancy (8192 blocks x 32 key tiles x 4 warps).
-if [[ $SECONDS -lt 390 ]]; then
-  ncu_profile $((455 - SECONDS)) 'int8_fp8_d128_[0-9a-f]+$' $((262144 * 4)) -- \
-    $B/mxattn run --family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32 --reps 1 --check-heads 0
-fi
 finish_call
 exit 0
