@@ -19,7 +19,8 @@ static void usage(void) {
            "  --batch N --heads N --kv-heads N (default: --heads) --seq N (or --seq-q N --seq-k N)\n"
            "  --causal none|top-left|bottom-right   --dtype bf16|f16   --layout bhnd|bnhd\n"
            "  --config \"block_m=.. block_n=..\"      --reps N (timed launches, default 20)\n"
-           "  --check-heads N (heads checked on the CPU, default 1)   --seed N\n"
+           "  --check-heads N (heads checked on the CPU, default 1; 0: timing only, the inputs\n"
+           "                  then repeat a 2^20-value Gaussian pattern)   --seed N\n"
            "  --v-terms 1|2 (int8-fp8: V in one or two E4M3 terms, default 1)\n");
 }
 
