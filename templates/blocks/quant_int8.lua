@@ -99,28 +99,26 @@ MX_INLINE void load_rows(const u16 *src, i64 ss, int row0, int rows, in_vec (&t)
 // were loaded as 0 and do not count.  With no mean to subtract, x = in * mul
 // rounds monotonically, so the block's max |x| is |mul| * max |in| rounded
 // once, exactly what taking max |x| element by element gives.
-MX_INLINE float pair_max_to_f32(u32 m2) { return fmaxf(in_to_f32((u16)m2), in_to_f32((u16)(m2 >> 16))); }
-// One vector's largest |in| the same way (the per-thread groups' maxima, a
-// slot at a time).
-MX_INLINE float vec_in_amax(const in_vec &v) {
-  if (VEC == 1) return abs_f(in_to_f32(v.h[0]));
-  u32 m2 = 0u;
+// m2 (two |in| maxima, packed) folded with one vector's pairs.
+MX_INLINE u32 fold_abs_pairs(u32 m2, const in_vec &v) {
 #pragma unroll
   for (int e = 0; e + 1 < VEC; e += 2) {
     const u32 pair = *(const u32 *)&v.h[e] & 0x7fff7fffu;
     asm("max.${PAIR}x2 %0, %0, %1;" : "+r"(m2) : "r"(pair));
   }
-  return pair_max_to_f32(m2);
+  return m2;
+}
+MX_INLINE float pair_max_to_f32(u32 m2) { return fmaxf(in_to_f32((u16)m2), in_to_f32((u16)(m2 >> 16))); }
+// One vector's largest |in| the same way (the per-thread groups' maxima, a
+// slot at a time).
+MX_INLINE float vec_in_amax(const in_vec &v) {
+  if (VEC == 1) return abs_f(in_to_f32(v.h[0]));
+  return pair_max_to_f32(fold_abs_pairs(0u, v));
 }
 MX_INLINE float in_amax(const in_vec (&t)[LANE_VECS]) {
   u32 m2 = 0u;
 #pragma unroll
-  for (int j = 0; j < LANE_VECS; j++)
-#pragma unroll
-    for (int e = 0; e + 1 < VEC; e += 2) {
-      const u32 pair = *(const u32 *)&t[j].h[e] & 0x7fff7fffu;
-      asm("max.${PAIR}x2 %0, %0, %1;" : "+r"(m2) : "r"(pair));
-    }
+  for (int j = 0; j < LANE_VECS; j++) m2 = fold_abs_pairs(m2, t[j]);
   float amax = pair_max_to_f32(m2);
   if (VEC == 1)
 #pragma unroll
@@ -163,16 +161,11 @@ MX_INLINE void store_codes(u8 *dst, const u32 (&code)[VEC], bool live) {
   }
 }
 
-// One warp quantizes 16 rows [row0, row0 + 16) of a [seq, D] slice (rows at or
-// past `rows` are padding) with one scale: x = in * mul - mean[c].
-MX_INLINE void quantize_rows(const u16 *src, i64 ss, int row0, int rows, float mul, const float *mean,
-                             u8 *dst, float *scale_out) {
-  in_vec t[LANE_VECS];
-  load_rows(src, ss, row0, rows, t);
-  // The channel means, read once: when 32 divides by the vectors of a row, a
-  // lane meets the same columns in every slot, so one set serves them all.
-  constexpr int MEAN_SETS = 32 % ROW_VECS == 0 ? 1 : LANE_VECS;
-  float m[MEAN_SETS][VEC];
+// The channel means the lane meets, read once: when 32 divides by the
+// vectors of a row, a lane meets the same columns in every slot, so one set
+// serves them all.  x_of: slot j's element e as quantized, in * mul - mean.
+constexpr int MEAN_SETS = 32 % ROW_VECS == 0 ? 1 : LANE_VECS;
+MX_INLINE void load_means(const float *mean, float (&m)[MEAN_SETS][VEC]) {
 #pragma unroll
   for (int j = 0; j < MEAN_SETS; j++) {
     int r, c;
@@ -180,10 +173,22 @@ MX_INLINE void quantize_rows(const u16 *src, i64 ss, int row0, int rows, float m
 #pragma unroll
     for (int e = 0; e < VEC; e++) m[j][e] = mean && in_tile ? mean[c + e] : 0.f;
   }
-  auto x_at = [&](int j, int e) {
-    const float x = in_to_f32(t[j].h[e]) * mul;
-    return mean ? x - m[MEAN_SETS == 1 ? 0 : j][e] : x;
-  };
+}
+MX_INLINE float x_of(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][VEC], int j, int e, float mul,
+                     bool has_mean) {
+  const float x = in_to_f32(t[j].h[e]) * mul;
+  return has_mean ? x - m[MEAN_SETS == 1 ? 0 : j][e] : x;
+}
+
+// One warp quantizes 16 rows [row0, row0 + 16) of a [seq, D] slice (rows at or
+// past `rows` are padding) with one scale: x = in * mul - mean[c].
+MX_INLINE void quantize_rows(const u16 *src, i64 ss, int row0, int rows, float mul, const float *mean,
+                             u8 *dst, float *scale_out) {
+  in_vec t[LANE_VECS];
+  load_rows(src, ss, row0, rows, t);
+  float m[MEAN_SETS][VEC];
+  load_means(mean, m);
+  auto x_at = [&](int j, int e) { return x_of(t, m, j, e, mul, mean != nullptr); };
   // Step 1: the block's absolute maximum -> its scale.
   float amax = 0.f;
   if (mean) {
@@ -229,23 +234,6 @@ MX_INLINE void quantize_rows(const u16 *src, i64 ss, int row0, int rows, float m
 // quantizer (mx_int8_quantize_per_thread) is the same bit for bit: each
 // group's amax over its rows, scale = amax / 127, codes by that scale.
 template <int G> MX_INLINE int row_group(int r) { return G == 8 ? r % 8 : r % 8 / 2; }
-
-// The channel means the lane meets (quantize_rows says why one set can serve).
-constexpr int MEAN_SETS = 32 % ROW_VECS == 0 ? 1 : LANE_VECS;
-MX_INLINE void load_means(const float *mean, float (&m)[MEAN_SETS][VEC]) {
-#pragma unroll
-  for (int j = 0; j < MEAN_SETS; j++) {
-    int r, c;
-    const bool in_tile = tile_slot(j, r, c);
-#pragma unroll
-    for (int e = 0; e < VEC; e++) m[j][e] = mean && in_tile ? mean[c + e] : 0.f;
-  }
-}
-MX_INLINE float x_of(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][VEC], int j, int e, float mul,
-                     bool has_mean) {
-  const float x = in_to_f32(t[j].h[e]) * mul;
-  return has_mean ? x - m[MEAN_SETS == 1 ? 0 : j][e] : x;
-}
 
 // The lane's largest |x| of each group over its loaded 16-row block at row0
 // (rows at or past `rows` do not count), into amax.  Without a mean, the
