@@ -1,4 +1,4 @@
-# Sourced by a session's device-call scripts (scripts/s13_first_call.sh): what
+# Sourced by a session's device-call scripts (scripts/s*_call.sh): what
 # sessions 8-10 wrote at the top and bottom of every call script.  Sets B (the
 # carried build folder), L (the log folder under the device tool's $OUT), S
 # (the summary), the library's environment, stamp (a timed summary line), and

@@ -99,28 +99,26 @@ MX_INLINE void load_rows(const u16 *src, i64 ss, int row0, int rows, in_vec (&t)
 // were loaded as 0 and do not count.  With no mean to subtract, x = in * mul
 // rounds monotonically, so the block's max |x| is |mul| * max |in| rounded
 // once, exactly what taking max |x| element by element gives.
-MX_INLINE float pair_max_to_f32(u32 m2) { return fmaxf(in_to_f32((u16)m2), in_to_f32((u16)(m2 >> 16))); }
-// One vector's largest |in| the same way (the per-thread groups' maxima, a
-// slot at a time).
-MX_INLINE float vec_in_amax(const in_vec &v) {
-  if (VEC == 1) return abs_f(in_to_f32(v.h[0]));
-  u32 m2 = 0u;
+// m2 (two |in| maxima, packed) folded with one vector's pairs.
+MX_INLINE u32 fold_abs_pairs(u32 m2, const in_vec &v) {
 #pragma unroll
   for (int e = 0; e + 1 < VEC; e += 2) {
     const u32 pair = *(const u32 *)&v.h[e] & 0x7fff7fffu;
     asm("max.${PAIR}x2 %0, %0, %1;" : "+r"(m2) : "r"(pair));
   }
-  return pair_max_to_f32(m2);
+  return m2;
+}
+MX_INLINE float pair_max_to_f32(u32 m2) { return fmaxf(in_to_f32((u16)m2), in_to_f32((u16)(m2 >> 16))); }
+// One vector's largest |in| the same way (the per-thread groups' maxima, a
+// slot at a time).
+MX_INLINE float vec_in_amax(const in_vec &v) {
+  if (VEC == 1) return abs_f(in_to_f32(v.h[0]));
+  return pair_max_to_f32(fold_abs_pairs(0u, v));
 }
 MX_INLINE float in_amax(const in_vec (&t)[LANE_VECS]) {
   u32 m2 = 0u;
 #pragma unroll
-  for (int j = 0; j < LANE_VECS; j++)
-#pragma unroll
-    for (int e = 0; e + 1 < VEC; e += 2) {
-      const u32 pair = *(const u32 *)&t[j].h[e] & 0x7fff7fffu;
-      asm("max.${PAIR}x2 %0, %0, %1;" : "+r"(m2) : "r"(pair));
-    }
+  for (int j = 0; j < LANE_VECS; j++) m2 = fold_abs_pairs(m2, t[j]);
   float amax = pair_max_to_f32(m2);
   if (VEC == 1)
 #pragma unroll

@@ -281,8 +281,9 @@ template <bool FRESH = false> MX_INLINE void issue_qk(int (&acc)[1][NT][4], u64 
   wgmma_commit();
 }
 
-// Scores in base 2: the thread's Q scale times each key group's K scale.  The int -> float conversion is exact (exact_s32_to_f32 says why and
-// how), so the product rounds once, as (float)acc * scale would.
+// Scores in base 2: the thread's Q scale times each key group's K scale.
+// The int -> float conversion is exact (exact_s32_to_f32 says why and how),
+// so the product rounds once, as (float)acc * scale would.
 MX_INLINE void dequant_scores(float (&s)[1][NT][4], const int (&acc)[1][NT][4], float qscale,
                               const float (&kscale)[KS_N]) {
 #pragma unroll
