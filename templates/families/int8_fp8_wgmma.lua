@@ -203,20 +203,23 @@ end
 function WG.prior(t)
   local by_smem = math.min(SM_SHARED // math.max(WG.smem_bytes(t), 1), 2)
   local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
-  -- exp_poly is not yet measured on a GPU: its tiles rank a little below the
-  -- same tile without it, so a short tuning run (first use: the top 24)
-  -- spends its slots on distinct tiles first.
+  -- exp_poly measured 7-9% (1) and 17-21% (2) slower than the per-thread
+  -- D=128 default (h200-2026-11-30-s14 call 2): the FMA pipe it moves the
+  -- exponentials to runs at half rate beside a wgmma (bench/micro).  Ranked
+  -- below the same tile without it.
   -- Three consumers (block_m=192) measured 4-25% slower than the default's
-  -- one-warpgroup blocks at D=64 (h200-2026-11-29-s8 call 2): ranked below it.
-  -- overlap=3 (the three-consumer ring) is not yet run on a GPU: ranked with
-  -- them, below every one-warpgroup tile, until it is.
+  -- one-warpgroup blocks at D=64 (h200-2026-11-29-s8 call 2), and the ring
+  -- (overlap=3) 10-14% slower at D=128 and 21-25% at D=64 (s14 call 2): one
+  -- softmax at a time paces it (~1100 clocks a tile).  Ranked below every
+  -- one-warpgroup tile.
   local three = consumers(t) == 3 and 0.3 or 1
   -- overlap=2 measured slower than overlap=0 on the same tile at B=4 H=32
   -- (h200-2026-11-29-s11 call 4): D=64 +15-16%, D=128 level at 128 keys and
-  -- +20% at 64, against three blocks an SM of the default.  Three
-  -- one-warpgroup blocks already cover each other's softmax; the overlap
-  -- costs a block (128-key tiles, D>64) or a step of the ring's lead.  Ranked
-  -- below the same tile without it: a tuner candidate, tried late.
+  -- +20% at 64, against three blocks an SM of the default; with the
+  -- per-thread groups +20-23% at D=128 (s14 call 2).  Three one-warpgroup
+  -- blocks already cover each other's softmax; the overlap costs a block
+  -- (128-key tiles, D>64) or a step of the ring's lead.  Ranked below the
+  -- same tile without it: a tuner candidate, tried late.
   local pipelined = t.overlap == 2 and 0.8 or 1
   -- blocks_per_sm: four at 128-key tiles measured 5% faster than the same
   -- tile without it at D=64; five at 64-key tiles level or 1% slower than
@@ -224,11 +227,12 @@ function WG.prior(t)
   local more_blocks = ({ [0] = 1, [4] = 1.05, [5] = 1 })[t.blocks_per_sm or 0]
   -- rowsum_mma: 1-3% faster than the same tile without it (WG.default).
   local summed = (t.rowsum_mma or 0) == 1 and 1.02 or 1
-  -- fuse_q is not yet measured on a GPU (predicted -2 to -3% at N=4096,
-  -- more at N=1024): a little below its plain twin until it is.
-  local fused = (t.fuse_q or 0) == 1 and 0.99 or 1
+  -- fuse_q measured 0.6-1.4% slower at D=128 and 0.7-3.6% at D=64 than its
+  -- plain twin, 0.9% faster only at D=128 N=4096 causal (s14 call 2; -2 to
+  -- -8% predicted): below the twin, tried when the tuner has slots left.
+  local fused = (t.fuse_q or 0) == 1 and 0.97 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
-         * (1 - 0.05 * t.exp_poly) * three * pipelined * more_blocks * summed * fused
+         * (1 - 0.08 * t.exp_poly) * three * pipelined * more_blocks * summed * fused
 end
 
 -- The int8/e4m3 operands' pieces of a key tile, shared by attend_tile and
