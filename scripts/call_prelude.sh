@@ -25,6 +25,22 @@ ab_best() {
     sed 's#--batch 4 --heads 32##' | sort -k6 >> "$S"
 }
 
+# sanitize_each CONFIG_PREFIX < LINES: compute-sanitizer memcheck, racecheck and synccheck of
+# `mxattn run` for each line "CONFIG|RUN ARGUMENTS" of stdin (the config after CONFIG_PREFIX);
+# a line of the summary each (rc 9: errors found), the tools' output in $L/sanitize.log.
+sanitize_each() {
+  local prefix=$1 cfg args tool
+  while IFS='|' read -r cfg args; do
+    for tool in memcheck racecheck synccheck; do
+      timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 $B/mxattn run $args --reps 1 \
+        --config "$prefix $cfg" < /dev/null > "$L/san.tmp" 2>&1
+      stamp "$tool rc=$? $cfg $args | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|error +rel' "$L/san.tmp" | tr -s ' ' | tr '\n' ' ')"
+      cat "$L/san.tmp" >> "$L/sanitize.log"
+    done
+  done
+  rm -f "$L/san.tmp"
+}
+
 # ncu_profile LIMIT_S KERNEL_REGEX WARP_TILES -- COMMAND...: ncu --set full of the
 # first launch of the kernel COMMAND runs; its source page condensed to
 # $L/attn_source_lines.txt (scripts/ncu_source_lines.py), the headline metrics

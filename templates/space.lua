@@ -45,9 +45,9 @@ S.params = {
   { name = "q_regs", role = "knob", values = { 1, 0 }, default = 1,
     families = { f16 = true },
     help = "mma: keep Q's fragments in registers across key tiles (1) or reload them from shared memory (0)" },
-  { name = "overlap", role = "knob", values = { 0, 1, 2 }, default = 0,
+  { name = "overlap", role = "knob", values = { 0, 1, 2, 3 }, default = 0,
     families = { f16 = true, ["int8-fp8"] = true },
-    help = "wgmma: 1 ping-pongs two consumer warpgroups so one's softmax runs under the other's MMAs; 2 (int8-fp8, one warpgroup) issues the next tile's S with this tile's P V and runs its softmax under the P V" },
+    help = "wgmma: 1 ping-pongs two consumer warpgroups so one's softmax runs under the other's MMAs; 2 (int8-fp8, one warpgroup) issues the next tile's S with this tile's P V and runs its softmax under the P V; 3 (int8-fp8) passes the tensor pipe around three consumer warpgroups of one block, a turn for each S and each P V, so one softmax runs during each turn" },
   { name = "persistent", role = "knob", values = { 0, 1 }, default = 0,
     families = { f16 = true }, quiet_default = true,
     help = "wgmma overlap=1: one block per SM loops over the row blocks, loading the next one's Q, K and V under the last one's output" },
@@ -63,6 +63,9 @@ S.params = {
   { name = "rowsum_mma", role = "knob", values = { 0, 1 }, default = 0,
     families = { ["int8-fp8"] = true }, quiet_default = true,
     help = "wgmma, overlap=0: the softmax's row sums by the tensor cores (P in E4M3 times a column of ones) instead of an FADD a score; the heuristic default picks 1 but for causal above head_dim 64" },
+  { name = "fuse_q", role = "knob", values = { 0, 1 }, default = 0,
+    families = { ["int8-fp8"] = true }, quiet_default = true,
+    help = "wgmma, overlap=0|2|3, no producer warpgroup: the attention kernel quantizes its own Q rows into shared memory (one pass over Q less, no Q8 in the workspace) instead of the quant kernel" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 192, 256 },
     help = "query rows per thread block" },
   { name = "block_n", role = "knob", values = { 16, 32, 64, 96, 128, 160, 176, 192 },
@@ -154,6 +157,22 @@ S.constraints = {
                            t.block_n)
     end
   end,
+  -- overlap=3 is the three-consumer ring of int8-fp8's wgmma kernel
+  -- (families/int8_fp8_wgmma.lua, KERNEL_RING).
+  function(t)
+    if t.overlap ~= 3 then return nil end
+    if t.family ~= "int8-fp8" or t.variant ~= "wgmma" then
+      return string.format("overlap=3: only family int8-fp8 with variant=wgmma passes the tensor pipe around three consumer warpgroups (family %s, variant=%s)",
+                           t.family, tostring(t.variant))
+    end
+    if t.block_m ~= 192 or t.warps ~= 12 then
+      return string.format("variant=wgmma: overlap=3 runs three consumer warpgroups and no producer, so it needs block_m=192 and warps=12, not block_m=%d warps=%d",
+                           t.block_m, t.warps)
+    end
+    if t.head_dim > 128 then
+      return string.format("variant=wgmma: overlap=3 needs head_dim<=128 (one P V slice a turn), not head_dim=%d", t.head_dim)
+    end
+  end,
   -- More one-warpgroup blocks an SM than the default's three: more warps to
   -- interleave the softmax's dependent instructions, for fewer registers.
   function(t)
@@ -176,9 +195,22 @@ S.constraints = {
   end,
   -- The row sums' MMA rides with attend_tile's P V (the overlap=0 kernels).
   function(t)
-    if (t.rowsum_mma or 0) == 1 and (t.variant ~= "wgmma" or t.overlap ~= 0) then
-      return string.format("rowsum_mma=1: only variant=wgmma with overlap=0, not variant=%s overlap=%d",
+    if (t.rowsum_mma or 0) == 1 and (t.variant ~= "wgmma" or (t.overlap ~= 0 and t.overlap ~= 3)) then
+      return string.format("rowsum_mma=1: only variant=wgmma with overlap=0 or 3, not variant=%s overlap=%d",
                            tostring(t.variant), t.overlap or 0)
+    end
+  end,
+  -- fuse_q's consumers meet at a block barrier once Q is written, so every
+  -- thread must be a consumer: no producer warpgroup, no ping-pong.
+  function(t)
+    if (t.fuse_q or 0) ~= 1 then return nil end
+    if t.variant ~= "wgmma" or t.overlap == 1 then
+      return string.format("fuse_q=1: only variant=wgmma with overlap=0, 2 or 3, not variant=%s overlap=%d",
+                           tostring(t.variant), t.overlap or 0)
+    end
+    if t.block_m and t.warps and t.warps ~= t.block_m // 16 then
+      return string.format("fuse_q=1: every warp must be a consumer (warps = block_m/16 = %d), not warps=%d (a producer warpgroup)",
+                           t.block_m // 16, t.warps)
     end
   end,
   -- overlap=1 is one schedule of the wgmma kernels (blocks/wgmma_overlap.lua):
@@ -363,7 +395,9 @@ function S.help()
   lines[#lines + 1] = "  wgmma (int8-fp8, sm_90a): same warpgroup rules; block_n 32|64|128 (<= 64 above head_dim 128)"
   lines[#lines + 1] = "  overlap=1 (wgmma, f16 and int8-fp8): block_m=128, warps=12"
   lines[#lines + 1] = "  overlap=2 (wgmma, int8-fp8): block_m=64, warps=4, block_n=64|128, stages=3, head_dim<=128"
-  lines[#lines + 1] = "  rowsum_mma=1 (wgmma, int8-fp8): overlap=0"
+  lines[#lines + 1] = "  overlap=3 (wgmma, int8-fp8): block_m=192, warps=12, head_dim<=128"
+  lines[#lines + 1] = "  rowsum_mma=1 (wgmma, int8-fp8): overlap=0 or 3"
+  lines[#lines + 1] = "  fuse_q=1 (wgmma, int8-fp8): overlap=0, 2 or 3, warps = block_m/16 (no producer warpgroup)"
   lines[#lines + 1] = "  blocks_per_sm=4|5 (wgmma, int8-fp8): block_m=64, warps=4, overlap=0, head_dim<=64; 5: block_n<=64"
   lines[#lines + 1] = "  persistent=1 (f16): overlap=1; block_n 96|160|176|192: f16 variant=wgmma only"
   lines[#lines + 1] = "  split=1 (f16): persistent=1, causal=0, head_dim/2 + block_n/2 + 32 <= 160"

@@ -243,6 +243,10 @@ static void test_quantizers_bit_exact(void **state) {
          * term's rows, with the special values (Inf in V channel 2). */
         {"int8-fp8", 128, 2, 1, 70, 333, 1, MXATTN_BF16, 0.18033688f, 2},
         {"int8-fp8", 72, 1, 1, 40, 45, 0, MXATTN_F16, 1.f, 2},
+        /* Rows of 12 and 24 vectors: a lane keeps three sets of K's channel
+         * means, one for every third slot (quant_int8's MEAN_PERIOD). */
+        {"int8-fp8", 96, 2, 1, 50, 300, 1, MXATTN_BF16, 0.18033688f, 1},
+        {"int8-f16", 192, 2, 2, 33, 90, 1, MXATTN_F16, 1.f, 1},
     };
     mx_gen *gen = NULL;
     pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;

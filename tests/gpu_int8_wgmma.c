@@ -23,8 +23,14 @@
  *  6. blocks_per_sm=4|5 (the one-warpgroup kernel compiled for more blocks an
  *     SM, D <= 64): the same checks (`gpu_int8_wgmma '*more_blocks*'`);
  *  7. rowsum_mma=1 (the row sums by MMA): against the pipeline reference that
- *     sums P as E4M3 (`gpu_int8_wgmma '*rowsum*'`).
- * The quantization kernels are the mma variant's, unchanged; tests/gpu_int8.c
+ *     sums P as E4M3 (`gpu_int8_wgmma '*rowsum*'`);
+ *  8. fuse_q=1 (the attention kernel quantizes its own Q into the swizzled
+ *     Q8 tile): against the same pipeline reference, so a code in the wrong
+ *     place of the tile reads as an error of whole rows (`gpu_int8_wgmma
+ *     '*fuse_q*'`);
+ *  9. overlap=3 (three consumer warpgroups passing the tensor pipe around):
+ *     the same checks (`gpu_int8_wgmma '*ring*'`).
+ * The quantization kernels are shared with the mma variant; tests/gpu_int8.c
  * checks them bit for bit.  Skips (77) without a GPU, and without an sm_90 one.
  * A watchdog ends the process if one case takes minutes (a kernel that waits
  * on an mbarrier or a named barrier forever).  An argument filters the tests
@@ -609,6 +615,25 @@ static void test_more_blocks(void **state) {
     assert_int_equal(failures, 0);
 }
 
+/* Config i on a case of head dim dims[i], in bf16 and then f16 (with V in
+ * two terms where i is two_terms_at), then the lengths cases (tails, causal,
+ * rows that see no key, the LSE) on configs 0 and 1, which must be D=128 and
+ * D=64 tiles; seeds from seed.  Returns the failures. */
+static int check_config_sweep(const char *const *configs, const int *dims, int n, int two_terms_at, int seed) {
+    int failures = 0;
+    for (int i = 0; i < n; i++)
+        for (int rep = 0; rep < 2; rep++) {
+            gpu_case c = gpu_head_dim_case("int8-fp8", dims[i], i + rep);
+            c.dtype = rep ? MXATTN_F16 : c.dtype;
+            c.v_terms = i == two_terms_at && rep ? 2 : 1;
+            failures += check_case(&c, configs[i], gpu_seed_base() + seed + 10 * i + rep);
+        }
+    gpu_case c;
+    for (int i = 0; gpu_lengths_case("int8-fp8", 5, i, &c); i++)
+        failures += check_case(&c, configs[i % 2], gpu_seed_base() + seed + 80 + i);   /* D=128 / D=64 */
+    return failures;
+}
+
 /* rowsum_mma=1: the row sums from the tensor cores, on the tiles and
  * schedules attend_tile serves (one warpgroup at 32, 64 and 128 keys, four
  * blocks an SM, three consumers, the producer's ring, v_terms=2, P V in
@@ -624,18 +649,39 @@ static void test_rowsum_mma(void **state) {
                                     WG "block_m=128 warps=12 block_n=64 stages=2 rowsum_mma=1",
                                     WG "block_m=64 warps=8 block_n=64 stages=3 rowsum_mma=1"};
     static const int dims[] = {128, 64, 96, 40, 64, 128, 256};
-    int failures = 0;
-    for (int i = 0; i < 7; i++)
-        for (int rep = 0; rep < 2; rep++) {
-            gpu_case c = gpu_head_dim_case("int8-fp8", dims[i], i + rep);
-            c.dtype = rep ? MXATTN_F16 : c.dtype;
-            c.v_terms = i == 2 && rep ? 2 : 1;
-            failures += check_case(&c, configs[i], gpu_seed_base() + 1500 + 10 * i + rep);
-        }
-    gpu_case c;
-    for (int i = 0; gpu_lengths_case("int8-fp8", 5, i, &c); i++)
-        failures += check_case(&c, configs[i % 2], gpu_seed_base() + 1580 + i);   /* D=128 / D=64 */
-    assert_int_equal(failures, 0);
+    assert_int_equal(check_config_sweep(configs, dims, 7, 2, 1500), 0);
+}
+
+/* fuse_q=1: each consumer warp loads, quantizes and writes its 16 Q rows
+ * into the Q8 tile where the TMA would have (the 128-, 64- and 32-byte
+ * swizzles: D32 of 128, 64 and 96), one and two consumer warpgroups, both
+ * schedules that allow it, and the LSE's smooth-K term it now computes
+ * (the lengths cases: tails, causal, rows past seq_q). */
+static void test_fuse_q(void **state) {
+    static const char *configs[] = {WG "block_m=64 warps=4 block_n=128 stages=2 rowsum_mma=1 fuse_q=1",
+                                    WG "block_m=64 warps=4 block_n=128 stages=3 blocks_per_sm=4 rowsum_mma=1 fuse_q=1",
+                                    WG "block_m=64 warps=4 block_n=64 stages=3 fuse_q=1",
+                                    WG "overlap=2 block_m=64 warps=4 block_n=128 stages=3 fuse_q=1",
+                                    WG "block_m=128 warps=8 block_n=64 stages=2 fuse_q=1",
+                                    WG "block_m=64 warps=4 block_n=64 stages=3 fuse_q=1"};
+    static const int dims[] = {128, 64, 96, 128, 40, 256};
+    assert_int_equal(check_config_sweep(configs, dims, 6, -1, 1700), 0);
+}
+
+/* overlap=3, the three-consumer ring: the same pipeline reference (the
+ * tiles' arithmetic is attend_tile's); a turn out of order or a slot
+ * refilled early reads as wrong rows, a lost barrier arrival as a hang (the
+ * watchdog).  D=128 and 64 first (the lengths cases: tails, causal, rows
+ * that see no key, the LSE), then D=96 with V in two terms, D=40, rowsum
+ * off, two stages, and fuse_q. */
+static void test_ring(void **state) {
+#define RING WG "overlap=3 block_m=192 warps=12 "
+    static const char *configs[] = {RING "block_n=128 stages=3 rowsum_mma=1", RING "block_n=128 stages=3 rowsum_mma=1",
+                                    RING "block_n=64 stages=3", RING "block_n=128 stages=2",
+                                    RING "block_n=128 stages=3 fuse_q=1"};
+    static const int dims[] = {128, 64, 96, 40, 128};
+    assert_int_equal(check_config_sweep(configs, dims, 5, 2, 1900), 0);
+#undef RING
 }
 
 /* V in two E4M3 terms (v_terms=2): against the pipeline reference with the
@@ -734,6 +780,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_pipelined_speed),
         cmocka_unit_test(test_more_blocks),
         cmocka_unit_test(test_rowsum_mma),
+        cmocka_unit_test(test_fuse_q),
+        cmocka_unit_test(test_ring),
         cmocka_unit_test(test_exp_poly),
         cmocka_unit_test(test_long_rows),
         cmocka_unit_test(test_v_terms),

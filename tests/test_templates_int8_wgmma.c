@@ -572,6 +572,18 @@ static void test_more_blocks_compile_lean(void **state) {
  * add one m64n8k32 e4m3 wgmma per k32 step of P V and drop the softmax's
  * FADD a score (both its paths: masked and not), lean, within the default's
  * registers; 0 stays out of the canonical text. */
+/* A knob's twins: int8-fp8 at head dim d with `knobs` (into `plain`, compiled
+ * into a) and with `knob` added (into `with`, b).  Returns 0 where NVRTC is
+ * absent (the caller skips). */
+static int compile_twins(int d, const char *knobs, const char *knob, char (*plain)[256], char (*with)[288],
+                         mx_compile_result *a, mx_compile_result *b) {
+    snprintf(*plain, sizeof *plain, "family=int8-fp8 head_dim=%d %s", d, knobs);
+    snprintf(*with, sizeof *with, "%s %s", *plain, knob);
+    if (!compile(*plain, a)) return 0;
+    assert_true(compile(*with, b));
+    return 1;
+}
+
 static void test_rowsum_mma(void **state) {
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 " PP "block_n=128 stages=2 rowsum_mma=1", "overlap=0");
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 " PIPE "block_n=128 rowsum_mma=1", "overlap=0");
@@ -586,12 +598,9 @@ static void test_rowsum_mma(void **state) {
         {96, ONE_WG "block_n=64 stages=3 v_terms=2"}, {40, ONE_WG "block_n=32 stages=3 dtype=f16 out_dtype=f16"},
         {64, "variant=wgmma block_m=192 warps=16 block_n=128 stages=2"}, {256, "variant=wgmma block_m=64 warps=8 block_n=64 stages=3"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char plain[256], summed[280];
-        snprintf(plain, sizeof plain, "family=int8-fp8 head_dim=%d %s", cases[i].d, cases[i].knobs);
-        snprintf(summed, sizeof summed, "%s rowsum_mma=1", plain);
+        char plain[256], summed[288];
         mx_compile_result a, b;
-        if (!compile(plain, &a)) skip();
-        assert_true(compile(summed, &b));
+        if (!compile_twins(cases[i].d, cases[i].knobs, "rowsum_mma=1", &plain, &summed, &a, &b)) skip();
         int block_n = last_int(plain, "block_n=");
         int n8 = count_in_kernel(b.ptx, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3");
         if (n8 != block_n / 32 || count_in_kernel(a.ptx, "m64n8k32") != 0)
@@ -624,6 +633,95 @@ static void test_rowsum_mma(void **state) {
  * family, at D <= 64 only (160 registers a consumer beside a producer, 168
  * without); both kernels compile lean for sm_90a, the producer's giving
  * 24 + 3 x 160. */
+/* fuse_q: legal where every warp consumes (overlap 0 or 2, no producer
+ * warpgroup); its plan drops Q from the quant kernel, the Q8 map and Q's
+ * workspace; its kernels compile lean, without Q's TMA copies and with the
+ * async-proxy fence that orders the consumers' writes before wgmma reads. */
+static void test_fuse_q(void **state) {
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 " PP "block_n=128 stages=2 fuse_q=1", "overlap=0, 2 or 3");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma block_m=64 warps=8 block_n=64 stages=3 fuse_q=1",
+                       "producer");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=mma block_m=128 warps=8 block_n=64 stages=2 fuse_q=1",
+                       "variant=wgmma");
+    gen_expect_invalid(g, "family=int8-f16 head_dim=128 fuse_q=1", "fuse_q");
+    char *canon = gen_call(g, "validate", "family=int8-fp8 head_dim=128 " ONE_WG "block_n=128 stages=2 fuse_q=0", NULL);
+    assert_null(strstr(canon, "fuse_q"));
+    free(canon);
+
+    const char *problem = "batch=3 heads_q=8 heads_kv=2 seq_q=1000 seq_k=17";
+    char *plain = gen_call(g, "launch", "family=int8-fp8 head_dim=128 " ONE_WG "block_n=128 stages=2", problem);
+    char *fused = gen_call(g, "launch", "family=int8-fp8 head_dim=128 " ONE_WG "block_n=128 stages=2 fuse_q=1", problem);
+    const char *k = strstr(strstr(fused, "kernel ") + 1, "kernel ");
+    char name[128];
+    unsigned gx, gy, gz, threads, smem;
+    assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", name, &gx, &gy, &gz, &threads, &smem), 6);
+    assert_non_null(strstr(name, "_quant"));
+    assert_int_equal(gx, 1);                          /* nkp = 128: one 128-key window */
+    assert_int_equal(gy, 2);                          /* the KV heads only */
+    assert_null(strstr(fused, "tmapws 0 "));
+    assert_non_null(strstr(plain, "tmapws 0 "));
+    assert_non_null(strstr(fused, "tmapws 1 "));
+    assert_non_null(strstr(fused, "tmapws 2 "));
+    /* Q8 (3 x 8 x 1024 rows x 128 bytes) and Q's scales leave the workspace. */
+    assert_true(plan_value(plain, "workspace ") - plan_value(fused, "workspace ") >= 3ull * 8 * 1024 * 128 + 3ull * 8 * 512 * 4);
+    free(plain); free(fused);
+
+    static const struct { int d; const char *knobs; } cases[] = {
+        {128, ONE_WG "block_n=128 stages=2 rowsum_mma=1"}, {64, ONE_WG "block_n=128 stages=3 blocks_per_sm=4 causal=1 lse=1"},
+        {96, ONE_WG "block_n=64 stages=3 lse=1"}, {40, "variant=wgmma block_m=128 warps=8 block_n=64 stages=2"},
+        {128, PIPE "block_n=128"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char params[256], with[288];
+        mx_compile_result a, b;
+        if (!compile_twins(cases[i].d, cases[i].knobs, "fuse_q=1", &params, &with, &a, &b)) skip();
+        int copies_a = count_in_kernel(a.ptx, "cp.async.bulk.tensor"), copies_b = count_in_kernel(b.ptx, "cp.async.bulk.tensor");
+        print_message("D=%-3d %s: TMA copies %d -> %d, registers %d -> %d\n", cases[i].d, cases[i].knobs, copies_a,
+                      copies_b, a.usage.registers, b.usage.registers);
+        if (copies_b >= copies_a) fail_msg("%s: %d TMA copy instructions, want fewer than %d", with, copies_b, copies_a);
+        assert_non_null(strstr(last_entry(b.ptx), "fence.proxy.async.shared::cta"));
+        char label[96];
+        snprintf(label, sizeof label, "fuse_q D=%d", cases[i].d);
+        expect_lean_wgmma_kernel(with, label, &b);
+        mx_compile_result_free(&a);
+        mx_compile_result_free(&b);
+    }
+}
+
+/* overlap=3, the three-consumer ring: legal only on int8-fp8's wgmma kernel
+ * with block_m=192, warps=12, head_dim <= 128; compiles lean (no spills, no
+ * serialized MMAs) within the 168 registers that 384 threads allow, with one
+ * block barrier (the set-up's), five bar.arrive sites (kick-off, late start,
+ * the S and P V turns, the balancing turn) and the empty mbarriers' arrives. */
+#define RING "variant=wgmma overlap=3 block_m=192 warps=12 "
+static void test_ring(void **state) {
+    gen_expect_invalid(g, "family=f16 head_dim=128 " RING "block_n=128 stages=3", "overlap=3");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma overlap=3 block_m=128 warps=8 block_n=128 stages=3",
+                       "block_m=192");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=256 " RING "block_n=64 stages=3", "head_dim<=128");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=mma overlap=3 block_m=128 warps=8 block_n=64 stages=2",
+                       "overlap=3");
+    static const struct { int d; const char *knobs; } cases[] = {
+        {128, RING "block_n=128 stages=3 rowsum_mma=1"}, {128, RING "block_n=128 stages=2 causal=1 lse=1"},
+        {64, RING "block_n=128 stages=3 rowsum_mma=1"}, {96, RING "block_n=64 stages=3 v_terms=2"},
+        {40, RING "block_n=128 stages=3 dtype=f16 out_dtype=f16"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char params[256];
+        snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d %s", cases[i].d, cases[i].knobs);
+        mx_compile_result r;
+        if (!compile(params, &r)) skip();
+        char label[96];
+        snprintf(label, sizeof label, "ring D=%d", cases[i].d);
+        expect_lean_wgmma_kernel(params, label, &r);
+        assert_true(r.usage.registers <= 168);
+        int sync, arrive, sync0;
+        count_named_barriers(r.ptx, &sync, &arrive, &sync0);
+        if (sync0 != 1 || arrive != 5 || sync < 3)
+            fail_msg("%s: %d block barriers, %d bar.arrive, %d bar.sync sites; want 1, 5, >= 3", params, sync0, arrive, sync);
+        assert_true(count_in_kernel(r.ptx, "mbarrier.arrive") >= 1);
+        mx_compile_result_free(&r);
+    }
+}
+
 static void test_three_consumers(void **state) {
     gen_expect_invalid(g, "family=int8-fp8 head_dim=96 variant=wgmma block_m=192 warps=16 block_n=128 stages=2",
                        "head_dim <= 64");
@@ -738,6 +836,8 @@ int main(void) {
         cmocka_unit_test(test_exp_poly),
         cmocka_unit_test(test_v_terms),
         cmocka_unit_test(test_three_consumers),
+        cmocka_unit_test(test_fuse_q),
+        cmocka_unit_test(test_ring),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -221,6 +221,7 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH_K}, F
 constexpr int V_TERMS = 1;              // E4M3 terms of V (two: variant=wgmma only)
 constexpr bool PER_THREAD = ${PER_THREAD};  // INT8 scales in per-thread groups (blocks/quant_int8.lua)
 constexpr int KS_TILE = PER_THREAD ? 4 : BN / 16;   // K scales of a key tile in shared memory
+constexpr bool FUSE_Q = false;          // Q quantized by the quant kernel (fuse_q: int8-fp8's wgmma kernels)
 enum { ${WS} };                         // workspace sections
 ]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps,
       STAGES = t.stages, VTB = pv.v_tile_bytes(t), CAUSAL = t.causal == 1, LSE = t.lse == 1,
@@ -255,10 +256,12 @@ enum { ${WS} };                         // workspace sections
     local nqp, nkp = U.round_up(pr.seq_q, t.block_m), U.round_up(pr.seq_k, t.block_n)
     local b, hq, hkv = pr.batch, pr.heads_q, pr.heads_kv
     local fp8 = pv_kind == "fp8" and 1 or 0
-    local qscales = per_thread and nqp // 2 or nqp // 16
+    -- fuse_q: the attention kernel quantizes Q into shared memory itself.
+    local q_rows = (t.fuse_q or 0) == 1 and 0 or nqp
+    local qscales = per_thread and q_rows // 2 or q_rows // 16
     local kscales = per_thread and U.ceil_div(nkp, 128) * 4 or nkp // 16
     local sizes = {
-      b * hq * nqp * d32(t), b * hkv * nkp * d32(t), b * hq * qscales * 4, b * hkv * kscales * 4,
+      b * hq * q_rows * d32(t), b * hkv * nkp * d32(t), b * hq * qscales * 4, b * hkv * kscales * 4,
       b * hkv * d32(t) * 4, fp8 * b * hkv * d32(t) * 4, fp8 * b * hkv * (t.v_terms or 1) * dv(t) * nkp,
       b * hq * nqp * 4,
     }
@@ -271,13 +274,15 @@ enum { ${WS} };                         // workspace sections
     local name = F.kernel_name(t, canonical)
     local bytes, off = F.workspace(t, pr)
     local nqp, nkp = U.round_up(pr.seq_q, t.block_m), U.round_up(pr.seq_k, t.block_n)
+    local fuse_q = (t.fuse_q or 0) == 1      -- no Q heads in the quant kernel (its FUSE_Q)
+    local q_rows, q_heads = fuse_q and 0 or nqp, fuse_q and 0 or pr.heads_q
     return {
       workspace = bytes,
       ws_off = off,
       kernels = {
         { name = name .. "_stats", grid = { d32(t) // 32, pr.heads_kv, pr.batch }, block = 256, smem = 0 },
-        { name = name .. "_quant", grid = { math.max(U.ceil_div(math.max(nqp, nkp), 16 * quant_warps), 1),
-                                            pr.heads_q + pr.heads_kv, pr.batch },
+        { name = name .. "_quant", grid = { math.max(U.ceil_div(math.max(q_rows, nkp), 16 * quant_warps), 1),
+                                            q_heads + pr.heads_kv, pr.batch },
           block = 32 * quant_warps, smem = 0 },
         { name = name, grid = { math.max(nqp // t.block_m, 1), pr.heads_q, pr.batch }, block = 32 * t.warps,
           smem = F.smem_bytes(t) },

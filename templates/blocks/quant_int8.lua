@@ -161,10 +161,17 @@ MX_INLINE void store_codes(u8 *dst, const u32 (&code)[VEC], bool live) {
   }
 }
 
-// The channel means the lane meets, read once: when 32 divides by the
-// vectors of a row, a lane meets the same columns in every slot, so one set
-// serves them all.  x_of: slot j's element e as quantized, in * mul - mean.
-constexpr int MEAN_SETS = 32 % ROW_VECS == 0 ? 1 : LANE_VECS;
+// The channel means the lane meets, read once.  Slot j's first column is
+// (lane + 32 j) % ROW_VECS * VEC, which repeats every ROW_VECS / gcd(32,
+// ROW_VECS) slots: one set serves every slot where 32 divides by the
+// vectors of a row, three where a row has 12 (D=96: 24 registers where a set
+// a slot took 48, and the quant kernel 127).  Where gcd is 1 the period
+// exceeds the lane's slots and each slot keeps its own.  The sets' slots are
+// in the tile (32 * period <= 16 * ROW_VECS when gcd >= 2).
+// x_of: slot j's element e as quantized, in * mul - mean.
+constexpr int gcd_of(int a, int b) { return b == 0 ? a : gcd_of(b, a % b); }
+constexpr int MEAN_PERIOD = ROW_VECS / gcd_of(32, ROW_VECS);
+constexpr int MEAN_SETS = MEAN_PERIOD < LANE_VECS ? MEAN_PERIOD : LANE_VECS;
 MX_INLINE void load_means(const float *mean, float (&m)[MEAN_SETS][VEC]) {
 #pragma unroll
   for (int j = 0; j < MEAN_SETS; j++) {
@@ -177,7 +184,7 @@ MX_INLINE void load_means(const float *mean, float (&m)[MEAN_SETS][VEC]) {
 MX_INLINE float x_of(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][VEC], int j, int e, float mul,
                      bool has_mean) {
   const float x = in_to_f32(t[j].h[e]) * mul;
-  return has_mean ? x - m[MEAN_SETS == 1 ? 0 : j][e] : x;
+  return has_mean ? x - m[j % MEAN_SETS][e] : x;
 }
 
 // One warp quantizes 16 rows [row0, row0 + 16) of a [seq, D] slice (rows at or
@@ -263,12 +270,21 @@ template <int G> MX_INLINE void group_amax(const in_vec (&t)[LANE_VECS], const f
     for (int g = 0; g < G; g++) amax[g] = __fmul_rn(amax[g], abs_f(mul));
 }
 
+// Where the codes go: row-major rows of D32 bytes (the workspace's Q8/K8).
+struct rows_of_d32 {
+  u8 *base;
+  MX_INLINE u8 *operator()(int r, int c) const { return base + r * D32 + c; }
+};
+
 // The codes of the loaded block by each row's group scale, which lane g % G
 // holds (lane_scale) with its reciprocal: each slot fetches its row's by a
 // shuffle (an array of G picked by the row went to local memory; a division
 // a slot cost more than the shuffles).  Padding rows (K) and columns are 0.
-template <int G> MX_INLINE void group_codes(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][VEC], int row0,
-                                            int rows, float mul, bool has_mean, float lane_scale, u8 *dst) {
+// dst(r, c): the byte of the block's row r, column c (VEC codes from there
+// stay in one 16-byte chunk, as a swizzled tile needs).
+template <int G, class Dst> MX_INLINE void group_codes(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][VEC],
+                                                       int row0, int rows, float mul, bool has_mean, float lane_scale,
+                                                       Dst dst) {
   const scale_recip lane_recip = scale_reciprocal(lane_scale);
   // With every scale at least 2^-100, k = 1 and every scale is above 0.
   const bool no_clamp = __all_sync(0xffffffffu, !(lane_scale < 0x1p-100f));
@@ -285,22 +301,23 @@ template <int G> MX_INLINE void group_codes(const in_vec (&t)[LANE_VECS], const 
       u32 code[VEC];
 #pragma unroll
       for (int e = 0; e < VEC; e++) code[e] = int8_code<decltype(clamp_free)::value>(x_of(t, m, j, e, mul, has_mean), ri);
-      store_codes(dst + r * D32 + c, code, coded && (!has_mean || row0 + r < rows));
+      store_codes(dst(r, c), code, coded && (!has_mean || row0 + r < rows));
     }
   };
   if (no_clamp) write_codes(mx_bool<true>());
   else write_codes(mx_bool<false>());
   constexpr int PAD_COLS = D32 - D > 0 ? D32 - D : 1;
   if (D32 > D)
-    for (int i = threadIdx.x % 32; i < 16 * PAD_COLS; i += 32) dst[i / PAD_COLS * D32 + D + i % PAD_COLS] = 0;
+    for (int i = threadIdx.x % 32; i < 16 * PAD_COLS; i += 32) *dst(i / PAD_COLS, D + i % PAD_COLS) = 0;
 }
 
 // One warp quantizes Q's 16-row block at row0 with its eight per-thread
-// groups (rows g and g + 8); scale_out gets the eight scales.  One load of
-// each element, held in registers for the maxima and the codes, as
-// quantize_rows does (the pass is bound by memory).
-MX_INLINE void quantize_q_per_thread(const u16 *src, i64 ss, int row0, int rows, float mul, u8 *dst,
-                                     float *scale_out) {
+// groups (rows g and g + 8) into dst (group_codes) and returns lane L's
+// scale of group L % 8.  One load of each element, held in registers for the
+// maxima and the codes, as quantize_rows does (the pass is bound by memory).
+// The quant kernel and int8-fp8's attention kernel with fuse_q both call it.
+template <class Dst> MX_INLINE float quantize_q_per_thread(const u16 *src, i64 ss, int row0, int rows, float mul,
+                                                           Dst dst) {
   in_vec t[LANE_VECS];
   load_rows(src, ss, row0, rows, t);
   float m[MEAN_SETS][VEC];
@@ -316,8 +333,8 @@ MX_INLINE void quantize_q_per_thread(const u16 *src, i64 ss, int row0, int rows,
     const float s = div_rn(warp_max(amax[g]), 127.f);
     if (lane % 8 == g) lane_scale = s;
   }
-  if (lane < 8) scale_out[lane] = lane_scale;
   group_codes<8>(t, m, row0, rows, mul, false, lane_scale, dst);
+  return lane_scale;
 }
 
 // The block's eight warps quantize K's 128-key window at window0, a 16-key
@@ -351,7 +368,7 @@ MX_INLINE void quantize_k_window(const u16 *src, i64 ss, int window0, bool live,
   for (int w = 0; w < 8; w++) window_amax = fmaxf(window_amax, warp_amax[w][lane % 4]);
   const float lane_scale = div_rn(window_amax, 127.f);
   if (warp == 0 && lane < 4) scale_out[lane] = lane_scale;
-  if (live) group_codes<4>(t, m, row0, rows, 1.f, mean != nullptr, lane_scale, dst);
+  if (live) group_codes<4>(t, m, row0, rows, 1.f, mean != nullptr, lane_scale, rows_of_d32{dst});
 }
 
 // corr[r] = q_r . mean for the 16 rows (q already in base-2 units): the smooth-K

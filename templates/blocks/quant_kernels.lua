@@ -65,7 +65,8 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_stats(const mx_kernel_
 // heads_kv, batch), QUANT_WARPS warps: a warp per 16-row block of Q and of K
 // (and K's block of V); y < heads_q quantizes a Q head, the rest a KV head.
 // With PER_THREAD a block's eight warps cover one 128-key window, the span
-// of K's per-thread groups (quantize_k_window).
+// of K's per-thread groups (quantize_k_window).  With FUSE_Q the attention
+// kernel quantizes its own Q and y counts KV heads only.
 constexpr int QUANT_WARPS = PER_THREAD ? 8 : 4;
 MX_INLINE int qscales_a_head(int nqp) { return PER_THREAD ? nqp / 2 : nqp / 16; }
 MX_INLINE int kscales_a_head(int nkp) { return PER_THREAD ? (nkp + 127) / 128 * 4 : nkp / 16; }
@@ -73,21 +74,24 @@ extern "C" __global__ void __launch_bounds__(${QUANT_BOUNDS}) ${NAME}_quant(cons
   const int warp = threadIdx.x / 32, batch = blockIdx.z;
   const int block0 = blockIdx.x * QUANT_WARPS * 16, row0 = block0 + warp * 16;
   const int nqp = pad_q(a.seq_q), nkp = pad_k(a.seq_k);
-  if ((int)blockIdx.y < a.heads_q) {
+  const int q_heads = FUSE_Q ? 0 : a.heads_q;
+  if (!FUSE_Q && (int)blockIdx.y < q_heads) {   // (FUSE_Q: compiled out)
     const int head = blockIdx.y;
     if (row0 >= nqp) return;
     const i64 qh = (i64)batch * a.heads_q + head;
     const u16 *q = (const u16 *)a.q + batch * a.q_sb + head * a.q_sh;
     u8 *q8 = ws_at(a, WS_Q8) + (qh * nqp + row0) * D32;
     float *qs = (float *)ws_at(a, WS_QSCALE) + qh * qscales_a_head(nqp);
-    if (PER_THREAD) quantize_q_per_thread(q, a.q_ss, row0, a.seq_q, a.scale_log2, q8, qs + row0 / 2);
-    else quantize_rows(q, a.q_ss, row0, a.seq_q, a.scale_log2, nullptr, q8, qs + row0 / 16);
+    if (PER_THREAD) {
+      const float lane_scale = quantize_q_per_thread(q, a.q_ss, row0, a.seq_q, a.scale_log2, rows_of_d32{q8});
+      if (threadIdx.x % 32 < 8) qs[row0 / 2 + threadIdx.x % 32] = lane_scale;
+    } else quantize_rows(q, a.q_ss, row0, a.seq_q, a.scale_log2, nullptr, q8, qs + row0 / 16);
     if (WRITE_LSE && SMOOTH_K) {
       const float *mean = (const float *)ws_at(a, WS_KMEAN) + ((i64)batch * a.heads_kv + head / a.gqa) * D32;
       smooth_k_correction(q, a.q_ss, row0, a.seq_q, a.scale_log2, mean, (float *)ws_at(a, WS_CORR) + qh * nqp + row0);
     }
   } else {
-    const int kv_head = blockIdx.y - a.heads_q;
+    const int kv_head = blockIdx.y - q_heads;
     // The whole block leaves together (quantize_k_window's barrier); a warp
     // past the padded keys stays for it.
     if (block0 >= nkp) return;
@@ -118,11 +122,14 @@ extern "C" __global__ void __launch_bounds__(${QUANT_BOUNDS}) ${NAME}_quant(cons
 -- measured slower, and even a minimum of one block changed its register
 -- heuristic (int8-f16: 96 -> 108), so no minimum is written there.  Since
 -- session 10's pass it takes 80 (int8-fp8) and 70 (int8-f16) on its own.
--- PER_THREAD's blocks are twice the size (eight warps), so half the blocks
--- give the same 768 threads an SM.
+-- D=96 joins D=32 and 64 since a lane keeps three mean sets there, not six
+-- (quant_int8's MEAN_PERIOD): 80 registers without spills in both families
+-- (127 before; without the minimum ptxas picks 80 and spills 4 bytes in
+-- int8-fp8).  Not yet timed on a GPU.  PER_THREAD's blocks are twice the
+-- size (eight warps), so half the blocks give the same 768 threads an SM.
 local function quant_bounds(head_dim, per_thread)
   local threads = per_thread and 256 or 128
-  if head_dim <= 64 and head_dim % 32 == 0 then return string.format("%d, %d", threads, 768 // threads) end
+  if head_dim <= 96 and head_dim % 32 == 0 then return string.format("%d, %d", threads, 768 // threads) end
   return tostring(threads)
 end
 

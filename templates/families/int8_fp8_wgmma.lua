@@ -203,18 +203,23 @@ end
 function WG.prior(t)
   local by_smem = math.min(SM_SHARED // math.max(WG.smem_bytes(t), 1), 2)
   local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
-  -- exp_poly is not yet measured on a GPU: its tiles rank a little below the
-  -- same tile without it, so a short tuning run (first use: the top 24)
-  -- spends its slots on distinct tiles first.
+  -- exp_poly measured 7-9% (1) and 17-21% (2) slower than the per-thread
+  -- D=128 default (h200-2026-11-30-s14 call 2): the FMA pipe it moves the
+  -- exponentials to runs at half rate beside a wgmma (bench/micro).  Ranked
+  -- below the same tile without it.
   -- Three consumers (block_m=192) measured 4-25% slower than the default's
-  -- one-warpgroup blocks at D=64 (h200-2026-11-29-s8 call 2): ranked below it.
+  -- one-warpgroup blocks at D=64 (h200-2026-11-29-s8 call 2), and the ring
+  -- (overlap=3) 10-14% slower at D=128 and 21-25% at D=64 (s14 call 2): one
+  -- softmax at a time paces it (~1100 clocks a tile).  Ranked below every
+  -- one-warpgroup tile.
   local three = consumers(t) == 3 and 0.3 or 1
   -- overlap=2 measured slower than overlap=0 on the same tile at B=4 H=32
   -- (h200-2026-11-29-s11 call 4): D=64 +15-16%, D=128 level at 128 keys and
-  -- +20% at 64, against three blocks an SM of the default.  Three
-  -- one-warpgroup blocks already cover each other's softmax; the overlap
-  -- costs a block (128-key tiles, D>64) or a step of the ring's lead.  Ranked
-  -- below the same tile without it: a tuner candidate, tried late.
+  -- +20% at 64, against three blocks an SM of the default; with the
+  -- per-thread groups +20-23% at D=128 (s14 call 2).  Three one-warpgroup
+  -- blocks already cover each other's softmax; the overlap costs a block
+  -- (128-key tiles, D>64) or a step of the ring's lead.  Ranked below the
+  -- same tile without it: a tuner candidate, tried late.
   local pipelined = t.overlap == 2 and 0.8 or 1
   -- blocks_per_sm: four at 128-key tiles measured 5% faster than the same
   -- tile without it at D=64; five at 64-key tiles level or 1% slower than
@@ -222,8 +227,12 @@ function WG.prior(t)
   local more_blocks = ({ [0] = 1, [4] = 1.05, [5] = 1 })[t.blocks_per_sm or 0]
   -- rowsum_mma: 1-3% faster than the same tile without it (WG.default).
   local summed = (t.rowsum_mma or 0) == 1 and 1.02 or 1
+  -- fuse_q measured 0.6-1.4% slower at D=128 and 0.7-3.6% at D=64 than its
+  -- plain twin, 0.9% faster only at D=128 N=4096 causal (s14 call 2; -2 to
+  -- -8% predicted): below the twin, tried when the tuner has slots left.
+  local fused = (t.fuse_q or 0) == 1 and 0.97 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
-         * (1 - 0.05 * t.exp_poly) * three * pipelined * more_blocks * summed
+         * (1 - 0.08 * t.exp_poly) * three * pipelined * more_blocks * summed * fused
 end
 
 -- The int8/e4m3 operands' pieces of a key tile, shared by attend_tile and
@@ -443,14 +452,73 @@ MX_INLINE void fold_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], con
 }
 ]]
 
--- One key tile for one warpgroup, shared by the overlap=0 kernels.
+-- fuse_q: each consumer warp quantizes its own 16 Q rows into the Q8 tile
+-- (the quant kernel then skips Q: one pass over Q less, and no Q8 in the
+-- workspace).  The codes must sit where the TMA would have put them, since
+-- the wgmma descriptor reads the tile swizzled.
+local FUSED_Q = [[
+// Byte (r, c) of the block's Q8 tile as the TMA lays it out: PANELS_QK panels
+// of WQK columns and BM rows; within a panel (1024-byte aligned) the 16-byte
+// chunk index XORs with bits 7 and up of the byte offset, as many bits as a
+// row has chunks beyond the first (the 128-, 64- and 32-byte swizzles:
+// CUTLASS's Swizzle<3,4,3>, <2,4,3>, <1,4,3> on byte addresses).  VEC codes
+// from column c stay within one chunk.
+MX_INLINE int q8_tile_offset(int r, int c) {
+  const int off = r * WQK + c % WQK;
+  return c / WQK * (BM * WQK) + (off ^ (((off >> 7) & (WQK / 16 - 1)) << 4));
+}
+
+// The warp's 16 rows from warp_row0: codes into the Q8 tile (q8_tile, a
+// generic pointer to it); returns the thread's Q scale, its rows' pair
+// (lanes 4g..4g+3 hold rows g and g + 8).  Then every consumer fences its
+// generic writes for the async proxy and meets the others, so that the
+// warpgroup's 64 rows are whole before its first wgmma reads them (no
+// producer warpgroup: every thread of the block gets here).
+MX_INLINE float quantize_own_q(const mx_kernel_args &a, u8 *q8_tile, int m0, int warp_row0, int batch, int head) {
+  const u16 *q = (const u16 *)a.q + batch * a.q_sb + head * a.q_sh;
+  const int r0 = warp_row0 - m0;
+  const float lane_scale = quantize_q_per_thread(q, a.q_ss, warp_row0, a.seq_q, a.scale_log2,
+                                                 [=](int r, int c) { return q8_tile + q8_tile_offset(r0 + r, c); });
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  return __shfl_sync(0xffffffffu, lane_scale, threadIdx.x % 32 / 4);
+}
+
+// The LSE's smooth-K terms q . mean of the thread's two rows (warp_row0 +
+// lane / 4 and 8 below it), which the quant kernel writes to WS_CORR where it
+// quantizes Q.  Computed at the end rather than beside the quantization:
+// nothing of it then stays live across the key loop (at D=64 with four
+// blocks, causal, the prologue's version spilled 8 bytes).
+MX_INLINE void own_q_corrections(const mx_kernel_args &a, int warp_row0, int batch, int head, i64 kh, float (&corr)[2]) {
+  const u16 *q = (const u16 *)a.q + batch * a.q_sb + head * a.q_sh;
+  const float *mean = (const float *)ws_at(a, WS_KMEAN) + kh * D32;
+  const int lane = threadIdx.x % 32;
+  corr[0] = corr[1] = 0.f;
+#pragma unroll 1
+  for (int r = 0; r < 16; r++) {
+    float dot = 0.f;
+    if (warp_row0 + r < a.seq_q)
+      for (int c = lane; c < D; c += 32) dot += ld_in(q + (i64)(warp_row0 + r) * a.q_ss + c) * a.scale_log2 * mean[c];
+    dot = warp_sum(dot);
+    if (r == lane / 4) corr[0] = dot;
+    if (r == lane / 4 + 8) corr[1] = dot;
+  }
+}
+]]
+
+-- One key tile for one warpgroup, in two halves: tile_scores (S = Q K^T,
+-- the softmax, P packed) and tile_pv (O += P V).  attend_tile runs both, for
+-- the overlap=0 kernels; the ring (overlap=3) takes a turn for each.  The
+-- hook after_issue runs once a half's MMAs are issued, before their wait
+-- (the ring hands its turn on there; a no-op lambda in attend_tile).
 local ATTEND = [[
-// S = Q K^T (dequantized, base 2), mask, online softmax, O += P V for key
-// tile t, whose K8 and V^T sit in the ring slot the descriptors point at
-// (their barriers: bar_k, bar_v).  ks: this head's K scales.
-MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (&row_sum)[1][2], u64 desc_q,
-                           u64 desc_k, u64 desc_v, u32 bar_k, u32 bar_v, u32 parity, int t, int warp_row0,
-                           float qscale, const float *ks, u64 desc_ones, const mx_kernel_args &a) {
+// S = Q K^T (dequantized, base 2), mask, online softmax for key tile t, whose
+// K8 sits in the ring slot desc_k points at (its barrier bar_k); P packed
+// into pa, O's factor into alphas.  ks: this head's K scales.
+template <class F>
+MX_INLINE void tile_scores(u32 (&pa)[BN / 32][4], float (&alphas)[1][2], float (&row_max)[1][2], float (&row_sum)[1][2],
+                           u64 desc_q, u64 desc_k, u32 bar_k, u32 parity, int t, int warp_row0, float qscale,
+                           const float *ks, const mx_kernel_args &a, F after_issue) {
   // Issued before the wait so their latency hides behind it.
   float kscale[KS_N];
   load_kscale(kscale, ks, t);
@@ -458,22 +526,30 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
   int acc[1][NT][4];
   mbar_wait(bar_k, parity);
   issue_qk(acc, desc_q, desc_k);
+  after_issue();
   wgmma_wait<0>();
   reg_fence(acc);
-  float s[1][NT][4], alphas[1][2];
+  float s[1][NT][4];
   // With rowsum_mma the softmax's own sums go to `unused` (and the compiler
-  // drops them); row_sum takes the MMA's after the wait below.
+  // drops them); row_sum takes the MMA's in tile_pv.
   float unused[1][2] = {{0.f, 0.f}};
   softmax_tile_acc(s, acc, t, warp_row0, a, row_max, ROWSUM_MMA ? unused : row_sum, alphas, qscale, kscale);
-
-  u32 pa[BN / 32][4];
   pack_p(pa, s);
+}
+
+// O += P V for the tile whose V^T sits where desc_v points (its barrier
+// bar_v, phase v_parity), O scaled by alphas first; with rowsum_mma also the
+// row sums from P times the ones tile.
+template <class F>
+MX_INLINE void tile_pv(float (&o)[1][DT][4], float (&row_sum)[1][2], const u32 (&pa)[BN / 32][4],
+                       const float (&alphas)[1][2], u64 desc_v, u32 bar_v, u32 v_parity, u64 desc_ones, F after_issue) {
   float pv[1][PV_DT][4], ls[1][1][4];
-  mbar_wait(bar_v, V_SLOTS == 1 ? t & 1 : parity);
+  mbar_wait(bar_v, v_parity);
 #pragma unroll
   for (int slice = 0; slice < PV_SLICES; slice++) {   // V^T rows (channels) PV_N * slice on
     if (ROWSUM_MMA && slice == 0) issue_rowsum(ls, pa, desc_ones);
     issue_pv(pv, pa, desc_v + slice * (PV_N * BN / 16));
+    if (slice == 0) after_issue();
     if (!FOLD_RESCALE && slice == 0) rescale_o(o, alphas);   // under the MMA: P V has its own accumulator
     wgmma_wait<0>();
     reg_fence(pv);
@@ -485,6 +561,16 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
     row_sum[0][0] = fmaf(row_sum[0][0], alphas[0][0], ls[0][0][0]);
     row_sum[0][1] = fmaf(row_sum[0][1], alphas[0][1], ls[0][0][2]);
   }
+}
+
+// Both halves of key tile t (the overlap=0 kernels).
+MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (&row_sum)[1][2], u64 desc_q,
+                           u64 desc_k, u64 desc_v, u32 bar_k, u32 bar_v, u32 parity, int t, int warp_row0,
+                           float qscale, const float *ks, u64 desc_ones, const mx_kernel_args &a) {
+  u32 pa[BN / 32][4];
+  float alphas[1][2];
+  tile_scores(pa, alphas, row_max, row_sum, desc_q, desc_k, bar_k, parity, t, warp_row0, qscale, ks, a, [] {});
+  tile_pv(o, row_sum, pa, alphas, desc_v, bar_v, V_SLOTS == 1 ? t & 1 : parity, desc_ones, [] {});
 }
 ]]
 
@@ -521,6 +607,7 @@ local SETUP = U.fill(WC.BLOCK_SETUP, { where = [[
     if (V_SLOTS == 1) load_v(t);
   };
   auto load_q = [&]() {
+    if (FUSE_Q) return;                  // the consumers write Q8 themselves (CONSUME)
     mbar_expect_tx(bar_q, Q_BYTES);
 #pragma unroll
     for (int p = 0; p < PANELS_QK; p++) tma_load_4d(sQ + p * BM * WQK, map_q, p * WQK, m0, head, batch, bar_q);
@@ -544,8 +631,9 @@ local CONSUME = [[
   const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
   const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;  // a 16-row group: one Q scale
   // The thread's Q scale: its rows' pair (PER_THREAD), or its warp's 16 rows.
-  const float qscale = ((const float *)ws_at(a, WS_QSCALE))[qh * qscales_a_head(nqp) +
-                                                              (PER_THREAD ? warp_row0 / 2 + threadIdx.x % 32 / 4 : warp_row0 / 16)];
+  const float qscale = FUSE_Q ? quantize_own_q(a, smem + (sQ - smem_addr(smem)), m0, warp_row0, batch, head)
+                              : ((const float *)ws_at(a, WS_QSCALE))[qh * qscales_a_head(nqp) +
+                                                                     (PER_THREAD ? warp_row0 / 2 + threadIdx.x % 32 / 4 : warp_row0 / 16)];
   const float *ks = (const float *)ws_at(a, WS_KSCALE) + kh * kscales_a_head(nkp);
 ]] .. WC.CONSUMER_STATE .. [[
   // Descriptors of this warpgroup's 64 Q rows and of ring slot 0's K8 and
@@ -554,7 +642,7 @@ local CONSUME = [[
   const u64 desc_k = smem_desc(sK, 8 * WQK, SWZ_QK);
   const u64 desc_v = smem_desc(sV, 8 * BN, SWZ_V);
   const u64 desc_ones = smem_desc(base + SM_ONES, 8 * BN, SWZ_V);   // rowsum_mma's B
-  mbar_wait(bar_q, 0);
+  if (!FUSE_Q) mbar_wait(bar_q, 0);
 ]]
 
 local EPILOGUE = [[
@@ -562,10 +650,16 @@ local EPILOGUE = [[
   // Smooth-K: softmax cancels the per-row term q.mean, so O ignores it; the
   // LSE does not, so it goes back into the row max (which only the LSE reads).
   if (WRITE_LSE && SMOOTH_K) {
-    const float *corr = (const float *)ws_at(a, WS_CORR) + qh * nqp;
-    const int lane = threadIdx.x % 32;
+    float corr[2];
+    if (FUSE_Q) {
+      own_q_corrections(a, warp_row0, batch, head, kh, corr);
+    } else {
+      const float *ws_corr = (const float *)ws_at(a, WS_CORR) + qh * nqp;
 #pragma unroll
-    for (int h = 0; h < 2; h++) row_max[0][h] += corr[warp_row0 + lane / 4 + 8 * h];
+      for (int h = 0; h < 2; h++) corr[h] = ws_corr[warp_row0 + threadIdx.x % 32 / 4 + 8 * h];
+    }
+#pragma unroll
+    for (int h = 0; h < 2; h++) row_max[0][h] += corr[h];
   }
   // The row sum carries P's factor 448 (softmax_acc); the LSE must not.
   if (WRITE_LSE && P_UNIT == 1.f) row_max[0][0] -= LOG2_448, row_max[0][1] -= LOG2_448;
@@ -661,6 +755,67 @@ ${EPILOGUE}
 }
 ]]
 
+-- Step 4 (overlap=3): three consumer warpgroups of one block (block_m=192,
+-- warps=12, no producer) take turns on the tensor pipe, a token passed
+-- around named barriers RING_BAR + w (256 threads: the warpgroup's own 128
+-- bar.sync, the previous one's 128 bar.arrive).  Each tile is two turns,
+-- S(t) (tile_scores) and P(t) V(t) (tile_pv); the token moves on as soon as
+-- a turn's MMAs are issued.  Warpgroup 1 starts one turn late (an empty
+-- turn), which orders the block's turns A.S(t), B.PV(t-1), C.S(t), A.PV(t),
+-- B.S(t), C.PV(t): between a warpgroup's S and its P V two other turns run
+-- (512 clocks of the tensor pipe at BN=128, D=128), and exactly one
+-- warpgroup computes exponentials during each turn, so MUFU (512 clocks a
+-- softmax) and the tensor pipe can both stay busy.  Three free blocks an SM
+-- measured ~1040 clocks a tile, the two units' sum (bench/NOTES.md, "The
+-- next lever"): they ran in step.  Turns balance: warpgroups 0 and 2 end
+-- with an empty turn, warpgroup 2 kicks off (an arrive on warpgroup 0's
+-- barrier) and skips the block's last pass, so each barrier sees as many
+-- arrives as syncs.  The ring's slots are freed through the empty mbarriers
+-- (a block barrier would put the warpgroups back in step); warpgroup 1,
+-- whose P V(t) comes last, refills them.
+local RING = [[
+constexpr int RING_BAR = 1;   // named barriers RING_BAR + consumer warpgroup (0 is __syncthreads')
+MX_INLINE void ring_wait(int wg) { asm volatile("bar.sync %0, 256;" :: "r"(RING_BAR + wg) : "memory"); }
+MX_INLINE void ring_pass(int wg) {
+  asm volatile("bar.arrive %0, 256;" :: "r"(RING_BAR + (wg + 1) % CONSUMERS) : "memory");
+}
+]]
+local KERNEL_RING = GRID_NOTE .. RING .. [[
+extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
+${SETUP}
+  if (warp == 0 && elect_one()) {
+    load_q();
+    for (int s = 0; s < STAGES && s < n_tiles; s++) load_kv(s);
+  }
+${CONSUME}
+  const bool refills = warp == 4 && elect_one();   // warpgroup 1's: its P V(t) is each tile's last
+  const auto pass = [&] { ring_pass(wg); };
+  if (wg == 2) ring_pass(wg);                        // the kick-off: warpgroup 0 takes the first turn
+  if (wg == 1) { ring_wait(wg); ring_pass(wg); }     // its late start
+  for (int t = 0; t < n_tiles; t++) {
+    const int slot = t % STAGES;
+    const u32 parity = (t / STAGES) & 1;
+    u32 pa[BN / 32][4];
+    float alphas[1][2];
+    ring_wait(wg);
+    tile_scores(pa, alphas, row_max, row_sum, desc_q, desc_k + slot * (K_BYTES / 16), bar_k(slot), parity, t,
+                warp_row0, qscale, ks, a, pass);
+    ring_wait(wg);
+    tile_pv(o, row_sum, pa, alphas, desc_v + slot * (V_BYTES / 16), bar_v(slot), parity, desc_ones, pass);
+    mbar_arrive(bar_empty(slot));                      // this thread is done with the slot's K and V
+    if (refills && t + STAGES < n_tiles) {
+      mbar_wait(bar_empty(slot), parity);
+      load_kv(t + STAGES);
+    }
+  }
+  if (wg != 1) {                                     // the balancing last turn
+    ring_wait(wg);
+    if (wg == 0) ring_pass(wg);
+  }
+${EPILOGUE}
+}
+]]
+
 function WG.kernel_name(t, canonical) return MMA.kernel_name(t, canonical) end
 
 function WG.render(t, canonical)
@@ -701,14 +856,17 @@ constexpr int V_TERMS = ${V_TERMS};     // E4M3 terms of V (issue_pv)
 constexpr bool PER_THREAD = true;
 constexpr int KS_N = PER_THREAD ? 1 : BN / 16, NT_G = NT / KS_N;
 constexpr int V_SLOTS = ${V_SLOTS};     // V^T ring slots: STAGES, or 1 (v_slots says when)
+constexpr bool FUSE_Q = ${FUSE_Q};      // the consumers quantize Q themselves (FUSED_Q)
 enum { ${WS} };                         // workspace sections
 ]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps, STAGES = t.stages,
       PRODUCER = ws_producer, REGS_P = regs_p, REGS_C = regs_c, WQK = w, SWZ_QK = SWIZZLE_MODE[w],
       SWZ_V = SWIZZLE_MODE[t.block_n] or 3, Q_BYTES = l.q_bytes, K_BYTES = l.k_bytes, V_BYTES = l.v_bytes,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_ONES = l.ones, SM_BAR = l.bar, ROWSUM_MMA = t.rowsum_mma == 1, ONES_BYTES = ONES_BYTES, CAUSAL = t.causal == 1, LSE = t.lse == 1,
-      SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t), WS = table.concat(ws, ", ") })
+      SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t), FUSE_Q = t.fuse_q == 1,
+      WS = table.concat(ws, ", ") })
   local pp = t.overlap == 1
-  local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 2 and KERNEL_PIPE or ws_producer and WC.KERNEL_WS or WC.KERNEL,
+  local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 2 and KERNEL_PIPE or t.overlap == 3 and KERNEL_RING
+                        or ws_producer and WC.KERNEL_WS or WC.KERNEL,
                         { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
                           k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, desc_ones, ",
                           min_blocks = min_blocks(t), v_slot = "(slot % V_SLOTS)",
@@ -722,6 +880,7 @@ enum { ${WS} };                         // workspace sections
     require("blocks.quant_fp8v")(t),
     require("blocks.pv_fp8")(t),                       -- pack_e4m3x4 and pv_finish
     require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = true }),
+    FUSED_Q,
     require("blocks.tma_mbarrier")(t),
     require("blocks.wgmma_int8")({ bn = t.block_n, dv = dv(t) // pv_slices(t) }),
     require("blocks.softmax")(t, { split = true }),   -- rescale_o
@@ -742,13 +901,15 @@ function WG.launches(t, pr, canonical)
   local nqp, nkp = U.round_up(pr.seq_q, t.block_m), U.round_up(pr.seq_k, t.block_n)
   local w = panel_qk(t)
   plan.tmaps = {
-    { slot = 0, section = 0, elem_bytes = 1, cols = d32(t), rows = nqp, heads = pr.heads_q, batch = pr.batch,
-      box_cols = w, box_rows = t.block_m, swizzle = w },
     { slot = 1, section = 1, elem_bytes = 1, cols = d32(t), rows = nkp, heads = pr.heads_kv, batch = pr.batch,
       box_cols = w, box_rows = t.block_n, swizzle = w },
     { slot = 2, section = 6, elem_bytes = 1, cols = nkp, rows = t.v_terms * dv(t), heads = pr.heads_kv,
       batch = pr.batch, box_cols = t.block_n, box_rows = t.v_terms * dv(t), swizzle = t.block_n },
   }
+  if t.fuse_q ~= 1 then          -- Q8 from the workspace (fuse_q: written by the consumers)
+    table.insert(plan.tmaps, 1, { slot = 0, section = 0, elem_bytes = 1, cols = d32(t), rows = nqp, heads = pr.heads_q,
+                                  batch = pr.batch, box_cols = w, box_rows = t.block_m, swizzle = w })
+  end
   return plan
 end
 
