@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# A device call for the whole GPU suite (`ctest -L gpu`, seven binaries side by side: ~5 min,
+# the longest gpu_int8_wgmma; timeout_s 420, ctest stops by 380 s), each binary's log kept.
+# Optionally first the probe of bench/micro/mufu_tensor.cu when built into $B/micro (nvcc here:
+# see its header). Prepare: scripts/prepare_gpu_build.sh; carry build-gpu.
+cd "$(dirname "$0")/.."
+source scripts/call_prelude.sh
+stamp start
+if [[ -x $B/micro/mufu_tensor ]]; then
+  $B/micro/mufu_tensor > "$L/mufu_tensor.txt" 2>&1
+  stamp "mufu_tensor rc=$?"
+  cat "$L/mufu_tensor.txt" >> "$S"
+fi
+ls "$B/tests" | head -20 > "$L/tests_dir.txt"
+timeout 380 ctest --test-dir "$PWD/$B" -L gpu -j7 --timeout 370 --output-on-failure > "$L/ctest_gpu.log" 2>&1
+stamp "ctest -L gpu rc=$?"
+grep -E "Test +#|tests passed|tests failed" "$L/ctest_gpu.log" >> "$S"
+cp "$B/Testing/Temporary/LastTest.log" "$L/" 2>/dev/null
+finish_call
+exit 0
