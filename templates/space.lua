@@ -66,6 +66,9 @@ S.params = {
   { name = "fuse_q", role = "knob", values = { 0, 1 }, default = 0,
     families = { ["int8-fp8"] = true }, quiet_default = true,
     help = "wgmma, overlap=0|2|3, no producer warpgroup: the attention kernel quantizes its own Q rows into shared memory (one pass over Q less, no Q8 in the workspace) instead of the quant kernel (on the H200 level or slower but for causal D=128: a tuner candidate)" },
+  { name = "pv_halves", role = "knob", values = { 0, 1 }, default = 0,
+    families = { ["int8-fp8"] = true }, quiet_default = true,
+    help = "wgmma, overlap=0|3, head_dim<=128: P V as two column halves in two commit groups, the first half folded into O under the second's MMAs" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 192, 256 },
     help = "query rows per thread block" },
   { name = "block_n", role = "knob", values = { 16, 32, 64, 96, 128, 160, 176, 192 },
@@ -211,6 +214,19 @@ S.constraints = {
     if t.block_m and t.warps and t.warps ~= t.block_m // 16 then
       return string.format("fuse_q=1: every warp must be a consumer (warps = block_m/16 = %d), not warps=%d (a producer warpgroup)",
                            t.block_m // 16, t.warps)
+    end
+  end,
+  -- pv_halves splits tile_pv's one P V (the overlap=0 and ring kernels'); the
+  -- ping-pong and overlap=2 keep their own, and above D=128 P V is already
+  -- issued in two slices, one after the other.
+  function(t)
+    if (t.pv_halves or 0) ~= 1 then return nil end
+    if t.variant ~= "wgmma" or (t.overlap ~= 0 and t.overlap ~= 3) then
+      return string.format("pv_halves=1: only variant=wgmma with overlap=0 or 3, not variant=%s overlap=%d",
+                           tostring(t.variant), t.overlap or 0)
+    end
+    if t.head_dim and t.head_dim > 128 then
+      return string.format("pv_halves=1: head_dim<=128 (above it P V is already two slices), not %d", t.head_dim)
     end
   end,
   -- overlap=1 is one schedule of the wgmma kernels (blocks/wgmma_overlap.lua):
@@ -398,6 +414,7 @@ function S.help()
   lines[#lines + 1] = "  overlap=3 (wgmma, int8-fp8): block_m=192, warps=12, head_dim<=128"
   lines[#lines + 1] = "  rowsum_mma=1 (wgmma, int8-fp8): overlap=0 or 3"
   lines[#lines + 1] = "  fuse_q=1 (wgmma, int8-fp8): overlap=0, 2 or 3, warps = block_m/16 (no producer warpgroup)"
+  lines[#lines + 1] = "  pv_halves=1 (wgmma, int8-fp8): overlap=0 or 3, head_dim<=128"
   lines[#lines + 1] = "  blocks_per_sm=4|5 (wgmma, int8-fp8): block_m=64, warps=4, overlap=0, head_dim<=64; 5: block_n<=64"
   lines[#lines + 1] = "  persistent=1 (f16): overlap=1; block_n 96|160|176|192: f16 variant=wgmma only"
   lines[#lines + 1] = "  split=1 (f16): persistent=1, causal=0, head_dim/2 + block_n/2 + 32 <= 160"

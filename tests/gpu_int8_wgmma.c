@@ -684,6 +684,22 @@ static void test_ring(void **state) {
 #undef RING
 }
 
+/* pv_halves=1: P V as two half-width MMAs, the first half folded while the
+ * second runs: a half folded before its MMA completes, or into the other
+ * half's columns, reads as wrong output columns.  D=128 and 64 first (the
+ * lengths cases: tails, causal, rows that see no key, the LSE), then D=96
+ * with V in two terms, D=48 (a half of 24 columns), the ring, rowsum off. */
+static void test_pv_halves(void **state) {
+    static const char *configs[] = {WG "block_m=64 warps=4 block_n=128 stages=2 rowsum_mma=1 pv_halves=1",
+                                    WG "block_m=64 warps=4 block_n=128 stages=3 blocks_per_sm=4 rowsum_mma=1 pv_halves=1",
+                                    WG "block_m=64 warps=4 block_n=64 stages=3 pv_halves=1",
+                                    WG "block_m=64 warps=4 block_n=128 stages=2 pv_halves=1",
+                                    WG "overlap=3 block_m=192 warps=12 block_n=128 stages=3 rowsum_mma=1 pv_halves=1",
+                                    WG "block_m=64 warps=4 block_n=128 stages=2 pv_halves=1"};
+    static const int dims[] = {128, 64, 96, 48, 128, 112};
+    assert_int_equal(check_config_sweep(configs, dims, 6, 2, 2100), 0);
+}
+
 /* V in two E4M3 terms (v_terms=2): against the pipeline reference with the
  * same two terms, across tiles, schedules, tails, causal and GQA; and on the
  * same inputs it must cut the error against fp64 well below one term's (the
@@ -782,6 +798,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_rowsum_mma),
         cmocka_unit_test(test_fuse_q),
         cmocka_unit_test(test_ring),
+        cmocka_unit_test(test_pv_halves),
         cmocka_unit_test(test_exp_poly),
         cmocka_unit_test(test_long_rows),
         cmocka_unit_test(test_v_terms),

@@ -722,6 +722,50 @@ static void test_ring(void **state) {
     }
 }
 
+/* pv_halves: legal on tile_pv's kernels (overlap 0 and 3) up to D=128; its
+ * kernels issue P V as twice as many half-width wgmmas (n = DV/2, none of
+ * DV), wait for all but the last group once, compile lean and within the
+ * registers of their twin (the halves share P V's accumulator); 0 stays out
+ * of the canonical text. */
+static void test_pv_halves(void **state) {
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 " PP "block_n=128 stages=2 pv_halves=1", "overlap=0 or 3");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 " PIPE "block_n=128 pv_halves=1", "overlap=0 or 3");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=256 variant=wgmma block_m=64 warps=8 block_n=64 stages=3 pv_halves=1",
+                       "head_dim<=128");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=mma block_m=128 warps=8 block_n=64 stages=2 pv_halves=1",
+                       "variant=wgmma");
+    gen_expect_invalid(g, "family=f16 head_dim=128 pv_halves=1", "pv_halves");
+    char *canon = gen_call(g, "validate", "family=int8-fp8 head_dim=128 " ONE_WG "block_n=128 stages=2 pv_halves=0", NULL);
+    assert_null(strstr(canon, "pv_halves"));
+    free(canon);
+    static const struct { int d; const char *knobs; } cases[] = {
+        {128, ONE_WG "block_n=128 stages=2 rowsum_mma=1"}, {64, ONE_WG "block_n=128 stages=3 blocks_per_sm=4 causal=1 lse=1"},
+        {96, ONE_WG "block_n=64 stages=3 v_terms=2"}, {128, RING "block_n=128 stages=3 rowsum_mma=1"},
+        {48, ONE_WG "block_n=128 stages=2 dtype=f16 out_dtype=f16"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char plain[256], halves[288];
+        mx_compile_result a, b;
+        if (!compile_twins(cases[i].d, cases[i].knobs, "pv_halves=1", &plain, &halves, &a, &b)) skip();
+        const int dv = (cases[i].d + 15) / 16 * 16;   /* DV: P V's width */
+        char whole[96], half[96];
+        snprintf(whole, sizeof whole, "m64n%dk32.f32.e4m3.e4m3", dv);
+        snprintf(half, sizeof half, "m64n%dk32.f32.e4m3.e4m3", dv / 2);
+        int whole_a = count_in_kernel(a.ptx, whole), half_b = count_in_kernel(b.ptx, half);
+        print_message("D=%-3d %s: P V wgmmas %d x n%d -> %d x n%d, registers %d -> %d\n", cases[i].d, cases[i].knobs,
+                      whole_a, dv, half_b, dv / 2, a.usage.registers, b.usage.registers);
+        if (whole_a == 0 || half_b != 2 * whole_a || count_in_kernel(b.ptx, whole) != 0)
+            fail_msg("%s: %d half-width P V wgmmas and %d whole, want %d and 0", halves, half_b,
+                     count_in_kernel(b.ptx, whole), 2 * whole_a);
+        assert_true(count_in_kernel(b.ptx, "wgmma.wait_group.sync.aligned 1") >= 1);
+        assert_true(b.usage.registers <= a.usage.registers);
+        char label[96];
+        snprintf(label, sizeof label, "pv_halves D=%d", cases[i].d);
+        expect_lean_wgmma_kernel(halves, label, &b);
+        mx_compile_result_free(&a);
+        mx_compile_result_free(&b);
+    }
+}
+
 static void test_three_consumers(void **state) {
     gen_expect_invalid(g, "family=int8-fp8 head_dim=96 variant=wgmma block_m=192 warps=16 block_n=128 stages=2",
                        "head_dim <= 64");
@@ -838,6 +882,7 @@ int main(void) {
         cmocka_unit_test(test_three_consumers),
         cmocka_unit_test(test_fuse_q),
         cmocka_unit_test(test_ring),
+        cmocka_unit_test(test_pv_halves),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

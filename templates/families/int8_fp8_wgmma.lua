@@ -231,8 +231,12 @@ function WG.prior(t)
   -- plain twin, 0.9% faster only at D=128 N=4096 causal (s14 call 2; -2 to
   -- -8% predicted): below the twin, tried when the tuner has slots left.
   local fused = (t.fuse_q or 0) == 1 and 0.97 or 1
+  -- pv_halves is not yet measured on a GPU (an ablation without the fold
+  -- ran 15% faster at D=128, s14 call 7; the halves expose half of it): a
+  -- little below its plain twin until it is.
+  local halves = (t.pv_halves or 0) == 1 and 0.99 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
-         * (1 - 0.08 * t.exp_poly) * three * pipelined * more_blocks * summed * fused
+         * (1 - 0.08 * t.exp_poly) * three * pipelined * more_blocks * summed * fused * halves
 end
 
 -- The int8/e4m3 operands' pieces of a key tile, shared by attend_tile and
@@ -398,7 +402,9 @@ MX_INLINE void pack_p(u32 (&pa)[BN / 32][4], const float (&s)[1][NT][4]) {
 // first's (the first's rounding error, on the same channel scale): its k32
 // steps add into the same accumulator, so P V is P (hi + lo) at the cost of
 // twice the MMAs and no register.
-MX_INLINE void issue_pv(float (&pv)[1][PV_DT][4], const u32 (&pa)[BN / 32][4], u64 desc_v) {
+//
+// C: the accumulator's 8-column chunks (PV_DT, or half of it for pv_halves).
+template <int C> MX_INLINE void issue_pv(float (&pv)[1][C][4], const u32 (&pa)[BN / 32][4], u64 desc_v) {
   reg_fence(pv);
   wgmma_fence();
 #pragma unroll
@@ -425,13 +431,15 @@ MX_INLINE void issue_rowsum(float (&ls)[1][1][4], const u32 (&pa)[BN / 32][4], u
   for (int kk = 0; kk < BN / 32; kk++) wgmma_rowsum(ls, pa[kk], desc_ones + kk * 32 / 16, kk > 0);
 }
 
-// O += PV in fp32 (see issue_pv), for column slice `slice` of O.
-MX_INLINE void add_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], int slice = 0) {
+// O += PV in fp32 (see issue_pv): PV's C 8-column chunks onto O's from chunk
+// c0 on (a slice's, or a pv_halves half's).
+template <int C> MX_INLINE void add_pv_at(float (&o)[1][DT][4], const float (&pv)[1][C][4], int c0) {
 #pragma unroll
-  for (int dt = 0; dt < PV_DT; dt++)
+  for (int dt = 0; dt < C; dt++)
 #pragma unroll
-    for (int e = 0; e < 4; e++) o[0][slice * PV_DT + dt][e] += pv[0][dt][e];
+    for (int e = 0; e < 4; e++) o[0][c0 + dt][e] += pv[0][dt][e];
 }
+MX_INLINE void add_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], int slice = 0) { add_pv_at(o, pv, slice * PV_DT); }
 
 // O = O * alpha + PV for column slice `slice`: the rescale and the fold in
 // one FFMA a value.  The kernel is bound by issue (bench/NOTES.md), and a
@@ -441,14 +449,17 @@ MX_INLINE void add_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], int 
 // 2.3% at N=4096, but 2% slower at D=64, whose short P V leaves the
 // separate rescale under the MMA for free (FOLD_RESCALE).
 constexpr bool FOLD_RESCALE = DV > 64;
-MX_INLINE void fold_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], const float (&alphas)[1][2], int slice) {
+template <int C> MX_INLINE void fold_pv_at(float (&o)[1][DT][4], const float (&pv)[1][C][4], const float (&alphas)[1][2], int c0) {
 #pragma unroll
-  for (int dt = 0; dt < PV_DT; dt++)
+  for (int dt = 0; dt < C; dt++)
 #pragma unroll
     for (int e = 0; e < 4; e++) {
-      float &x = o[0][slice * PV_DT + dt][e];
+      float &x = o[0][c0 + dt][e];
       x = fmaf(x, alphas[0][e / 2], pv[0][dt][e]);
     }
+}
+MX_INLINE void fold_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], const float (&alphas)[1][2], int slice) {
+  fold_pv_at(o, pv, alphas, slice * PV_DT);
 }
 ]]
 
@@ -543,10 +554,32 @@ MX_INLINE void tile_scores(u32 (&pa)[BN / 32][4], float (&alphas)[1][2], float (
 template <class F>
 MX_INLINE void tile_pv(float (&o)[1][DT][4], float (&row_sum)[1][2], const u32 (&pa)[BN / 32][4],
                        const float (&alphas)[1][2], u64 desc_v, u32 bar_v, u32 v_parity, u64 desc_ones, F after_issue) {
-  float pv[1][PV_DT][4], ls[1][1][4];
+  float ls[1][1][4];
   mbar_wait(bar_v, v_parity);
+  if constexpr (PV_HALVES) {
+    // P V in two column halves, two commit groups, in the registers of one:
+    // the first half's fold runs under the second half's MMAs instead of
+    // after all of them.  The fold after the last MMA sits between this
+    // tile's P V and the next tile's S (an ablation without it: -15% at
+    // D=128, h200-2026-11-30-s14 call 7); this exposes half of it.
+    float pv_lo[1][PV_DT / 2][4], pv_hi[1][PV_DT / 2][4];
+    if (ROWSUM_MMA) issue_rowsum(ls, pa, desc_ones);
+    issue_pv(pv_lo, pa, desc_v);
+    issue_pv(pv_hi, pa, desc_v + (PV_N / 2) * BN / 16);   // V^T rows (channels) PV_N / 2 on
+    after_issue();
+    if (!FOLD_RESCALE) rescale_o(o, alphas);
+    wgmma_wait<1>();
+    reg_fence(pv_lo);
+    if (FOLD_RESCALE) fold_pv_at(o, pv_lo, alphas, 0);
+    else add_pv_at(o, pv_lo, 0);
+    wgmma_wait<0>();
+    reg_fence(pv_hi);
+    if (FOLD_RESCALE) fold_pv_at(o, pv_hi, alphas, PV_DT / 2);
+    else add_pv_at(o, pv_hi, PV_DT / 2);
+  }
+  float pv[1][PV_DT][4];
 #pragma unroll
-  for (int slice = 0; slice < PV_SLICES; slice++) {   // V^T rows (channels) PV_N * slice on
+  for (int slice = 0; slice < (PV_HALVES ? 0 : PV_SLICES); slice++) {   // V^T rows (channels) PV_N * slice on
     if (ROWSUM_MMA && slice == 0) issue_rowsum(ls, pa, desc_ones);
     issue_pv(pv, pa, desc_v + slice * (PV_N * BN / 16));
     if (slice == 0) after_issue();
@@ -844,6 +877,7 @@ constexpr int KQ = D32 / 32;            // k32 steps of S = Q K^T
 constexpr int NT = BN / 8;              // 8-key chunks of S
 constexpr int DT = DV / 8;              // 8-column chunks of O
 constexpr int PV_SLICES = ${PV_SLICES}, PV_N = DV / PV_SLICES, PV_DT = PV_N / 8;   // a tile's P V: column slices
+constexpr bool PV_HALVES = ${PV_HALVES};   // tile_pv issues P V in two column halves (pv_halves)
 constexpr int RSV = BN + 16;            // (blocks/pv_fp8.lua's mma.sync tile; unused here)
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH_K}, FP8_V = true;
 // What P still needs on its way to E4M3: 1 where softmax_acc's exponentials
@@ -862,7 +896,7 @@ enum { ${WS} };                         // workspace sections
       PRODUCER = ws_producer, REGS_P = regs_p, REGS_C = regs_c, WQK = w, SWZ_QK = SWIZZLE_MODE[w],
       SWZ_V = SWIZZLE_MODE[t.block_n] or 3, Q_BYTES = l.q_bytes, K_BYTES = l.k_bytes, V_BYTES = l.v_bytes,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_ONES = l.ones, SM_BAR = l.bar, ROWSUM_MMA = t.rowsum_mma == 1, ONES_BYTES = ONES_BYTES, CAUSAL = t.causal == 1, LSE = t.lse == 1,
-      SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t), FUSE_Q = t.fuse_q == 1,
+      SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t), PV_HALVES = t.pv_halves == 1, FUSE_Q = t.fuse_q == 1,
       WS = table.concat(ws, ", ") })
   local pp = t.overlap == 1
   local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 2 and KERNEL_PIPE or t.overlap == 3 and KERNEL_RING
@@ -882,7 +916,8 @@ enum { ${WS} };                         // workspace sections
     require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = true }),
     FUSED_Q,
     require("blocks.tma_mbarrier")(t),
-    require("blocks.wgmma_int8")({ bn = t.block_n, dv = dv(t) // pv_slices(t) }),
+    require("blocks.wgmma_int8")({ bn = t.block_n, dv = dv(t) // pv_slices(t),
+                                   dv_half = t.pv_halves == 1 and dv(t) // 2 or nil }),   -- tile_pv's halves
     require("blocks.softmax")(t, { split = true }),   -- rescale_o
     require("blocks.epilogue")(t),
     require("blocks.exp2").apply(PIECES, t),          -- exp_poly reaches softmax_acc's exponentials
