@@ -231,10 +231,11 @@ function WG.prior(t)
   -- plain twin, 0.9% faster only at D=128 N=4096 causal (s14 call 2; -2 to
   -- -8% predicted): below the twin, tried when the tuner has slots left.
   local fused = (t.fuse_q or 0) == 1 and 0.97 or 1
-  -- pv_halves is not yet measured on a GPU (an ablation without the fold
-  -- ran 15% faster at D=128, s14 call 7; the halves expose half of it): a
-  -- little below its plain twin until it is.
-  local halves = (t.pv_halves or 0) == 1 and 0.99 or 1
+  -- pv_halves measured 1.7-2.1% slower at D=128 and 1.5% at D=64 than its
+  -- plain twin, level at D=128 causal (h200-2026-11-30-s14 call 8; -5 to -7%
+  -- predicted from call 7's ablation of the fold): eight half-width P V
+  -- MMAs read P from registers twice.  Below the twin.
+  local halves = (t.pv_halves or 0) == 1 and 0.97 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
          * (1 - 0.08 * t.exp_poly) * three * pipelined * more_blocks * summed * fused * halves
 end
