@@ -549,6 +549,30 @@ MX_INLINE void tile_scores(u32 (&pa)[BN / 32][4], float (&alphas)[1][2], float (
   pack_p(pa, s);
 }
 
+// pv_halves: P V in two column halves, two commit groups, in the registers
+// of one, the first half folded while the second half's MMAs run (the fold
+// after the last MMA sits between this tile's P V and the next tile's S).
+// On the H200 1.5-2% slower than whole P V (h200-2026-11-30-s14 call 8):
+// eight half-width MMAs read P from registers twice.
+template <class F>
+MX_INLINE void pv_in_halves(float (&o)[1][DT][4], float (&ls)[1][1][4], const u32 (&pa)[BN / 32][4],
+                            const float (&alphas)[1][2], u64 desc_v, u64 desc_ones, F after_issue) {
+  float pv_lo[1][PV_DT / 2][4], pv_hi[1][PV_DT / 2][4];
+  if (ROWSUM_MMA) issue_rowsum(ls, pa, desc_ones);
+  issue_pv(pv_lo, pa, desc_v);
+  issue_pv(pv_hi, pa, desc_v + (PV_N / 2) * BN / 16);   // V^T rows (channels) PV_N / 2 on
+  after_issue();
+  if (!FOLD_RESCALE) rescale_o(o, alphas);
+  wgmma_wait<1>();
+  reg_fence(pv_lo);
+  if (FOLD_RESCALE) fold_pv_at(o, pv_lo, alphas, 0);
+  else add_pv_at(o, pv_lo, 0);
+  wgmma_wait<0>();
+  reg_fence(pv_hi);
+  if (FOLD_RESCALE) fold_pv_at(o, pv_hi, alphas, PV_DT / 2);
+  else add_pv_at(o, pv_hi, PV_DT / 2);
+}
+
 // O += P V for the tile whose V^T sits where desc_v points (its barrier
 // bar_v, phase v_parity), O scaled by alphas first; with rowsum_mma also the
 // row sums from P times the ones tile.
@@ -558,37 +582,20 @@ MX_INLINE void tile_pv(float (&o)[1][DT][4], float (&row_sum)[1][2], const u32 (
   float ls[1][1][4];
   mbar_wait(bar_v, v_parity);
   if constexpr (PV_HALVES) {
-    // P V in two column halves, two commit groups, in the registers of one:
-    // the first half's fold runs under the second half's MMAs instead of
-    // after all of them.  The fold after the last MMA sits between this
-    // tile's P V and the next tile's S (an ablation without it: -15% at
-    // D=128, h200-2026-11-30-s14 call 7); this exposes half of it.
-    float pv_lo[1][PV_DT / 2][4], pv_hi[1][PV_DT / 2][4];
-    if (ROWSUM_MMA) issue_rowsum(ls, pa, desc_ones);
-    issue_pv(pv_lo, pa, desc_v);
-    issue_pv(pv_hi, pa, desc_v + (PV_N / 2) * BN / 16);   // V^T rows (channels) PV_N / 2 on
-    after_issue();
-    if (!FOLD_RESCALE) rescale_o(o, alphas);
-    wgmma_wait<1>();
-    reg_fence(pv_lo);
-    if (FOLD_RESCALE) fold_pv_at(o, pv_lo, alphas, 0);
-    else add_pv_at(o, pv_lo, 0);
-    wgmma_wait<0>();
-    reg_fence(pv_hi);
-    if (FOLD_RESCALE) fold_pv_at(o, pv_hi, alphas, PV_DT / 2);
-    else add_pv_at(o, pv_hi, PV_DT / 2);
-  }
-  float pv[1][PV_DT][4];
+    pv_in_halves(o, ls, pa, alphas, desc_v, desc_ones, after_issue);
+  } else {
+    float pv[1][PV_DT][4];
 #pragma unroll
-  for (int slice = 0; slice < (PV_HALVES ? 0 : PV_SLICES); slice++) {   // V^T rows (channels) PV_N * slice on
-    if (ROWSUM_MMA && slice == 0) issue_rowsum(ls, pa, desc_ones);
-    issue_pv(pv, pa, desc_v + slice * (PV_N * BN / 16));
-    if (slice == 0) after_issue();
-    if (!FOLD_RESCALE && slice == 0) rescale_o(o, alphas);   // under the MMA: P V has its own accumulator
-    wgmma_wait<0>();
-    reg_fence(pv);
-    if (FOLD_RESCALE) fold_pv(o, pv, alphas, slice);
-    else add_pv(o, pv, slice);
+    for (int slice = 0; slice < PV_SLICES; slice++) {   // V^T rows (channels) PV_N * slice on
+      if (ROWSUM_MMA && slice == 0) issue_rowsum(ls, pa, desc_ones);
+      issue_pv(pv, pa, desc_v + slice * (PV_N * BN / 16));
+      if (slice == 0) after_issue();
+      if (!FOLD_RESCALE && slice == 0) rescale_o(o, alphas);   // under the MMA: P V has its own accumulator
+      wgmma_wait<0>();
+      reg_fence(pv);
+      if (FOLD_RESCALE) fold_pv(o, pv, alphas, slice);
+      else add_pv(o, pv, slice);
+    }
   }
   if (ROWSUM_MMA) {
     reg_fence(ls);
