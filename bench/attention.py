@@ -84,6 +84,10 @@ def parse_args():
                         help="timing rounds per config; each round times every implementation "
                              "once, in a rotated order, and a row reports the median of its "
                              f"rounds (default {DEFAULT_ROUNDS}; 1: one timing each, in order)")
+    parser.add_argument("--rep-ms", type=float, default=REP_MS,
+                        help=f"timing per config in ms, split over its rounds (default {REP_MS}); runs at "
+                             "the board's power limit drift by a few percent between calls, and a longer "
+                             "rep with more rounds narrows a row's median")
     parser.add_argument("--clocks", action="store_true",
                         help="sample the SM clock, power and temperature with nvidia-smi while "
                              "timing (bench/clock_log.py); each row gets their means over its "
@@ -98,6 +102,8 @@ def parse_args():
     args.heads_kv = args.heads_kv or args.heads
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    if args.rep_ms <= 0:
+        parser.error("--rep-ms must be positive")
     args.families += [name for name in args.extra if name not in args.families]
     unknown = [b for b in args.baselines if b not in SDPA_BACKENDS]
     if unknown:
@@ -142,7 +148,7 @@ def environment(args):
         "mxattn": mxattn.version(),
         "mxattn_lib": mxattn.library_path(),
         "command": command,
-        "timer": timer_name(args.rounds),
+        "timer": timer_name(args.rounds, args.rep_ms),
     }
 
 
@@ -156,9 +162,9 @@ def _triton_do_bench():
         return None
 
 
-def timer_name(rounds):
+def timer_name(rounds, rep_ms=REP_MS):
     timer = "triton.testing.do_bench" if _triton_do_bench() else "CUDA events"
-    return (f"{timer} median (warmup {WARMUP_MS} ms, rep {REP_MS / rounds:g} ms) in each of "
+    return (f"{timer} median (warmup {WARMUP_MS} ms, rep {rep_ms / rounds:g} ms) in each of "
             f"{rounds} interleaved rounds; the median of the rounds")
 
 
@@ -390,7 +396,7 @@ def context_is_broken():
         return True
 
 
-def run_config(cfg, names, l2_bytes, rounds, clock_log=None):
+def run_config(cfg, names, l2_bytes, rounds, clock_log=None, rep_ms=REP_MS):
     """Rows for every implementation on cfg; failures become rows with error.
 
     The implementations are timed in interleaved rounds (A B C, B C A, ...)
@@ -417,7 +423,7 @@ def run_config(cfg, names, l2_bytes, rounds, clock_log=None):
             if row["error"]:
                 continue
             begin = time.time()
-            ms, row["error"] = guarded(name, cfg, lambda: timer(REP_MS / rounds))
+            ms, row["error"] = guarded(name, cfg, lambda: timer(rep_ms / rounds))
             spans.setdefault(name, []).append((begin, time.time()))
             if ms is not None:
                 round_ms.append(ms)
@@ -602,7 +608,7 @@ def main():
             print(f"{config_label(cfg)} (B={cfg['batch']} H={cfg['heads']} "
                   f"Hkv={cfg['heads_kv']}):", flush=True)
             try:
-                rows += run_config(cfg, names, l2_bytes, args.rounds, clock_log)
+                rows += run_config(cfg, names, l2_bytes, args.rounds, clock_log, args.rep_ms)
             except ContextBroken as error:
                 print(f"stopping: {error}", flush=True)
                 break

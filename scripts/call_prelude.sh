@@ -57,17 +57,18 @@ ncu_profile() {
   stamp "ncu: $(awk -v w="$warp_tiles" 'NR>1{s+=$2} END{printf "%.1f warp instructions a warp-tile", s/w}' "$L/attn_source_lines.txt")"
 }
 
-# tune_and_bench TUNE_END BENCH_END ROUNDS: `mxattn tune` of f16 and int8-fp8 at issue #7's shapes
-# (8 candidates each) until TUNE_END seconds into the call, the database's winners into the
-# summary, then bench/attention.py on that database (ROUNDS rounds, clocks, N=1024 included) until
-# BENCH_END, its f16 / int8-fp8 / cuDNN rows into the summary.
+# tune_and_bench TUNE_END BENCH_END ROUNDS [REP_MS]: `mxattn tune` of f16 and int8-fp8 at issue
+# #7's shapes (8 candidates each) until TUNE_END seconds into the call, the database's winners into
+# the summary, then bench/attention.py on that database (ROUNDS rounds sharing REP_MS of timing a
+# row, default 100; clocks, N=1024 included) until BENCH_END, its f16 / int8-fp8 / cuDNN rows into
+# the summary.
 tune_and_bench() {
-  local tune_end=$1 bench_end=$2 rounds=$3
+  local tune_end=$1 bench_end=$2 rounds=$3 rep_ms=${4:-100}
   timeout $((tune_end - SECONDS)) $B/mxattn tune --family f16,int8-fp8 --head-dims 128,64 --seqs 4096,16384 --causal both \
     --batch 4 --heads 32 --max-candidates 8 > "$L/tune.log" 2>&1
   stamp "tune rc=$?"
   $B/mxattn query > "$L/query.log" 2>&1; cat "$L/query.log" >> "$S"
-  BENCH_ARGS="--families f16,int8-fp8 --dims 128,64 --seqs 1024,4096,16384 --causal both --baselines sdpa-flash,sdpa-cudnn --rounds $rounds --clocks" \
+  BENCH_ARGS="--families f16,int8-fp8 --dims 128,64 --seqs 1024,4096,16384 --causal both --baselines sdpa-flash,sdpa-cudnn --rounds $rounds --rep-ms $rep_ms --clocks" \
     BENCH_TIMEOUT=$((bench_end - SECONDS)) MXATTN_BUILD=$B OUT=$L bash scripts/device.sh --bench > "$L/device_bench.log" 2>&1
   stamp "$(grep '^## bench' "$L/device_bench.log")"
   grep -E "^\| (f16|int8-fp8|sdpa-cudnn) " "$L/bench/results.md" 2>/dev/null | cut -d'|' -f2-8 >> "$S"
