@@ -11,7 +11,6 @@ if [[ -x $B/micro/mufu_tensor ]]; then
   stamp "mufu_tensor rc=$?"
   cat "$L/mufu_tensor.txt" >> "$S"
 fi
-ls "$B/tests" | head -20 > "$L/tests_dir.txt"
 timeout 380 ctest --test-dir "$PWD/$B" -L gpu -j7 --timeout 370 --output-on-failure > "$L/ctest_gpu.log" 2>&1
 stamp "ctest -L gpu rc=$?"
 grep -E "Test +#|tests passed|tests failed" "$L/ctest_gpu.log" >> "$S"

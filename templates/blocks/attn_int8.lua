@@ -153,7 +153,7 @@ return function(family, pv_kind)
   -- accurate as 16-row/16-key blocks or better on the CPU reference, and one
   -- Q and one K scale a thread and a key tile); int8-f16 keeps its blocks.
   local per_thread = pv_kind == "fp8"
-  local quant_warps = per_thread and 8 or 4   -- the quant kernel's QUANT_WARPS (blocks/quant_kernels.lua)
+  local quant_warps = require("blocks.quant_kernels").warps(per_thread)   -- its launch's block
   local stem = family:gsub("-", "_")
 
   -- Raises for tables this family cannot build; called from smem_bytes, which

@@ -371,17 +371,23 @@ MX_INLINE void quantize_k_window(const u16 *src, i64 ss, int window0, bool live,
   if (live) group_codes<4>(t, m, row0, rows, 1.f, mean != nullptr, lane_scale, rows_of_d32{dst});
 }
 
-// corr[r] = q_r . mean for the 16 rows (q already in base-2 units): the smooth-K
-// term that softmax cancels, needed only for the LSE.
+// q_row . mean (q times mul: base-2 units), summed over the warp; 0 for rows
+// at or past `rows`.  The smooth-K term that softmax cancels, needed only for
+// the LSE: the quant kernel's smooth_k_correction and int8-fp8's fuse_q
+// kernels (own_q_corrections) both take it from here.
+MX_INLINE float smooth_k_term(const u16 *src, i64 ss, int row, int rows, float mul, const float *mean) {
+  float dot = 0.f;
+  if (row < rows)
+    for (int c = threadIdx.x % 32; c < D; c += 32) dot += ld_in(src + (i64)row * ss + c) * mul * mean[c];
+  return warp_sum(dot);
+}
+
+// corr[r] = the smooth-K term of each of the 16 rows from row0.
 MX_INLINE void smooth_k_correction(const u16 *src, i64 ss, int row0, int rows, float mul, const float *mean,
                                    float *corr) {
-  const int lane = threadIdx.x % 32;
   for (int r = 0; r < 16; r++) {
-    float dot = 0.f;
-    if (row0 + r < rows)
-      for (int c = lane; c < D; c += 32) dot += ld_in(src + (i64)(row0 + r) * ss + c) * mul * mean[c];
-    dot = warp_sum(dot);
-    if (lane == 0) corr[r] = dot;
+    const float dot = smooth_k_term(src, ss, row0 + r, rows, mul, mean);
+    if (threadIdx.x % 32 == 0) corr[r] = dot;
   }
 }
 ]], { TO_F32 = to_f32[p.dtype], PAIR = p.dtype, VEC = p.align })

@@ -67,7 +67,7 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_stats(const mx_kernel_
 // With PER_THREAD a block's eight warps cover one 128-key window, the span
 // of K's per-thread groups (quantize_k_window).  With FUSE_Q the attention
 // kernel quantizes its own Q and y counts KV heads only.
-constexpr int QUANT_WARPS = PER_THREAD ? 8 : 4;
+constexpr int QUANT_WARPS = ${QUANT_WARPS};   // quant_warps below (the launch plan reads it too)
 MX_INLINE int qscales_a_head(int nqp) { return PER_THREAD ? nqp / 2 : nqp / 16; }
 MX_INLINE int kscales_a_head(int nkp) { return PER_THREAD ? (nkp + 127) / 128 * 4 : nkp / 16; }
 extern "C" __global__ void __launch_bounds__(${QUANT_BOUNDS}) ${NAME}_quant(const mx_kernel_args a) {
@@ -127,14 +127,23 @@ extern "C" __global__ void __launch_bounds__(${QUANT_BOUNDS}) ${NAME}_quant(cons
 -- (127 before; without the minimum ptxas picks 80 and spills 4 bytes in
 -- int8-fp8).  Not yet timed on a GPU.  PER_THREAD's blocks are twice the
 -- size (eight warps), so half the blocks give the same 768 threads an SM.
+-- The quant kernel's warps a block: with per-thread groups a 128-key window
+-- of K (eight 16-key blocks), else four 16-row blocks.
+local function quant_warps(per_thread) return per_thread and 8 or 4 end
+
 local function quant_bounds(head_dim, per_thread)
-  local threads = per_thread and 256 or 128
+  local threads = 32 * quant_warps(per_thread)
   if head_dim <= 96 and head_dim % 32 == 0 then return string.format("%d, %d", threads, 768 // threads) end
   return tostring(threads)
 end
 
--- p: name, head_dim, per_thread (the kernels' PER_THREAD).
-return function(p)
-  return U.fill(KERNELS, { NAME = p.name, QUANT_BOUNDS = quant_bounds(p.head_dim, p.per_thread) })
-end
+-- require("blocks.quant_kernels")(p) renders the kernels, p: name, head_dim,
+-- per_thread (the kernels' PER_THREAD); .warps(per_thread) is their block's
+-- warps, for the launch plan.
+return setmetatable({ warps = quant_warps }, {
+  __call = function(_, p)
+    return U.fill(KERNELS, { NAME = p.name, QUANT_BOUNDS = quant_bounds(p.head_dim, p.per_thread),
+                             QUANT_WARPS = quant_warps(p.per_thread) })
+  end,
+})
 

@@ -508,10 +508,7 @@ MX_INLINE void own_q_corrections(const mx_kernel_args &a, int warp_row0, int bat
   corr[0] = corr[1] = 0.f;
 #pragma unroll 1
   for (int r = 0; r < 16; r++) {
-    float dot = 0.f;
-    if (warp_row0 + r < a.seq_q)
-      for (int c = lane; c < D; c += 32) dot += ld_in(q + (i64)(warp_row0 + r) * a.q_ss + c) * a.scale_log2 * mean[c];
-    dot = warp_sum(dot);
+    const float dot = smooth_k_term(q, a.q_ss, warp_row0 + r, a.seq_q, a.scale_log2, mean);
     if (r == lane / 4) corr[0] = dot;
     if (r == lane / 4 + 8) corr[1] = dot;
   }

@@ -79,8 +79,8 @@ void gpu_free_buffers(const mx_device *dev, int count, void **bufs);
 /* The quantized-pipeline reference of an INT8 family (int8-f16, int8-fp8) as
  * the kernel of `config` (a plan's canonical config) quantizes: Q and K as the
  * family's numerics say (Q pre-scaled by sm_scale*log2 e, as api/plan.c
- * computes it), P per key tile of the config's block_n; the one-warpgroup
- * wgmma kernels (overlap=0 and 2) fold P's exponent (mx_ref_config.p_fold:
+ * computes it), P per key tile of the config's block_n; the wgmma kernels
+ * but the ping-pong (overlap=0, 2 and 3) fold P's exponent (mx_ref_config.p_fold:
  * their fp32 constant flips a P code now and then, 2-4e-3 on a one-row case,
  * bench/NOTES.md), rowsum_mma=1 sums P as E4M3 (l_from_p_hat). Reading all of
  * it from the config keeps every GPU test's reference in step with the
