@@ -34,7 +34,8 @@
  * checks them bit for bit.  Skips (77) without a GPU, and without an sm_90 one.
  * A watchdog ends the process if one case takes minutes (a kernel that waits
  * on an mbarrier or a named barrier forever).  An argument filters the tests
- * by name: `gpu_int8_wgmma '*overlap*'`. */
+ * by name: `gpu_int8_wgmma '*overlap*'`; ctest runs it in two halves
+ * (`--part 1/2`, `--part 2/2`: gpu_run_tests). */
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -758,11 +759,6 @@ static void test_three_consumers(void **state) {
 }
 
 int main(int argc, char **argv) {
-    /* The speed lines are measurements, not checks: they cost minutes of a
-     * device session, so ctest skips them; name them to run them:
-     * `gpu_int8_wgmma '*speed*'`. */
-    if (argc > 1) cmocka_set_test_filter(argv[1]);
-    else cmocka_set_skip_filter("*speed*");
     gpu_open_or_skip(&g_dev, "gpu_int8_wgmma");
     if (g_dev.cc_major != 9) {
         printf("gpu_int8_wgmma: skipped, needs an sm_90 GPU (this one is sm_%d%d)\n", g_dev.cc_major, g_dev.cc_minor);
@@ -804,7 +800,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_v_terms),
         cmocka_unit_test(test_three_consumers),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    int rc = gpu_run_tests("gpu_int8_wgmma", tests, sizeof tests / sizeof tests[0], argc, argv);
     mxattn_destroy(g_ctx);
     mx_device_close(&g_dev);
     return rc;

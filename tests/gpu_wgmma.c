@@ -406,11 +406,6 @@ static void test_overlap_speed(void **state) {
 
 int main(int argc, char **argv) {
     signal(SIGALRM, on_alarm);
-    /* The speed lines are measurements, not checks: they cost minutes of a
-     * device session, so ctest skips them; name them to run them:
-     * `gpu_int8_wgmma '*speed*'`. */
-    if (argc > 1) cmocka_set_test_filter(argv[1]);
-    else cmocka_set_skip_filter("*speed*");
     gpu_open_or_skip(&g_dev, "gpu_wgmma");
     if (g_dev.cc_major != 9) {
         printf("gpu_wgmma: skipped, needs an sm_90 GPU (this one is sm_%d%d)\n", g_dev.cc_major, g_dev.cc_minor);
@@ -445,7 +440,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_candidates_start_with_the_plans_default),
         cmocka_unit_test(test_overlap_speed),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    int rc = gpu_run_tests("gpu_wgmma", tests, sizeof tests / sizeof tests[0], argc, argv);
     alarm(0);
     mxattn_destroy(g_ctx);
     mx_device_close(&g_dev);

@@ -16,6 +16,29 @@ uint64_t gpu_seed_base(void) {
     return fixed && *fixed ? strtoull(fixed, NULL, 10) : (uint64_t)time(NULL);
 }
 
+int gpu_run_tests(const char *group, const struct CMUnitTest *tests, size_t count, int argc, char **argv) {
+    int part = 0, parts = 1;
+    if (argc > 2 && strcmp(argv[1], "--part") == 0) {
+        if (sscanf(argv[2], "%d/%d", &part, &parts) != 2 || parts < 1 || part < 1 || part > parts) {
+            printf("%s: --part wants K/N with 1 <= K <= N, not '%s'\n", group, argv[2]);
+            return 1;
+        }
+        part--;
+        cmocka_set_skip_filter("*speed*");
+    } else if (argc > 1) {
+        cmocka_set_test_filter(argv[1]);
+    } else {
+        cmocka_set_skip_filter("*speed*");
+    }
+    struct CMUnitTest *chosen = malloc(count * sizeof *chosen);
+    if (!chosen) return 1;
+    size_t n = 0;
+    for (size_t i = part; i < count; i += (size_t)parts) chosen[n++] = tests[i];
+    int failed = _cmocka_run_group_tests(group, chosen, n, NULL, NULL);
+    free(chosen);
+    return failed;
+}
+
 void gpu_open_or_skip(mx_device *dev, const char *test_name) {
     mxattn_status st = mx_device_open(dev, 0);
     if (st == MXATTN_OK) return;

@@ -19,6 +19,16 @@ void gpu_open_or_skip(mx_device *dev, const char *test_name);
  * is that seed minus the case's offset in the test's source). */
 uint64_t gpu_seed_base(void);
 
+/* Runs `tests` (count of them) as the cmocka group `group`, as the command
+ * line asks.  No argument: all but the speed lines, which are measurements,
+ * not checks, and cost minutes of a device session.  A glob: the tests it
+ * names (`'*speed*'` included).  `--part K/N`: every Nth test from the Kth
+ * on, speed lines left out, so that ctest runs a suite too long for its
+ * timeout as N processes side by side (GPU_TEST_PARTS in tests/
+ * CMakeLists.txt; the interleaving spreads the long tests over the parts). */
+struct CMUnitTest;
+int gpu_run_tests(const char *group, const struct CMUnitTest *tests, size_t count, int argc, char **argv);
+
 /* One attention case. */
 typedef struct {
     const char *family;
