@@ -11,9 +11,10 @@ if [[ -x $B/micro/mufu_tensor ]]; then
   stamp "mufu_tensor rc=$?"
   cat "$L/mufu_tensor.txt" >> "$S"
 fi
+rm -f "$B"/Testing/Temporary/LastTest*.log   # a carried one (from build-dev) is not this run's
 timeout 380 ctest --test-dir "$PWD/$B" -L gpu -j8 --timeout 370 --output-on-failure > "$L/ctest_gpu.log" 2>&1
 stamp "ctest -L gpu rc=$?"
 grep -E "Test +#|tests passed|tests failed" "$L/ctest_gpu.log" >> "$S"
-cp "$B/Testing/Temporary/LastTest.log" "$L/" 2>/dev/null
+cp "$B"/Testing/Temporary/LastTest*.log "$L/" 2>/dev/null   # every test's output, if ctest wrote it there (session 15 found only the carried one)
 finish_call
 exit 0
