@@ -13,6 +13,11 @@ optimisation of that piece can save (bench/NOTES.md, fourteenth session).
            the compiler then drops O: 96 registers where the kernel has 168, still three blocks an
            SM, which shared memory bounds)
   nomax-noexp  both of the first two
+  stalemax the exponentials against the row's maximum before this tile (minus 3, the headroom a
+           lagging reference would keep) while the tile's maximum is still taken and kept: the
+           steady state of a softmax whose exponentials do not wait for the tile's maximum (a
+           reference max moved only when a tile exceeds it by more than the headroom, a rare
+           fallback rescaling P: bench/NOTES.md, fifteenth session); its first tile overflows
 """
 import os
 import re
@@ -23,12 +28,16 @@ FAMILY = "families/int8_fp8_wgmma.lua"
 MAX_LOOP = re.compile(r"float m = MX_NEG_INF;\n.*?m = fmaxf\(row_max\[0\]\[h\], quad_max\(m\)\);[^\n]*\n", re.S)
 EXP = "s[0][nt][e] = fast_exp2(fmaf(s[0][nt][e], scale, -c));"
 FOLD = "x = fmaf(x, alphas[0][e / 2], pv[0][dt][e]);"
+ALPHA = "    alphas[0][h] = fast_exp2(row_max[0][h] - m);\n"
+C_FROM_M = "c = fmaf(12582912.f * qscale, kscale[g], m - LOG2_448);"
 
 ABLATIONS = {
     "nomax": lambda s: MAX_LOOP.sub("float m = 20.f;   // ablation: no row maximum\n", s, count=1),
     "noexp": lambda s: s.replace(EXP, "s[0][nt][e] = fmaf(s[0][nt][e], scale, -c);   // ablation: no ex2", 1),
     "nofold": lambda s: s.replace(FOLD, "(void)x;   // ablation: no fold", 1),
 }
+ABLATIONS["stalemax"] = lambda s: s.replace(ALPHA, "    const float m_ref = row_max[0][h];   // ablation: stale max\n" + ALPHA, 1).replace(
+    C_FROM_M, "c = fmaf(12582912.f * qscale, kscale[g], m_ref - (LOG2_448 - 3.f));", 1)
 ABLATIONS["nomax-noexp"] = lambda s: ABLATIONS["nomax"](ABLATIONS["noexp"](s))
 
 
