@@ -48,6 +48,7 @@
     X(FuncGetAttribute, PFN_cuFuncGetAttribute_v2020)             \
     X(FuncSetAttribute, PFN_cuFuncSetAttribute_v9000)             \
     X(LaunchKernel, PFN_cuLaunchKernel_v4000)                     \
+    X(LaunchKernelEx, PFN_cuLaunchKernelEx_v11060)                \
     X(MemAlloc, PFN_cuMemAlloc_v3020)                             \
     X(MemFree, PFN_cuMemFree_v3020)                               \
     X(MemcpyHtoD, PFN_cuMemcpyHtoD_v3020)                         \

@@ -264,6 +264,26 @@ fail:
     return finish(&guard, st);
 }
 
+mxattn_status mx_launch_dependent(const mx_device *dev, CUfunction fn, mx_dim3 grid, mx_dim3 block,
+                                  int smem_bytes, CUstream stream, const void *args) {
+    REQUIRE(dev, "dev");
+    if (dev->cc_major < 9) return mx_launch(dev, fn, grid, block, smem_bytes, stream, args);
+    REQUIRE(fn, "fn");
+    REQUIRE(args, "args");
+    ENTER(dev);
+    void *params[] = {(void *)args};
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg = {.gridDimX = grid.x, .gridDimY = grid.y, .gridDimZ = grid.z,
+                          .blockDimX = block.x, .blockDimY = block.y, .blockDimZ = block.z,
+                          .sharedMemBytes = (unsigned)smem_bytes, .hStream = stream, .attrs = &attr, .numAttrs = 1};
+    MX_CU_CHECK(cu->LaunchKernelEx(&cfg, fn, params, NULL));
+fail:
+    return finish(&guard, st);
+}
+
 /* --- memory --------------------------------------------------------------- */
 
 mxattn_status mx_mem_alloc(const mx_device *dev, size_t bytes, void **out) {

@@ -99,6 +99,13 @@ typedef struct { unsigned x, y, z; } mx_dim3;
  * stream NULL is the legacy default stream. */
 mxattn_status mx_launch(const mx_device *dev, struct CUfunc_st *fn, mx_dim3 grid, mx_dim3 block,
                         int smem_bytes, struct CUstream_st *stream, const void *args);
+/* mx_launch as a programmatic dependent launch (sm_90 and later; elsewhere a
+ * plain one): fn may start before the kernel ahead of it in `stream` has
+ * finished, once that kernel's blocks have all run griddepcontrol.launch_
+ * dependents (or exited); fn's blocks must run griddepcontrol.wait before
+ * they touch anything that kernel writes (the templates' prelude says how). */
+mxattn_status mx_launch_dependent(const mx_device *dev, struct CUfunc_st *fn, mx_dim3 grid, mx_dim3 block,
+                                  int smem_bytes, struct CUstream_st *stream, const void *args);
 
 /* --- memory ----------------------------------------------------------------
  * Device addresses travel as void *, as in the public API. */

@@ -2,6 +2,7 @@
 #include "runtime/tensor_map.h"
 #include "util/err.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static mxattn_status parse_line(const char *line, mx_launch_plan *lp) {
@@ -11,6 +12,14 @@ static mxattn_status parse_line(const char *line, mx_launch_plan *lp) {
     memset(&s, 0, sizeof s);
     if (sscanf(line, "workspace %llu", &a) == 1) { lp->workspace_bytes = (size_t)a; return MXATTN_OK; }
     if (sscanf(line, "wsoff %u %llu", &idx, &a) == 2 && idx < 8) { lp->ws_off[idx] = a; return MXATTN_OK; }
+    int step = 0;
+    if (sscanf(line, "pdl %d", &step) == 1) {
+        if (step < 1 || step >= lp->n_steps)
+            return mx_fail(MXATTN_ERROR_TEMPLATE, "bad launch line '%.80s': step %d has no kernel before it "
+                           "(the plan names %d so far)", line, step, lp->n_steps);
+        lp->steps[step].pdl = 1;
+        return MXATTN_OK;
+    }
     mx_tmap_request t;
     memset(&t, 0, sizeof t);
     if (sscanf(line, "tmapws %d %d %d %u %u %u %u %u %u %d", &t.slot, &t.ws_section, &t.elem_bytes, &t.head_dim,
@@ -116,6 +125,14 @@ mx_dim3 mx_launch_grid(const mx_device *dev, const mx_launch_step *s) {
     return grid;
 }
 
+/* MXATTN_PDL=0 launches every step after the one before it has finished: the
+ * plain stream order, to rule programmatic launches out when chasing a wrong
+ * result or to time what they save. */
+static int pdl_allowed(void) {
+    const char *v = getenv("MXATTN_PDL");
+    return !(v && strcmp(v, "0") == 0);
+}
+
 mxattn_status mx_launch_plan_run(const mx_device *dev, const mx_launch_plan *lp,
                                  mx_kernel_args *args, struct CUstream_st *stream) {
     memcpy(args->ws_off, lp->ws_off, sizeof args->ws_off);
@@ -123,10 +140,12 @@ mxattn_status mx_launch_plan_run(const mx_device *dev, const mx_launch_plan *lp,
         mxattn_status st = encode_tensor_map(dev, &lp->tmaps[i], args);
         if (st != MXATTN_OK) return st;
     }
+    const int pdl = pdl_allowed();
     for (int i = 0; i < lp->n_steps; i++) {
         const mx_launch_step *s = &lp->steps[i];
-        mx_dim3 block = {s->threads, 1, 1};
-        mxattn_status st = mx_launch(dev, s->fn, mx_launch_grid(dev, s), block, s->smem_bytes, stream, args);
+        mx_dim3 block = {s->threads, 1, 1}, grid = mx_launch_grid(dev, s);
+        mxattn_status st = s->pdl && pdl ? mx_launch_dependent(dev, s->fn, grid, block, s->smem_bytes, stream, args)
+                                         : mx_launch(dev, s->fn, grid, block, s->smem_bytes, stream, args);
         if (st != MXATTN_OK) return mx_fail_context(st, "launching %s", s->name);
     }
     return MXATTN_OK;

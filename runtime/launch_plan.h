@@ -18,6 +18,9 @@ typedef struct {
     /* > 0: a persistent kernel.  grid.x names its work units (y = z = 1);
      * it is launched with at most `resident` blocks per SM, each looping. */
     int resident;
+    /* 1: launched as a programmatic dependent of the step before it (a "pdl"
+     * line; mx_launch_dependent), unless MXATTN_PDL=0. */
+    int pdl;
     struct CUfunc_st *fn;   /* set by mx_launch_plan_bind */
 } mx_launch_step;
 
@@ -46,7 +49,8 @@ typedef struct {
 } mx_launch_plan;
 
 /* Parses the templates' text: "workspace N", "kernel NAME GX GY GZ THREADS SMEM [RESIDENT]"
- * lines, "wsoff I N" lines, "tmap SLOT TENSOR BOX_COLS BOX_ROWS SWIZZLE HEAD_DIM" lines (TENSOR q|k|v|o),
+ * lines, "pdl I" lines (after the kernel lines: step I >= 1 may start before step I - 1 has
+ * finished), "wsoff I N" lines, "tmap SLOT TENSOR BOX_COLS BOX_ROWS SWIZZLE HEAD_DIM" lines (TENSOR q|k|v|o),
  * and "tmapws SLOT SECTION ELEM_BYTES COLS ROWS HEADS BATCH BOX_COLS BOX_ROWS SWIZZLE" lines (a TMA
  * map over a workspace section, e.g. quantized operands). */
 mxattn_status mx_launch_plan_parse(const char *text, mx_launch_plan *out);

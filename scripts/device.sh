@@ -15,8 +15,9 @@
 #   --ab       template versions side by side: $AB_ROUNDS rounds (default 3), each
 #              running every line of $AB_RUNS (`mxattn run` arguments, one
 #              problem a line) under every folder of $AB_TEMPLATES (space-
-#              separated; "-" is the built-in templates; scripts/ab_templates.sh
-#              makes them from git revisions) -> $OUT/ab.txt, medians in the summary
+#              separated; "-" is the built-in templates, "env:VAR=VALUE" them
+#              with VAR set; scripts/ab_templates.sh makes folders from git
+#              revisions) -> $OUT/ab.txt, medians in the summary
 #   --kernel-times  ncu's duration and registers of the kernels matching $KT_KERNELS
 #              (a regex, default '_quant$') in each line of $KT_RUNS (`mxattn run`
 #              arguments) under each folder of $AB_TEMPLATES -> $OUT/kt_*.log, one
@@ -103,8 +104,9 @@ if has --ab; then
     for tpl in ${AB_TEMPLATES:--}; do
       while IFS= read -r args; do
         [[ -z "$args" ]] && continue
-        dir=$tpl; [[ $tpl == - ]] && dir=""
-        t=$(eval MXATTN_TEMPLATE_DIR="$dir" timeout 120 $B/mxattn run $args --reps 50 --check-heads 0 2>&1 |
+        dir=$tpl; envs=""; [[ $tpl == - ]] && dir=""
+        [[ $tpl == env:* ]] && { dir=""; envs=${tpl#env:}; }   # built-in templates, env:VAR=VALUE set
+        t=$(eval $envs MXATTN_TEMPLATE_DIR="$dir" timeout 120 $B/mxattn run $args --reps 50 --check-heads 0 2>&1 |
             awk '/^time/ {print $2, $5}')
         echo "$round $tpl ${t:-failed failed} $args" >> "$AB_FILE"
       done <<< "${AB_RUNS:---family f16 --head-dim 128 --seq 4096 --batch 4 --heads 32}"

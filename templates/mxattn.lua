@@ -100,7 +100,10 @@ end
 
 -- Launch plan for a problem: "workspace N" then one line per kernel,
 -- "kernel NAME GX GY GZ THREADS SMEM [RESIDENT]", in launch order (RESIDENT:
--- a persistent kernel, launched with at most RESIDENT blocks per SM).
+-- a persistent kernel, launched with at most RESIDENT blocks per SM), then
+-- "pdl I" for each kernel (index from 0) the family launches as a programmatic
+-- dependent of the one before it (k.pdl: its source waits for that kernel in
+-- wait_for_previous_kernel, blocks/prelude.lua).
 function M.launch(text, problem)
   local t, fam = complete(text)
   local pr = parse_numbers(problem)
@@ -109,6 +112,9 @@ function M.launch(text, problem)
   for _, k in ipairs(plan.kernels) do
     lines[#lines + 1] = string.format("kernel %s %d %d %d %d %d", k.name, k.grid[1], k.grid[2], k.grid[3], k.block, k.smem)
                         .. (k.resident and string.format(" %d", k.resident) or "")
+  end
+  for i, k in ipairs(plan.kernels) do
+    if k.pdl then lines[#lines + 1] = string.format("pdl %d", i - 1) end
   end
   for i, off in ipairs(plan.ws_off or {}) do lines[#lines + 1] = string.format("wsoff %d %d", i - 1, off) end
   -- TMA tensor maps, encoded by the runtime at each run (the tensor's address is in them).

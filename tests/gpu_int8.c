@@ -5,7 +5,9 @@
  *  2. the whole plan against the quantized-pipeline reference configured to
  *     the kernel's quantization (Q per 16 rows, K per 16 keys, P per key tile
  *     of block_n), tightly, and against fp64 within a bound per family;
- * across head dims, ragged lengths, causal alignments and grouped-query heads.
+ * across head dims, ragged lengths, causal alignments and grouped-query heads;
+ *  3. programmatic dependent launch (the plans' "pdl" steps): the same bits
+ *     with it and without (MXATTN_PDL=0).
  *
  * What happens to NaN/Inf (same on both sides, checked in test 1): a block's
  * amax ignores NaN (fmaxf), a NaN element gets code 0 (INT8) or 0x7F (E4M3,
@@ -351,6 +353,102 @@ static void test_gqa(void **state) {
     assert_int_equal(failures, 0);
 }
 
+/* ---- 3. programmatic dependent launch ----------------------------------- */
+
+/* Fills `n` bf16 values of a new device buffer with N(0, 1) draws. */
+static void *fresh_gaussian_bf16(size_t n, uint64_t seed) {
+    uint16_t *host = malloc(n * 2);
+    assert_non_null(host);
+    mx_rng rng;
+    mx_rng_seed(&rng, seed);
+    for (size_t i = 0; i < n; i++) host[i] = mx_f32_to_bf16((float)mx_rng_gaussian(&rng));
+    void *d = NULL;
+    assert_int_equal(mx_mem_alloc(&g_dev, n * 2, &d), MXATTN_OK);
+    assert_int_equal(mx_memcpy_htod(&g_dev, d, host, n * 2), MXATTN_OK);
+    free(host);
+    return d;
+}
+
+/* The plan's output and LSE after running it on set X and then on set Y
+ * (O and LSE poisoned first), with MXATTN_PDL as given ("1" or "0"). */
+static void run_x_then_y(mxattn_plan *plan, void *const x[3], void *const y[3], void *o, float *lse,
+                         size_t o_bytes, size_t lse_bytes, const char *pdl, uint8_t *o_host, uint8_t *lse_host) {
+    setenv("MXATTN_PDL", pdl, 1);
+    assert_int_equal(mx_memset_d8(&g_dev, o, 0xFF, o_bytes, NULL), MXATTN_OK);
+    assert_int_equal(mx_memset_d8(&g_dev, lse, 0xFF, lse_bytes, NULL), MXATTN_OK);
+    assert_int_equal(mxattn_run(plan, x[0], x[1], x[2], o, lse, NULL), MXATTN_OK);
+    assert_int_equal(mxattn_run(plan, y[0], y[1], y[2], o, lse, NULL), MXATTN_OK);
+    assert_int_equal(mx_device_synchronize(&g_dev), MXATTN_OK);
+    assert_int_equal(mx_memcpy_dtoh(&g_dev, o_host, o, o_bytes), MXATTN_OK);
+    assert_int_equal(mx_memcpy_dtoh(&g_dev, lse_host, lse, lse_bytes), MXATTN_OK);
+    unsetenv("MXATTN_PDL");
+}
+
+/* The quant and attention kernels are "pdl" launches (runtime/launch_plan.c):
+ * each may start while the kernel before it runs, and waits for it before it
+ * reads what that kernel writes.  That changes when they run, never what they
+ * compute: after a run on other inputs (whose codes and scales then sit in
+ * the workspace, what a read before the wait would see), the output and the
+ * LSE are the same bits with and without (MXATTN_PDL=0).  Many waves of
+ * blocks (B=2, H=16, N=1500, causal and not), so that blocks of the next
+ * kernel do start early; for every INT8 attention kernel there is. */
+static void test_pdl_matches_plain_launches(void **state) {
+    static const struct { const char *family, *config; mxattn_causal causal; } cases[] = {
+        {"int8-fp8", NULL, MXATTN_CAUSAL_NONE},                 /* the default: wgmma on sm_90 */
+        {"int8-fp8", NULL, MXATTN_CAUSAL_BOTTOM_RIGHT},
+        {"int8-fp8", "variant=mma", MXATTN_CAUSAL_NONE},
+        {"int8-f16", NULL, MXATTN_CAUSAL_TOP_LEFT},
+    };
+    const int batch = 2, heads = 16, seq = 1500, d = 128;
+    const size_t n = (size_t)batch * heads * seq * d, o_bytes = n * 2, lse_bytes = (size_t)batch * heads * seq * 4;
+    const uint64_t seed = gpu_seed_base();
+    void *x[3], *y[3], *o = NULL;
+    float *lse = NULL;
+    for (int t = 0; t < 3; t++) {
+        x[t] = fresh_gaussian_bf16(n, seed + t);
+        y[t] = fresh_gaussian_bf16(n, seed + 3 + t);
+    }
+    assert_int_equal(mx_mem_alloc(&g_dev, o_bytes, &o), MXATTN_OK);
+    assert_int_equal(mx_mem_alloc(&g_dev, lse_bytes, (void **)&lse), MXATTN_OK);
+    uint8_t *o_pdl = malloc(o_bytes), *o_plain = malloc(o_bytes), *l_pdl = malloc(lse_bytes), *l_plain = malloc(lse_bytes);
+    assert_true(o_pdl && o_plain && l_pdl && l_plain);
+    int failures = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        if (cases[i].config && g_dev.cc_major < 9) continue;
+        mxattn_problem p;
+        assert_int_equal(mxattn_problem_init(&p, cases[i].family, d), MXATTN_OK);
+        p.batch = batch; p.heads_q = p.heads_kv = heads; p.seq_q = p.seq_k = seq;
+        p.causal = cases[i].causal; p.return_lse = 1;
+        mxattn_plan *plan = NULL;
+        if (mxattn_plan_create(g_ctx, &p, cases[i].config, &plan) != MXATTN_OK) {
+            printf("FAIL %s %s: %s\n", cases[i].family, cases[i].config ? cases[i].config : "", mxattn_last_error());
+            failures++;
+            continue;
+        }
+        mxattn_plan_info info;
+        mxattn_plan_get_info(plan, &info);
+        run_x_then_y(plan, x, y, o, lse, o_bytes, lse_bytes, "1", o_pdl, l_pdl);
+        run_x_then_y(plan, x, y, o, lse, o_bytes, lse_bytes, "0", o_plain, l_plain);
+        size_t o_diff = 0, l_diff = 0, poisoned = 0;
+        for (size_t b = 0; b < o_bytes; b += 2) {
+            o_diff += memcmp(o_pdl + b, o_plain + b, 2) != 0;
+            poisoned += o_pdl[b] == 0xFF && o_pdl[b + 1] == 0xFF;
+        }
+        for (size_t b = 0; b < lse_bytes; b += 4) l_diff += memcmp(l_pdl + b, l_plain + b, 4) != 0;
+        int ok = o_diff == 0 && l_diff == 0 && poisoned == 0;
+        printf("%s %s causal=%d [%s]: %zu of %zu outputs and %zu LSEs differ, %zu unwritten\n", ok ? "ok  " : "FAIL",
+               cases[i].family, (int)cases[i].causal, info.config, o_diff, n, l_diff, poisoned);
+        failures += !ok;
+        mxattn_plan_destroy(plan);
+    }
+    gpu_free_buffers(&g_dev, 3, x);
+    gpu_free_buffers(&g_dev, 3, y);
+    mx_mem_free(&g_dev, o);
+    mx_mem_free(&g_dev, lse);
+    free(o_pdl); free(o_plain); free(l_pdl); free(l_plain);
+    assert_int_equal(failures, 0);
+}
+
 int main(void) {
     gpu_open_or_skip(&g_dev, "gpu_int8");
     if (strcmp(g_dev.arch, "sm_89") < 0 && strncmp(g_dev.arch, "sm_1", 4) != 0)
@@ -367,6 +465,7 @@ int main(void) {
         cmocka_unit_test(test_head_dims),
         cmocka_unit_test(test_lengths_and_causal),
         cmocka_unit_test(test_gqa),
+        cmocka_unit_test(test_pdl_matches_plain_launches),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     mxattn_destroy(g_ctx);

@@ -75,11 +75,29 @@ static void test_persistent_grid_is_one_wave(void **state) {
     assert_int_equal(mx_launch_plan_parse("kernel attn 33 1 1 384 230480 0\n", &lp), MXATTN_ERROR_TEMPLATE);
 }
 
+/* "pdl I": step I may start before step I - 1 has finished; only a step with
+ * a kernel before it, named on an earlier line, can be one. */
+static void test_pdl_lines(void **state) {
+    mx_launch_plan lp;
+    assert_int_equal(mx_launch_plan_parse("kernel stats 4 8 2 256 0\nkernel quant 4 8 2 256 0\n"
+                                          "kernel attn 16 32 4 384 230480\npdl 1\npdl 2\n", &lp), MXATTN_OK);
+    assert_int_equal(lp.steps[0].pdl, 0);
+    assert_int_equal(lp.steps[1].pdl, 1);
+    assert_int_equal(lp.steps[2].pdl, 1);
+    assert_int_equal(mx_launch_plan_parse("kernel a 1 1 1 32 0\nkernel b 1 1 1 32 0\npdl 1\n", &lp), MXATTN_OK);
+    assert_int_equal(lp.steps[0].pdl + 2 * lp.steps[1].pdl, 2);
+    assert_int_equal(mx_launch_plan_parse("kernel a 1 1 1 32 0\npdl 0\n", &lp), MXATTN_ERROR_TEMPLATE);
+    assert_int_equal(mx_launch_plan_parse("pdl 1\nkernel a 1 1 1 32 0\nkernel b 1 1 1 32 0\n", &lp),
+                     MXATTN_ERROR_TEMPLATE);
+    assert_int_equal(mx_launch_plan_parse("kernel a 1 1 1 32 0\npdl 1\n", &lp), MXATTN_ERROR_TEMPLATE);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parses_every_line_kind),
         cmocka_unit_test(test_rejects_bad_lines),
         cmocka_unit_test(test_persistent_grid_is_one_wave),
+        cmocka_unit_test(test_pdl_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,6 +93,11 @@ static void test_launch_plan(void **state) {
     unsigned long long v8t_at = plan_value(lp, "wsoff 6 "), corr_at = plan_value(lp, "wsoff 7 ");
     assert_int_equal(corr_at - v8t_at, 2ull * 2 * 80 * 32);
     assert_true(plan_value(lp, "workspace ") >= corr_at + 2ull * 6 * 128 * 4);
+    /* The quant and attention kernels are programmatic dependents of the
+     * kernel before each, the stats kernel is not. */
+    assert_non_null(strstr(lp, "\npdl 1"));
+    assert_non_null(strstr(lp, "\npdl 2"));
+    assert_null(strstr(lp, "\npdl 0"));
     free(lp);
     /* int8-f16 keeps one scale a 16-row block: four warps a quant block. */
     lp = gen_call(g, "launch", "family=int8-f16 head_dim=80 block_m=64 warps=4 block_n=32 stages=2",
@@ -151,6 +156,13 @@ static void test_nvrtc_ptx_has_int8_and_fp8_mma(void **state) {
         /* Scores convert with integer and fp32 adds (exact_s32_to_f32), never
          * with the quarter-rate I2F: cvt.rn.f32.s32 is the one to avoid. */
         assert_null(strstr(ptx, "cvt.rn.f32.s32"));
+        /* Programmatic dependent launch (the plan's "pdl" lines) from sm_90 on:
+         * the stats and quant kernels let the next one start, the quant and
+         * attention kernels wait for the one before; none of it below sm_90. */
+        int sm90 = strncmp(cases[i].arch, "sm_9", 4) == 0;
+        if (sm90 != (strstr(ptx, "griddepcontrol.wait") != NULL) ||
+            sm90 != (strstr(ptx, "griddepcontrol.launch_dependents") != NULL))
+            fail_msg("%s for %s: griddepcontrol %s", cases[i].params, cases[i].arch, sm90 ? "missing" : "unexpected");
         free(ptx);
     }
 }

@@ -34,6 +34,7 @@ local KERNEL = [[
 // Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query
 // blocks first.  Each warp owns 16*MT query rows and sweeps the keys.
 extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const mx_kernel_args a) {
+  wait_for_previous_kernel();          // the quant kernel's codes and scales (a "pdl" launch)
   extern __shared__ __align__(16) u8 smem[];
   u8 *sQ = smem, *sK = sQ + BM * RSQ;
   ${V_T} *sV = (${V_T} *)(sK + STAGES * BN * RSQ);
@@ -279,13 +280,16 @@ enum { ${WS} };                         // workspace sections
     return {
       workspace = bytes,
       ws_off = off,
+      -- The quant and attention kernels are "pdl" launches (templates/mxattn.lua):
+      -- each may start while the kernel before it finishes, and waits for it
+      -- where it first reads what that kernel wrote (wait_for_previous_kernel).
       kernels = {
         { name = name .. "_stats", grid = { d32(t) // 32, pr.heads_kv, pr.batch }, block = 256, smem = 0 },
         { name = name .. "_quant", grid = { math.max(U.ceil_div(math.max(q_rows, nkp), 16 * quant_warps), 1),
                                             q_heads + pr.heads_kv, pr.batch },
-          block = 32 * quant_warps, smem = 0 },
+          block = 32 * quant_warps, smem = 0, pdl = true },
         { name = name, grid = { math.max(nqp // t.block_m, 1), pr.heads_q, pr.batch }, block = 32 * t.warps,
-          smem = F.smem_bytes(t) },
+          smem = F.smem_bytes(t), pdl = true },
       },
     }
   end

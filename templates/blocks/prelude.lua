@@ -44,6 +44,24 @@ MX_INLINE u32 smem_addr(const void *p) {
 MX_INLINE void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
 template <int N> MX_INLINE void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N)); }
 
+// Programmatic dependent launch (sm_90 and later).  A launch plan's "pdl"
+// kernel may start while the kernel ahead of it is still running: its blocks
+// take the SMs that kernel's last blocks leave, do what needs nothing of it,
+// and wait in wait_for_previous_kernel (until that grid has finished and its
+// writes are visible) before they read what it wrote.  let_next_kernel_start
+// lets the next kernel start launching once every block of this grid has run
+// it.  Launched plainly (MXATTN_PDL=0), and below sm_90, both do nothing.
+MX_INLINE void wait_for_previous_kernel() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+MX_INLINE void let_next_kernel_start() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+
 MX_INLINE float fast_exp2(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
 MX_INLINE float fast_log2(float x) { float y; asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
 MX_INLINE float fast_rcp(float x) { float y; asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }

@@ -18,6 +18,7 @@ MX_INLINE u8 *ws_at(const mx_kernel_args &a, int section) { return (u8 *)a.ws + 
 constexpr int SV = VEC < 4 ? VEC : 4, SV_LANES = 32 / SV;   // channels a lane, lanes a key
 struct __align__(2 * SV) stat_vec { u16 h[SV]; };
 extern "C" __global__ void __launch_bounds__(256) ${NAME}_stats(const mx_kernel_args a) {
+  let_next_kernel_start();             // the quant kernel's Q blocks need nothing of this one
   __shared__ double part_sum[8][32];
   __shared__ float part_max[8][32];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, kv_head = blockIdx.y, batch = blockIdx.z;
@@ -61,7 +62,9 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_stats(const mx_kernel_
   if (FP8_V) ((float *)ws_at(a, WS_VSCALE))[kh * D32 + c] = div_rn(vmax, 448.f);
 }
 
-// Kernel 2, quant.  Grid (ceil(max(nqp, nkp) / (16 * QUANT_WARPS)), heads_q +
+// Kernel 2, quant, a "pdl" launch: its blocks may start while the stats
+// kernel is still running.  Q's need nothing of it but the LSE's smooth-K
+// term, and go ahead; K's and V's wait for the mean and V's scales.  Grid (ceil(max(nqp, nkp) / (16 * QUANT_WARPS)), heads_q +
 // heads_kv, batch), QUANT_WARPS warps: a warp per 16-row block of Q and of K
 // (and K's block of V); y < heads_q quantizes a Q head, the rest a KV head.
 // With PER_THREAD a block's eight warps cover one 128-key window, the span
@@ -75,6 +78,7 @@ extern "C" __global__ void __launch_bounds__(${QUANT_BOUNDS}) ${NAME}_quant(cons
   const int block0 = blockIdx.x * QUANT_WARPS * 16, row0 = block0 + warp * 16;
   const int nqp = pad_q(a.seq_q), nkp = pad_k(a.seq_k);
   const int q_heads = FUSE_Q ? 0 : a.heads_q;
+  let_next_kernel_start();             // the attention kernel's blocks wait for all of this one
   if (!FUSE_Q && (int)blockIdx.y < q_heads) {   // (FUSE_Q: compiled out)
     const int head = blockIdx.y;
     if (row0 >= nqp) return;
@@ -87,11 +91,13 @@ extern "C" __global__ void __launch_bounds__(${QUANT_BOUNDS}) ${NAME}_quant(cons
       if (threadIdx.x % 32 < 8) qs[row0 / 2 + threadIdx.x % 32] = lane_scale;
     } else quantize_rows(q, a.q_ss, row0, a.seq_q, a.scale_log2, nullptr, q8, qs + row0 / 16);
     if (WRITE_LSE && SMOOTH_K) {
+      wait_for_previous_kernel();      // the stats kernel's mean
       const float *mean = (const float *)ws_at(a, WS_KMEAN) + ((i64)batch * a.heads_kv + head / a.gqa) * D32;
       smooth_k_correction(q, a.q_ss, row0, a.seq_q, a.scale_log2, mean, (float *)ws_at(a, WS_CORR) + qh * nqp + row0);
     }
   } else {
     const int kv_head = blockIdx.y - q_heads;
+    wait_for_previous_kernel();        // the stats kernel's mean and V scales
     // The whole block leaves together (quantize_k_window's barrier); a warp
     // past the padded keys stays for it.
     if (block0 >= nkp) return;

@@ -662,6 +662,7 @@ local SETUP = U.fill(WC.BLOCK_SETUP, { where = [[
   }
 
 ]] .. WC.RING_INIT .. [[
+  wait_for_previous_kernel();          // the quant kernel's Q8, K8, V^T and scales (a "pdl" launch)
 ]]
 
 -- The consumer side: one warpgroup's 64 rows over every key tile.
