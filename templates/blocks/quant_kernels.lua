@@ -64,8 +64,9 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_stats(const mx_kernel_
 
 // Kernel 2, quant, a "pdl" launch: its blocks may start while the stats
 // kernel is still running.  Q's need nothing of it but the LSE's smooth-K
-// term, and go ahead; K's and V's wait for the mean and V's scales.  Grid (ceil(max(nqp, nkp) / (16 * QUANT_WARPS)), heads_q +
-// heads_kv, batch), QUANT_WARPS warps: a warp per 16-row block of Q and of K
+// term, and go ahead; K's and V's wait for the mean and V's scales.
+// Grid (ceil(max(nqp, nkp) / (16 * QUANT_WARPS)), heads_q + heads_kv, batch),
+// QUANT_WARPS warps: a warp per 16-row block of Q and of K
 // (and K's block of V); y < heads_q quantizes a Q head, the rest a KV head.
 // With PER_THREAD a block's eight warps cover one 128-key window, the span
 // of K's per-thread groups (quantize_k_window).  With FUSE_Q the attention
