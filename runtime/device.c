@@ -249,39 +249,42 @@ fail:
     return finish(&guard, st);
 }
 
-mxattn_status mx_launch(const mx_device *dev, CUfunction fn, mx_dim3 grid, mx_dim3 block,
-                        int smem_bytes, CUstream stream, const void *args) {
-    REQUIRE(dev, "dev");
-    REQUIRE(fn, "fn");
-    REQUIRE(args, "args");
+/* Both launches: `dependent` adds programmatic stream serialization (see
+ * mx_launch_dependent).  `caller` names the public function in the message
+ * of a NULL argument. */
+static mxattn_status launch(const char *caller, const mx_device *dev, CUfunction fn, mx_dim3 grid, mx_dim3 block,
+                            int smem_bytes, CUstream stream, const void *args, int dependent) {
+    if (!dev || !fn || !args)
+        return mx_fail(MXATTN_ERROR_NULL_POINTER, "%s: %s is NULL", caller, !dev ? "dev" : !fn ? "fn" : "args");
     ENTER(dev);
     /* The kernel has one parameter, a struct; the driver copies it by value
      * from the address in params[0]. */
     void *params[] = {(void *)args};
-    MX_CU_CHECK(cu->LaunchKernel(fn, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                 (unsigned)smem_bytes, stream, params, NULL));
+    if (!dependent) {
+        MX_CU_CHECK(cu->LaunchKernel(fn, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                     (unsigned)smem_bytes, stream, params, NULL));
+    } else {
+        CUlaunchAttribute attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        CUlaunchConfig cfg = {.gridDimX = grid.x, .gridDimY = grid.y, .gridDimZ = grid.z,
+                              .blockDimX = block.x, .blockDimY = block.y, .blockDimZ = block.z,
+                              .sharedMemBytes = (unsigned)smem_bytes, .hStream = stream, .attrs = &attr, .numAttrs = 1};
+        MX_CU_CHECK(cu->LaunchKernelEx(&cfg, fn, params, NULL));
+    }
 fail:
     return finish(&guard, st);
 }
 
+mxattn_status mx_launch(const mx_device *dev, CUfunction fn, mx_dim3 grid, mx_dim3 block,
+                        int smem_bytes, CUstream stream, const void *args) {
+    return launch(__func__, dev, fn, grid, block, smem_bytes, stream, args, 0);
+}
+
 mxattn_status mx_launch_dependent(const mx_device *dev, CUfunction fn, mx_dim3 grid, mx_dim3 block,
                                   int smem_bytes, CUstream stream, const void *args) {
-    REQUIRE(dev, "dev");
-    if (dev->cc_major < 9) return mx_launch(dev, fn, grid, block, smem_bytes, stream, args);
-    REQUIRE(fn, "fn");
-    REQUIRE(args, "args");
-    ENTER(dev);
-    void *params[] = {(void *)args};
-    CUlaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
-    CUlaunchConfig cfg = {.gridDimX = grid.x, .gridDimY = grid.y, .gridDimZ = grid.z,
-                          .blockDimX = block.x, .blockDimY = block.y, .blockDimZ = block.z,
-                          .sharedMemBytes = (unsigned)smem_bytes, .hStream = stream, .attrs = &attr, .numAttrs = 1};
-    MX_CU_CHECK(cu->LaunchKernelEx(&cfg, fn, params, NULL));
-fail:
-    return finish(&guard, st);
+    return launch(__func__, dev, fn, grid, block, smem_bytes, stream, args, dev && dev->cc_major >= 9);
 }
 
 /* --- memory --------------------------------------------------------------- */
