@@ -252,13 +252,16 @@ enum { ${WS} };                         // workspace sections
     return table.concat(parts, "\n")
   end
 
+  -- The Q rows the quant kernel quantizes into the workspace: none with
+  -- fuse_q, whose attention kernel quantizes Q into shared memory itself.
+  local function quantized_q_rows(t, nqp) return (t.fuse_q or 0) == 1 and 0 or nqp end
+
   -- Workspace sections for a problem, in bytes, each 256-byte aligned.
   function F.workspace(t, pr)
     local nqp, nkp = U.round_up(pr.seq_q, t.block_m), U.round_up(pr.seq_k, t.block_n)
     local b, hq, hkv = pr.batch, pr.heads_q, pr.heads_kv
     local fp8 = pv_kind == "fp8" and 1 or 0
-    -- fuse_q: the attention kernel quantizes Q into shared memory itself.
-    local q_rows = (t.fuse_q or 0) == 1 and 0 or nqp
+    local q_rows = quantized_q_rows(t, nqp)
     local qscales = per_thread and q_rows // 2 or q_rows // 16
     local kscales = per_thread and U.ceil_div(nkp, 128) * 4 or nkp // 16
     local sizes = {
@@ -275,8 +278,8 @@ enum { ${WS} };                         // workspace sections
     local name = F.kernel_name(t, canonical)
     local bytes, off = F.workspace(t, pr)
     local nqp, nkp = U.round_up(pr.seq_q, t.block_m), U.round_up(pr.seq_k, t.block_n)
-    local fuse_q = (t.fuse_q or 0) == 1      -- no Q heads in the quant kernel (its FUSE_Q)
-    local q_rows, q_heads = fuse_q and 0 or nqp, fuse_q and 0 or pr.heads_q
+    local q_rows = quantized_q_rows(t, nqp)
+    local q_heads = q_rows > 0 and pr.heads_q or 0   -- the quant kernel's Q heads (none with its FUSE_Q)
     return {
       workspace = bytes,
       ws_off = off,
