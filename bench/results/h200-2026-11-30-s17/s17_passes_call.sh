@@ -37,7 +37,7 @@ grep "^## ab median" "$L/ab.log" | sed 's#--batch 4 --heads 32##; s#^## ##; s#bu
 for tpl in $TPLS; do
   dir=$tpl; [[ $tpl == - ]] && dir=""
   MXATTN_TEMPLATE_DIR=$dir MXATTN_PDL=0 timeout 60 python3 bench/profile_kernels.py --families int8-fp8 --dims 128 --seqs 1024,4096 > "$L/profile.tmp" 2>&1
-  stamp "profile ${tpl#$B/tpl/} rc=$?: $(grep -E '^== |_quant$|_stats$' "$L/profile.tmp" | head -6 | awk '{print $1, $2}' | tr '\n' ' ')"
+  stamp "profile ${tpl#$B/tpl/} rc=$?: $(grep -E '^== |_quant$|_stats$' "$L/profile.tmp" | head -6 | sed -E 's#mxattn_int8_fp8_d[0-9]+_[0-9a-f]+##; s/ +/ /g' | tr '\n' ' ')"
   cat "$L/profile.tmp" >> "$L/profile.log"
 done
 rm -f "$L/run.tmp" "$L/profile.tmp"
