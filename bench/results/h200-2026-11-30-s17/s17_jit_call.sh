@@ -36,10 +36,24 @@ for src in $J/*.cu; do
   $J/nvt "$src" --time=$L/time_$name.csv > /dev/null
   stamp "phases $name: $(tail -n +2 $L/time_$name.csv | awk -F, '{printf "%s %s ms; ", $2, $3}')"
   CUBIN=$L/a.cubin $J/nvt "$src" > /dev/null; CUBIN=$L/b.cubin $J/nvt "$src" --split-compile=4 > /dev/null
-  cuobjdump -sass $L/a.cubin | grep -E "^\s+/\*[0-9a-f]{4}\*/|Function" > $L/a.sass
-  cuobjdump -sass $L/b.cubin | grep -E "^\s+/\*[0-9a-f]{4}\*/|Function" > $L/b.sass
-  if cmp -s $L/a.sass $L/b.sass; then same="identical"; else same="DIFFERENT ($(diff $L/a.sass $L/b.sass | grep -c '^[<>]') lines)"; cp $L/a.sass $L/${name}_base.sass; cp $L/b.sass $L/${name}_split.sass; fi
-  stamp "sass $name split=4 vs base: $same ($(wc -l < $L/a.sass) lines)"
+  cuobjdump -sass $L/a.cubin > $L/a.sass; cuobjdump -sass $L/b.cubin > $L/b.sass
+  # Function by function (the order of functions in a cubin may differ): same instructions?
+  same=$(python3 - $L/a.sass $L/b.sass <<'PY'
+import re, sys
+def funcs(path):
+    out, name = {}, None
+    for line in open(path):
+        m = re.match(r"\s+Function : (\S+)", line)
+        if m: name = m.group(1); out[name] = []; continue
+        m = re.match(r"\s+/\*[0-9a-f]{4,}\*/\s+(.*?);", line)
+        if m and name: out[name].append(m.group(1).strip())
+    return out
+a, b = funcs(sys.argv[1]), funcs(sys.argv[2])
+diff = [n for n in a if a[n] != b.get(n)] + [n for n in b if n not in a]
+print("identical" if not diff else "DIFFERENT: " + " ".join(diff), sum(len(v) for v in a.values()), "instructions")
+PY
+)
+  stamp "sass $name split=4 vs base: $same"
 done
 rm -f $L/a.cubin $L/b.cubin $L/a.sass $L/b.sass
 finish_call
