@@ -3,22 +3,27 @@
 #include "paramflags.h"
 #include "runtime/launch_plan.h"
 #include "runtime/nvrtc.h"
+#include "tuner/jit.h"
 #include <stdlib.h>
 #include <string.h>
 
 static void usage(void) {
     printf("usage: mxattn compile --family F --head-dim D [--arch sm_90a|sm_100a|sm_120a] [--ptx] [--cubin FILE] [parameter flags]\n"
-           "Renders the kernel and compiles it with NVRTC (no GPU needed); prints registers,\n"
-           "shared memory, spills and compile time, or the PTX with --ptx.\n");
+           "Renders the kernel and compiles it with NVRTC (no GPU needed) as a plan would, each kernel\n"
+           "of the module in its own program on its own thread; prints the attention kernel's registers,\n"
+           "shared memory and spills and the compile's wall time.  --ptx prints the PTX and --cubin\n"
+           "writes the cubin of the whole module compiled as one program.\n");
 }
 
-static int report(const char *name, const char *arch, const mx_launch_plan *lp, const mx_compile_result *r) {
-    const mx_ptxas_usage *u = &r->usage;
-    printf("kernel        %s\narch          %s\ncompile       %.1f ms (NVRTC)\n", name, arch, r->compile_ms);
+static int report(const char *name, const char *arch, const mx_launch_plan *lp, const mx_jit_image *img) {
+    const mx_ptxas_usage *u = &img->usage;
+    printf("kernel        %s\narch          %s\n", name, arch);
+    printf("compile       %.1f ms (NVRTC, %d kernel%s)\n", img->compile_ms, lp->n_steps,
+           lp->n_steps > 1 ? "s, one thread each" : "");
     printf("registers     %d\nshared        %d bytes dynamic + %d static\n", u->registers,
            lp->steps[lp->n_steps - 1].smem_bytes, u->shared_bytes);
-    printf("stack         %d bytes\nspills        %d bytes stored, %d loaded\ncubin         %zu bytes\n",
-           u->stack_bytes, u->spill_store_bytes, u->spill_load_bytes, r->cubin_size);
+    printf("stack         %d bytes\nspills        %d bytes stored, %d loaded\nbinary        %zu bytes\n",
+           u->stack_bytes, u->spill_store_bytes, u->spill_load_bytes, img->size);
     return 0;
 }
 
@@ -40,7 +45,9 @@ int cmd_compile(int argc, char **argv) {
     }
     mx_launch_plan lp;
     mx_compile_result r;
+    mx_jit_image img;
     memset(&r, 0, sizeof r);
+    memset(&img, 0, sizeof img);
     if (rc == 0) {
         if (!mx_params_get(params, "arch", arch, sizeof arch)) snprintf(arch, sizeof arch, "sm_90a");
         st = mx_gen_call(g, "validate", params, NULL, &canonical);
@@ -50,10 +57,12 @@ int cmd_compile(int argc, char **argv) {
         if (st == MXATTN_OK) st = mx_launch_plan_parse(launch, &lp);
         const char *name = st == MXATTN_OK ? lp.steps[lp.n_steps - 1].name : "";
         mx_compile_options opt = {.arch = arch, .want_ptx = want_ptx};
-        if (st == MXATTN_OK) st = mx_nvrtc_compile(source, name, &opt, &r);
+        int whole_module = want_ptx || cubin_path;
+        if (st == MXATTN_OK && whole_module) st = mx_nvrtc_compile(source, name, &opt, &r);
+        else if (st == MXATTN_OK) st = mx_jit_compile(source, arch, &lp, &img);
         if (st != MXATTN_OK) rc = cli_fail_status("compile", st);
         else if (want_ptx) fputs(r.ptx ? r.ptx : "", stdout);
-        else rc = report(name, arch, &lp, &r);
+        else if (!whole_module) rc = report(name, arch, &lp, &img);
         if (rc == 0 && cubin_path) {
             FILE *f = cli_open_output("compile", cubin_path);
             if (!f) rc = 1;
@@ -62,6 +71,7 @@ int cmd_compile(int argc, char **argv) {
         }
     }
     mx_compile_result_free(&r);
+    mx_jit_image_free(&img);
     free(canonical); free(source); free(launch);
     mx_gen_close(g);
     return rc;

@@ -77,9 +77,17 @@ void mx_launch_plan_names(const mx_launch_plan *lp, char *out, size_t cap) {
 }
 
 mxattn_status mx_launch_plan_bind(const mx_device *dev, struct CUmod_st *module, mx_launch_plan *lp) {
+    return mx_launch_plan_bind_modules(dev, &module, 1, lp);
+}
+
+mxattn_status mx_launch_plan_bind_modules(const mx_device *dev, struct CUmod_st *const *modules, int n_modules,
+                                          mx_launch_plan *lp) {
+    if (n_modules != 1 && n_modules != lp->n_steps)
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "the binary holds %d modules for a plan of %d kernels",
+                       n_modules, lp->n_steps);
     for (int i = 0; i < lp->n_steps; i++) {
         mx_launch_step *s = &lp->steps[i];
-        mxattn_status st = mx_module_function(dev, module, s->name, &s->fn);
+        mxattn_status st = mx_module_function(dev, modules[n_modules == 1 ? 0 : i], s->name, &s->fn);
         if (st == MXATTN_OK) st = mx_function_set_smem(dev, s->fn, s->smem_bytes);
         if (st != MXATTN_OK) return st;
     }

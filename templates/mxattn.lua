@@ -93,9 +93,36 @@ function M.default_knobs(text, problem)
   return S.canonical(t, S.KNOB_ROLES)
 end
 
+-- Each kernel of a module between #if guards, so that the runtime can compile
+-- the kernels as separate NVRTC programs on parallel threads (tuner/jit.c,
+-- mx_jit_compile): with MX_COMPILE_ONE defined, only the kernel whose
+-- MX_COMPILE_<name> is defined is compiled.  A cold start then waits for the
+-- slowest kernel rather than for all of them in turn (the INT8 families'
+-- quantization kernel alone compiles as long as their attention kernel).
+-- A kernel runs from its 'extern "C" __global__' line to the next line that is
+-- a lone "}", as every template closes its kernels.
+local function guard_kernels(src)
+  local out, open = {}, nil
+  for line in src:gmatch("([^\n]*)\n?") do
+    if line:find('^extern "C" __global__') then
+      local name = line:match("([%w_]+)%(const")
+      assert(name and not open, "kernel line without a name, or inside a kernel: " .. line)
+      out[#out + 1] = "#if !defined(MX_COMPILE_ONE) || defined(MX_COMPILE_" .. name .. ")"
+      open = name
+    end
+    out[#out + 1] = line
+    if open and line == "}" then
+      out[#out + 1] = "#endif  // " .. open
+      open = nil
+    end
+  end
+  assert(not open, "kernel " .. tostring(open) .. " has no closing line")
+  return table.concat(out, "\n") .. (src:sub(-1) == "\n" and "\n" or "")
+end
+
 function M.render(text)
   local t, fam = complete(text)
-  return fam.render(t, S.canonical(t, S.SOURCE_ROLES))
+  return guard_kernels(fam.render(t, S.canonical(t, S.SOURCE_ROLES)))
 end
 
 -- Launch plan for a problem: "workspace N" then one line per kernel,

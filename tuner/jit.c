@@ -42,7 +42,7 @@ static void kernel_key(const char *source, const char *arch, int nvrtc, char out
 
 /* The binary: from the cache, else NVRTC (and then into the cache). */
 static mxattn_status get_cubin(const mx_jit_env *env, const char *source, mx_jit_kernel *k,
-                               mx_kernel_record *rec, mx_compile_result *cr) {
+                               mx_kernel_record *rec, mx_jit_image *img) {
     int nvrtc = mx_jit_nvrtc_version();
     kernel_key(source, env->arch, nvrtc, k->key);
     if (env->cache) {
@@ -57,21 +57,20 @@ static mxattn_status get_cubin(const mx_jit_env *env, const char *source, mx_jit
         /* A missing or corrupt row just means we compile again. */
         if (st != MXATTN_ERROR_NOT_FOUND && st != MXATTN_ERROR_CACHE_CORRUPT) return st;
     }
-    mx_compile_options opt = {.arch = env->arch};
-    mxattn_status st = mx_nvrtc_compile(source, k->launch.steps[k->launch.n_steps - 1].name, &opt, cr);
+    mxattn_status st = mx_jit_compile(source, env->arch, &k->launch, img);
     if (st != MXATTN_OK) return st;
-    k->compile_ms = cr->compile_ms;
-    k->registers = cr->usage.registers;
-    k->shared_bytes = cr->usage.shared_bytes;
-    k->spill_bytes = cr->usage.spill_store_bytes + cr->usage.spill_load_bytes;
+    k->compile_ms = img->compile_ms;
+    k->registers = img->usage.registers;
+    k->shared_bytes = img->usage.shared_bytes;
+    k->spill_bytes = img->usage.spill_store_bytes + img->usage.spill_load_bytes;
     memset(rec, 0, sizeof *rec);
     snprintf(rec->key, sizeof rec->key, "%s", k->key);
     snprintf(rec->arch, sizeof rec->arch, "%s", env->arch);
     rec->nvrtc_version = nvrtc;
     mx_launch_plan_names(&k->launch, rec->kernel_names, sizeof rec->kernel_names);
-    rec->cubin = cr->cubin;
-    rec->cubin_size = cr->cubin_size;
-    rec->compile_ms = cr->compile_ms;
+    rec->cubin = img->data;
+    rec->cubin_size = img->size;
+    rec->compile_ms = img->compile_ms;
     rec->registers = k->registers;
     rec->shared_bytes = k->shared_bytes;
     rec->spill_bytes = k->spill_bytes;
@@ -84,15 +83,28 @@ static mxattn_status get_cubin(const mx_jit_env *env, const char *source, mx_jit
     return MXATTN_OK;
 }
 
+/* Each cubin of the image into its own module (one for a one-cubin image). */
+static mxattn_status load_modules(const mx_device *dev, const void *image, size_t size, mx_jit_kernel *k) {
+    const unsigned char *parts[MX_MAX_LAUNCH_STEPS];
+    size_t sizes[MX_MAX_LAUNCH_STEPS];
+    int n = 0;
+    mxattn_status st = mx_jit_image_parts(image, size, parts, sizes, MX_MAX_LAUNCH_STEPS, &n);
+    for (int i = 0; st == MXATTN_OK && i < n; i++) {
+        st = mx_module_load(dev, parts[i], sizes[i], &k->modules[i]);
+        if (st == MXATTN_OK) k->n_modules = i + 1;
+    }
+    return st;
+}
+
 mxattn_status mx_jit_build(const mx_jit_env *env, const char *params, const char *sizes,
                            mx_jit_kernel *out) {
     mxattn_status st = MXATTN_OK;
     char *canonical = NULL, *knobs = NULL, *source = NULL, *launch = NULL;
     mx_kernel_record rec;
-    mx_compile_result cr;
+    mx_jit_image img;
     memset(out, 0, sizeof *out);
     memset(&rec, 0, sizeof rec);
-    memset(&cr, 0, sizeof cr);
+    memset(&img, 0, sizeof img);
     MX_TRY(mx_jit_gen_call(env, "validate", params, NULL, &canonical));
     MX_TRY(mx_jit_gen_call(env, "knobs", params, NULL, &knobs));
     MX_TRY(mx_jit_gen_call(env, "render", canonical, NULL, &source));
@@ -100,25 +112,25 @@ mxattn_status mx_jit_build(const mx_jit_env *env, const char *params, const char
     snprintf(out->params, sizeof out->params, "%s", canonical);
     snprintf(out->knobs, sizeof out->knobs, "%s", knobs);
     MX_TRY(mx_launch_plan_parse(launch, &out->launch));
-    MX_TRY(get_cubin(env, source, out, &rec, &cr));
+    MX_TRY(get_cubin(env, source, out, &rec, &img));
     if (env->dev) {
-        const void *cubin = out->from_cache ? rec.cubin : (const void *)cr.cubin;
-        size_t size = out->from_cache ? rec.cubin_size : cr.cubin_size;
-        MX_TRY(mx_module_load(env->dev, cubin, size, &out->module));
-        st = mx_launch_plan_bind(env->dev, out->module, &out->launch);
-        if (st != MXATTN_OK) goto fail;
+        MX_TRY(load_modules(env->dev, out->from_cache ? rec.cubin : img.data,
+                            out->from_cache ? rec.cubin_size : img.size, out));
+        MX_TRY(mx_launch_plan_bind_modules(env->dev, out->modules, out->n_modules, &out->launch));
     }
     goto done;
 fail:
     mx_jit_release(env, out);
 done:
     if (out->from_cache) mx_kernel_record_release(&rec);
-    mx_compile_result_free(&cr);
+    mx_jit_image_free(&img);
     free(canonical); free(knobs); free(source); free(launch);
     return st;
 }
 
 void mx_jit_release(const mx_jit_env *env, mx_jit_kernel *k) {
-    if (k->module && env->dev) mx_module_unload(env->dev, k->module);
-    k->module = NULL;
+    for (int i = 0; i < k->n_modules; i++)
+        if (k->modules[i] && env->dev) mx_module_unload(env->dev, k->modules[i]);
+    memset(k->modules, 0, sizeof k->modules);
+    k->n_modules = 0;
 }

@@ -13,6 +13,7 @@
 #include "gen/gen.h"
 #include "runtime/device.h"
 #include "runtime/launch_plan.h"
+#include "runtime/nvrtc.h"
 
 typedef struct {
     mx_gen *gen;
@@ -27,11 +28,41 @@ typedef struct {
     char knobs[256];            /* canonical knobs alone: the "config" */
     char key[65];               /* kernel cache key */
     mx_launch_plan launch;      /* for the sizes given */
-    struct CUmod_st *module;    /* NULL when compile-only */
+    /* Loaded when a device is given: one module, or one per step (the image
+     * of kernels compiled apart, mx_jit_compile).  None when compile-only. */
+    struct CUmod_st *modules[MX_MAX_LAUNCH_STEPS];
+    int n_modules;
     int from_cache;
     double compile_ms;          /* NVRTC time (0 on a cache hit) */
     int registers, shared_bytes, spill_bytes;
 } mx_jit_kernel;
+
+/* A module's binary: one cubin when the source has one kernel, else a
+ * container of one cubin per kernel in launch order ("MXKI", a count, then
+ * each image's offset and size, images 16-byte aligned).  Kernels compiled
+ * apart run in parallel (mx_jit_compile); the cache stores either form. */
+typedef struct {
+    unsigned char *data;        /* malloc'd */
+    size_t size;
+    double compile_ms;          /* wall time of the whole compile */
+    mx_ptxas_usage usage;       /* of the plan's last (attention) kernel */
+} mx_jit_image;
+
+/* Compiles `source` for `arch`: a plan of one kernel as one NVRTC program;
+ * several as one program per kernel (MX_COMPILE_ONE and the kernel's
+ * MX_COMPILE_<name>: templates/mxattn.lua's guards), each on its own thread,
+ * so a cold start waits for the slowest kernel rather than for their sum.
+ * The first kernel's failure (in launch order) is the one reported. */
+mxattn_status mx_jit_compile(const char *source, const char *arch, const mx_launch_plan *lp,
+                             mx_jit_image *out);
+void mx_jit_image_free(mx_jit_image *img);
+/* The cubins an image holds: the image itself when it is one cubin; else the
+ * container's parts, checked to lie within it.  parts[i] points into image. */
+mxattn_status mx_jit_image_parts(const void *image, size_t size, const unsigned char **parts,
+                                 size_t *sizes, int max_parts, int *n_parts);
+/* A container of n cubins (for tests and mx_jit_compile). */
+mxattn_status mx_jit_image_pack(const unsigned char *const *parts, const size_t *sizes, int n,
+                                unsigned char **out, size_t *out_size);
 
 /* NVRTC's version as an integer, major*1000 + minor*10 (13000); 0 if absent. */
 int mx_jit_nvrtc_version(void);

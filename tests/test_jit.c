@@ -1,0 +1,232 @@
+/* Kernels compiled apart (tuner/jit_image.c): the container of cubins, the
+ * templates' per-kernel guards, and the parallel compile (its cubins, its
+ * errors).  The container tests need nothing; the rest skip without NVRTC. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gen/gen.h"
+#include "runtime/launch_plan.h"
+#include "tuner/jit.h"
+#include "util/err.h"
+
+static int g_have_nvrtc;
+
+#define SKIP_WITHOUT_NVRTC() do { if (!g_have_nvrtc) { skip(); } } while (0)
+
+static int is_elf(const unsigned char *p, size_t n) { return n > 4 && !memcmp(p, "\x7f" "ELF", 4); }
+
+/* Does the cubin carry `name` as a whole symbol (followed by its NUL)? */
+static int has_symbol(const unsigned char *cubin, size_t n, const char *name) {
+    size_t len = strlen(name) + 1;
+    for (size_t i = 1; i + len <= n; i++)
+        if (cubin[i - 1] == 0 || cubin[i - 1] == '.')
+            if (!memcmp(cubin + i, name, len)) return 1;
+    return 0;
+}
+
+static void container_round_trip(void **state) {
+    (void)state;
+    unsigned char a[5] = "\x7f" "ELFa", b[37], c[16];
+    memset(b, 'b', sizeof b);
+    memcpy(b, "\x7f" "ELF", 4);
+    memset(c, 'c', sizeof c);
+    memcpy(c, "\x7f" "ELF", 4);
+    const unsigned char *in[3] = {a, b, c};
+    size_t in_sizes[3] = {sizeof a, sizeof b, sizeof c};
+    unsigned char *blob = NULL;
+    size_t size = 0;
+    assert_int_equal(mx_jit_image_pack(in, in_sizes, 3, &blob, &size), MXATTN_OK);
+    const unsigned char *parts[MX_MAX_LAUNCH_STEPS];
+    size_t sizes[MX_MAX_LAUNCH_STEPS];
+    int n = 0;
+    assert_int_equal(mx_jit_image_parts(blob, size, parts, sizes, MX_MAX_LAUNCH_STEPS, &n), MXATTN_OK);
+    assert_int_equal(n, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(sizes[i], in_sizes[i]);
+        assert_memory_equal(parts[i], in[i], in_sizes[i]);
+        assert_int_equal((uintptr_t)(parts[i] - blob) % 16, 0);   /* the driver gets it in place */
+    }
+    free(blob);
+}
+
+static void one_cubin_is_its_own_image(void **state) {
+    (void)state;
+    unsigned char elf[64] = "\x7f" "ELF";
+    const unsigned char *parts[MX_MAX_LAUNCH_STEPS];
+    size_t sizes[MX_MAX_LAUNCH_STEPS];
+    int n = 0;
+    assert_int_equal(mx_jit_image_parts(elf, sizeof elf, parts, sizes, MX_MAX_LAUNCH_STEPS, &n), MXATTN_OK);
+    assert_int_equal(n, 1);
+    assert_ptr_equal(parts[0], elf);
+    assert_int_equal(sizes[0], sizeof elf);
+}
+
+static void corrupt_containers_are_refused(void **state) {
+    (void)state;
+    unsigned char two[2][8];
+    for (int i = 0; i < 2; i++) { memset(two[i], 'x', 8); memcpy(two[i], "\x7f" "ELF", 4); }
+    const unsigned char *in[2] = {two[0], two[1]};
+    size_t in_sizes[2] = {8, 8};
+    unsigned char *blob = NULL;
+    size_t size = 0;
+    assert_int_equal(mx_jit_image_pack(in, in_sizes, 2, &blob, &size), MXATTN_OK);
+    const unsigned char *parts[MX_MAX_LAUNCH_STEPS];
+    size_t sizes[MX_MAX_LAUNCH_STEPS];
+    int n = -1;
+    /* Truncated: the second image's bytes are missing. */
+    assert_int_equal(mx_jit_image_parts(blob, size - 16, parts, sizes, MX_MAX_LAUNCH_STEPS, &n),
+                     MXATTN_ERROR_INVALID_VALUE);
+    assert_non_null(strstr(mx_error_message(), "outside"));
+    /* More images than a plan has steps. */
+    assert_int_equal(mx_jit_image_parts(blob, size, parts, sizes, 1, &n), MXATTN_ERROR_INVALID_VALUE);
+    /* A misaligned offset. */
+    unsigned char *bad = malloc(size);
+    memcpy(bad, blob, size);
+    bad[8] += 1;
+    assert_int_equal(mx_jit_image_parts(bad, size, parts, sizes, MX_MAX_LAUNCH_STEPS, &n), MXATTN_ERROR_INVALID_VALUE);
+    /* Neither a cubin nor a container. */
+    memcpy(bad, "JUNK", 4);
+    assert_int_equal(mx_jit_image_parts(bad, size, parts, sizes, MX_MAX_LAUNCH_STEPS, &n), MXATTN_ERROR_INVALID_VALUE);
+    assert_non_null(strstr(mx_error_message(), "neither"));
+    assert_int_equal(mx_jit_image_parts(blob, 4, parts, sizes, MX_MAX_LAUNCH_STEPS, &n), MXATTN_ERROR_INVALID_VALUE);
+    assert_int_equal(mx_jit_image_pack(in, in_sizes, 0, &blob, &size), MXATTN_ERROR_INVALID_VALUE);
+    free(bad);
+    free(blob);
+}
+
+/* Every kernel of every family's module sits between its own guards. */
+static void every_kernel_is_guarded(void **state) {
+    (void)state;
+    mx_gen *g = NULL;
+    assert_int_equal(mx_gen_open(&g), MXATTN_OK);
+    const char *tables[] = {
+        "family=f16 head_dim=128", "family=f16 head_dim=72 variant=mma", "family=int8-f16 head_dim=128",
+        "family=int8-fp8 head_dim=64", "family=int8-fp8 head_dim=96 variant=mma", "family=nvfp4 head_dim=128",
+        "family=mxfp4 head_dim=64", "family=nvfp4-int8qk head_dim=128 arch=sm_120a",
+    };
+    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
+        char *canon = NULL, *src = NULL, *launch = NULL;
+        assert_int_equal(mx_gen_call(g, "validate", tables[t], NULL, &canon), MXATTN_OK);
+        assert_int_equal(mx_gen_call(g, "render", canon, NULL, &src), MXATTN_OK);
+        assert_int_equal(mx_gen_call(g, "launch", canon, "batch=1 heads_q=1 heads_kv=1 seq_q=1 seq_k=1", &launch),
+                         MXATTN_OK);
+        mx_launch_plan lp;
+        assert_int_equal(mx_launch_plan_parse(launch, &lp), MXATTN_OK);
+        int kernels = 0;
+        for (const char *p = src; (p = strstr(p, "extern \"C\" __global__")); p++) kernels++;
+        assert_int_equal(kernels, lp.n_steps);
+        for (int i = 0; i < lp.n_steps; i++) {
+            char guard[256], end[256];
+            snprintf(guard, sizeof guard, "#if !defined(MX_COMPILE_ONE) || defined(MX_COMPILE_%s)\n", lp.steps[i].name);
+            snprintf(end, sizeof end, "}\n#endif  // %s\n", lp.steps[i].name);
+            const char *at = strstr(src, guard);
+            assert_non_null(at);
+            assert_non_null(strstr(at, end));
+        }
+        free(canon); free(src); free(launch);
+    }
+    mx_gen_close(g);
+}
+
+/* Two small kernels and their plan, as a family would render them. */
+static const char *two_kernels =
+    "#if !defined(MX_COMPILE_ONE) || defined(MX_COMPILE_first_k)\n"
+    "extern \"C\" __global__ void first_k(const float *x) { if (x[threadIdx.x] > 2.f) asm volatile(\"trap;\"); }\n"
+    "#endif\n"
+    "#if !defined(MX_COMPILE_ONE) || defined(MX_COMPILE_second_k)\n"
+    "extern \"C\" __global__ void second_k(float *x) { x[threadIdx.x] *= 3.f; %s }\n"
+    "#endif\n";
+static const char *two_plan = "workspace 0\nkernel first_k 1 1 1 32 0\nkernel second_k 1 1 1 32 0\n";
+
+static void compiles_each_kernel_apart(void **state) {
+    (void)state;
+    SKIP_WITHOUT_NVRTC();
+    char src[1024];
+    snprintf(src, sizeof src, two_kernels, "");
+    mx_launch_plan lp;
+    assert_int_equal(mx_launch_plan_parse(two_plan, &lp), MXATTN_OK);
+    mx_jit_image img;
+    assert_int_equal(mx_jit_compile(src, "sm_90a", &lp, &img), MXATTN_OK);
+    assert_true(img.compile_ms > 0);
+    const unsigned char *parts[MX_MAX_LAUNCH_STEPS];
+    size_t sizes[MX_MAX_LAUNCH_STEPS];
+    int n = 0;
+    assert_int_equal(mx_jit_image_parts(img.data, img.size, parts, sizes, MX_MAX_LAUNCH_STEPS, &n), MXATTN_OK);
+    assert_int_equal(n, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_true(is_elf(parts[i], sizes[i]));
+        assert_true(has_symbol(parts[i], sizes[i], lp.steps[i].name));       /* its own kernel */
+        assert_false(has_symbol(parts[i], sizes[i], lp.steps[1 - i].name));  /* and not the other */
+    }
+    mx_jit_image_free(&img);
+
+    lp.n_steps = 1;   /* a one-kernel plan: the whole source, one cubin, both kernels in it */
+    assert_int_equal(mx_jit_compile(src, "sm_90a", &lp, &img), MXATTN_OK);
+    assert_true(is_elf(img.data, img.size));
+    assert_true(has_symbol(img.data, img.size, "first_k") && has_symbol(img.data, img.size, "second_k"));
+    mx_jit_image_free(&img);
+}
+
+/* A kernel that fails on another thread: its log reaches the caller's message. */
+static void a_failing_kernel_is_reported_from_its_thread(void **state) {
+    (void)state;
+    SKIP_WITHOUT_NVRTC();
+    char src[1024];
+    snprintf(src, sizeof src, two_kernels, "this_is_not_declared = 1;");
+    mx_launch_plan lp;
+    assert_int_equal(mx_launch_plan_parse(two_plan, &lp), MXATTN_OK);
+    mx_jit_image img;
+    mx_clear_error();
+    assert_int_equal(mx_jit_compile(src, "sm_90a", &lp, &img), MXATTN_ERROR_COMPILE);
+    assert_null(img.data);
+    assert_non_null(strstr(mx_error_message(), "this_is_not_declared"));
+    assert_non_null(strstr(mx_error_message(), "second_k"));
+}
+
+/* A real family's module: one cubin a kernel, the attention kernel's usage. */
+static void int8_module_compiles_apart(void **state) {
+    (void)state;
+    SKIP_WITHOUT_NVRTC();
+    mx_gen *g = NULL;
+    assert_int_equal(mx_gen_open(&g), MXATTN_OK);
+    char *canon = NULL, *src = NULL, *launch = NULL;
+    assert_int_equal(mx_gen_call(g, "validate", "family=int8-fp8 head_dim=64", NULL, &canon), MXATTN_OK);
+    assert_int_equal(mx_gen_call(g, "render", canon, NULL, &src), MXATTN_OK);
+    assert_int_equal(mx_gen_call(g, "launch", canon, "batch=1 heads_q=2 heads_kv=1 seq_q=64 seq_k=300", &launch),
+                     MXATTN_OK);
+    mx_launch_plan lp;
+    assert_int_equal(mx_launch_plan_parse(launch, &lp), MXATTN_OK);
+    mx_jit_image img;
+    assert_int_equal(mx_jit_compile(src, "sm_90a", &lp, &img), MXATTN_OK);
+    const unsigned char *parts[MX_MAX_LAUNCH_STEPS];
+    size_t sizes[MX_MAX_LAUNCH_STEPS];
+    int n = 0;
+    assert_int_equal(mx_jit_image_parts(img.data, img.size, parts, sizes, MX_MAX_LAUNCH_STEPS, &n), MXATTN_OK);
+    assert_int_equal(n, lp.n_steps);
+    for (int i = 0; i < n; i++) assert_true(has_symbol(parts[i], sizes[i], lp.steps[i].name));
+    assert_true(img.usage.registers > 0);
+    mx_jit_image_free(&img);
+    free(canon); free(src); free(launch);
+    mx_gen_close(g);
+}
+
+int main(void) {
+    char version[16];
+    g_have_nvrtc = mx_nvrtc_version(version, sizeof version) == MXATTN_OK;
+    if (!g_have_nvrtc) printf("# no NVRTC (%s): its tests skip\n", mx_error_message());
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(container_round_trip),
+        cmocka_unit_test(one_cubin_is_its_own_image),
+        cmocka_unit_test(corrupt_containers_are_refused),
+        cmocka_unit_test(every_kernel_is_guarded),
+        cmocka_unit_test(compiles_each_kernel_apart),
+        cmocka_unit_test(a_failing_kernel_is_reported_from_its_thread),
+        cmocka_unit_test(int8_module_compiles_apart),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
