@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/sha256.h"
@@ -283,11 +284,19 @@ static mxattn_status dump(const char *env_var, const char *sha, const char *suff
     path[0] = 0;
     if (!dir || !*dir) return MXATTN_OK;
     snprintf(path, path_len, "%s/%s%s", dir, sha, suffix);
-    FILE *f = fopen(path, "w");
+    /* Written beside and renamed into place: a module's kernels compiled
+     * apart (tuner/jit_image.c) dump the same source from several threads. */
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.%ld.%lx.tmp", path, (long)getpid(), (unsigned long)pthread_self());
+    FILE *f = fopen(tmp, "w");
     int ok = f && fputs(text, f) >= 0;
     if (f) ok = (fclose(f) == 0) && ok;
-    if (!ok) return mx_fail(MXATTN_ERROR_IO, "%s=%s: cannot write %s: %s", env_var, dir, path,
-                            strerror(errno));
+    if (ok) ok = rename(tmp, path) == 0;
+    if (!ok) {
+        int err = errno;
+        remove(tmp);
+        return mx_fail(MXATTN_ERROR_IO, "%s=%s: cannot write %s: %s", env_var, dir, path, strerror(err));
+    }
     return MXATTN_OK;
 }
 
@@ -381,8 +390,9 @@ mxattn_status mx_nvrtc_compile(const char *source, const char *kernel,
     const char *dump_ptx = getenv("MXATTN_DUMP_PTX");
     if (opt->want_ptx || (dump_ptx && *dump_ptx) || !out->cubin) {
         MX_TRY(read_output(program, nv->GetPTXSize, nv->GetPTX, "PTX", &out->ptx, NULL));
-        char suffix[80];
-        snprintf(suffix, sizeof suffix, ".%s.ptx", opt->arch);
+        char suffix[240];
+        snprintf(suffix, sizeof suffix, "%s%s.%s.ptx", opt->dump_tag ? "." : "", opt->dump_tag ? opt->dump_tag : "",
+                 opt->arch);
         MX_TRY(dump("MXATTN_DUMP_PTX", out->source_sha256, suffix, out->ptx, ptx_path, sizeof ptx_path));
     }
     mx_ptxas_parse(out->log, kernel, &out->usage);

@@ -42,6 +42,8 @@ typedef struct {
     const char *const *extra;        /* more NVRTC options, after the base ones */
     int n_extra;
     int want_ptx;                    /* 1: also return the PTX text */
+    const char *dump_tag;            /* MXATTN_DUMP_PTX names the file <sha>.<tag>.<arch>.ptx
+                                        (a module's kernel compiled apart), else <sha>.<arch>.ptx */
 } mx_compile_options;
 
 typedef struct {

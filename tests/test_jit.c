@@ -13,6 +13,9 @@
 #include "runtime/launch_plan.h"
 #include "tuner/jit.h"
 #include "util/err.h"
+#include "support/temp_dir.h"
+#include <unistd.h>
+#include <dirent.h>
 
 static int g_have_nvrtc;
 
@@ -172,6 +175,39 @@ static void compiles_each_kernel_apart(void **state) {
     mx_jit_image_free(&img);
 }
 
+/* MXATTN_DUMP_PTX keeps every kernel's PTX when they compile apart, each
+ * under its own name (the same source would otherwise overwrite one file). */
+static void dumps_each_kernels_ptx(void **state) {
+    (void)state;
+    SKIP_WITHOUT_NVRTC();
+    char dir[256], src[1024];
+    assert_int_equal(temp_dir_make(dir, sizeof dir, "mxattn-jit-dump"), 0);
+    snprintf(src, sizeof src, two_kernels, "");
+    mx_launch_plan lp;
+    assert_int_equal(mx_launch_plan_parse(two_plan, &lp), MXATTN_OK);
+    setenv("MXATTN_DUMP_PTX", dir, 1);
+    mx_jit_image img;
+    mxattn_status st = mx_jit_compile(src, "sm_90a", &lp, &img);
+    unsetenv("MXATTN_DUMP_PTX");
+    assert_int_equal(st, MXATTN_OK);
+    mx_jit_image_free(&img);
+    int ptx_files = 0, first = 0, second = 0;
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strstr(e->d_name, ".ptx")) continue;
+        ptx_files++;
+        first += strstr(e->d_name, ".first_k.sm_90a.ptx") != NULL;
+        second += strstr(e->d_name, ".second_k.sm_90a.ptx") != NULL;
+        assert_null(strstr(e->d_name, ".tmp"));
+    }
+    closedir(d);
+    assert_int_equal(ptx_files, 2);
+    assert_int_equal(first, 1);
+    assert_int_equal(second, 1);
+    temp_dir_remove(dir);
+}
+
 /* A kernel that fails on another thread: its log reaches the caller's message. */
 static void a_failing_kernel_is_reported_from_its_thread(void **state) {
     (void)state;
@@ -225,6 +261,7 @@ int main(void) {
         cmocka_unit_test(corrupt_containers_are_refused),
         cmocka_unit_test(every_kernel_is_guarded),
         cmocka_unit_test(compiles_each_kernel_apart),
+        cmocka_unit_test(dumps_each_kernels_ptx),
         cmocka_unit_test(a_failing_kernel_is_reported_from_its_thread),
         cmocka_unit_test(int8_module_compiles_apart),
     };

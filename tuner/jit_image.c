@@ -106,7 +106,8 @@ typedef struct {
 static void *run_job(void *arg) {
     kernel_job *j = arg;
     const char *extra[2] = {"-DMX_COMPILE_ONE", j->define};
-    mx_compile_options opt = {.arch = j->arch, .extra = j->alone ? extra : NULL, .n_extra = j->alone ? 2 : 0};
+    mx_compile_options opt = {.arch = j->arch, .extra = j->alone ? extra : NULL, .n_extra = j->alone ? 2 : 0,
+                              .dump_tag = j->alone ? j->kernel : NULL};
     j->status = mx_nvrtc_compile(j->source, j->kernel, &opt, &j->result);
     if (j->status != MXATTN_OK) snprintf(j->error, sizeof j->error, "%s", mx_error_message());
     return NULL;
