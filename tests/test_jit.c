@@ -146,13 +146,18 @@ static const char *two_kernels =
     "#endif\n";
 static const char *two_plan = "workspace 0\nkernel first_k 1 1 1 32 0\nkernel second_k 1 1 1 32 0\n";
 
+/* The two kernels' source, with `second_body` in the second, and their plan. */
+static void two_kernel_module(const char *second_body, char *src, size_t cap, mx_launch_plan *lp) {
+    snprintf(src, cap, two_kernels, second_body);
+    assert_int_equal(mx_launch_plan_parse(two_plan, lp), MXATTN_OK);
+}
+
 static void compiles_each_kernel_apart(void **state) {
     (void)state;
     SKIP_WITHOUT_NVRTC();
     char src[1024];
-    snprintf(src, sizeof src, two_kernels, "");
     mx_launch_plan lp;
-    assert_int_equal(mx_launch_plan_parse(two_plan, &lp), MXATTN_OK);
+    two_kernel_module("", src, sizeof src, &lp);
     mx_jit_image img;
     assert_int_equal(mx_jit_compile(src, "sm_90a", &lp, &img), MXATTN_OK);
     assert_true(img.compile_ms > 0);
@@ -182,9 +187,8 @@ static void dumps_each_kernels_ptx(void **state) {
     SKIP_WITHOUT_NVRTC();
     char dir[256], src[1024];
     assert_int_equal(temp_dir_make(dir, sizeof dir, "mxattn-jit-dump"), 0);
-    snprintf(src, sizeof src, two_kernels, "");
     mx_launch_plan lp;
-    assert_int_equal(mx_launch_plan_parse(two_plan, &lp), MXATTN_OK);
+    two_kernel_module("", src, sizeof src, &lp);
     setenv("MXATTN_DUMP_PTX", dir, 1);
     mx_jit_image img;
     mxattn_status st = mx_jit_compile(src, "sm_90a", &lp, &img);
@@ -213,9 +217,8 @@ static void a_failing_kernel_is_reported_from_its_thread(void **state) {
     (void)state;
     SKIP_WITHOUT_NVRTC();
     char src[1024];
-    snprintf(src, sizeof src, two_kernels, "this_is_not_declared = 1;");
     mx_launch_plan lp;
-    assert_int_equal(mx_launch_plan_parse(two_plan, &lp), MXATTN_OK);
+    two_kernel_module("this_is_not_declared = 1;", src, sizeof src, &lp);
     mx_jit_image img;
     mx_clear_error();
     assert_int_equal(mx_jit_compile(src, "sm_90a", &lp, &img), MXATTN_ERROR_COMPILE);
