@@ -59,7 +59,7 @@ int cmd_compile(int argc, char **argv) {
         mx_compile_options opt = {.arch = arch, .want_ptx = want_ptx};
         int whole_module = want_ptx || cubin_path;
         if (st == MXATTN_OK && whole_module) st = mx_nvrtc_compile(source, name, &opt, &r);
-        else if (st == MXATTN_OK) st = mx_jit_compile(source, arch, &lp, &img);
+        else if (st == MXATTN_OK) st = mx_jit_compile(source, arch, &lp, 1, &img);
         if (st != MXATTN_OK) rc = cli_fail_status("compile", st);
         else if (want_ptx) fputs(r.ptx ? r.ptx : "", stdout);
         else if (!whole_module) rc = report(name, arch, &lp, &img);

@@ -162,7 +162,7 @@ static void compiles_each_kernel_apart(void **state) {
     mx_launch_plan lp;
     two_kernel_module("", src, sizeof src, &lp);
     mx_jit_image img;
-    assert_int_equal(mx_jit_compile(src, "sm_90a", &lp, &img), MXATTN_OK);
+    assert_int_equal(mx_jit_compile(src, "sm_90a", &lp, 1, &img), MXATTN_OK);
     assert_true(img.compile_ms > 0);
     const unsigned char *parts[MX_MAX_LAUNCH_STEPS];
     size_t sizes[MX_MAX_LAUNCH_STEPS];
@@ -176,8 +176,14 @@ static void compiles_each_kernel_apart(void **state) {
     }
     mx_jit_image_free(&img);
 
-    lp.n_steps = 1;   /* a one-kernel plan: the whole source, one cubin, both kernels in it */
-    assert_int_equal(mx_jit_compile(src, "sm_90a", &lp, &img), MXATTN_OK);
+    /* Not apart (the tuner's pool): one program, one cubin, both kernels in it. */
+    assert_int_equal(mx_jit_compile(src, "sm_90a", &lp, 0, &img), MXATTN_OK);
+    assert_true(is_elf(img.data, img.size));
+    assert_true(has_symbol(img.data, img.size, "first_k") && has_symbol(img.data, img.size, "second_k"));
+    mx_jit_image_free(&img);
+
+    lp.n_steps = 1;   /* a one-kernel plan: the whole source, whatever `apart` says */
+    assert_int_equal(mx_jit_compile(src, "sm_90a", &lp, 1, &img), MXATTN_OK);
     assert_true(is_elf(img.data, img.size));
     assert_true(has_symbol(img.data, img.size, "first_k") && has_symbol(img.data, img.size, "second_k"));
     mx_jit_image_free(&img);
@@ -194,7 +200,7 @@ static void dumps_each_kernels_ptx(void **state) {
     two_kernel_module("", src, sizeof src, &lp);
     setenv("MXATTN_DUMP_PTX", dir, 1);
     mx_jit_image img;
-    mxattn_status st = mx_jit_compile(src, "sm_90a", &lp, &img);
+    mxattn_status st = mx_jit_compile(src, "sm_90a", &lp, 1, &img);
     unsetenv("MXATTN_DUMP_PTX");
     assert_int_equal(st, MXATTN_OK);
     mx_jit_image_free(&img);
@@ -224,7 +230,7 @@ static void a_failing_kernel_is_reported_from_its_thread(void **state) {
     two_kernel_module("this_is_not_declared = 1;", src, sizeof src, &lp);
     mx_jit_image img;
     mx_clear_error();
-    assert_int_equal(mx_jit_compile(src, "sm_90a", &lp, &img), MXATTN_ERROR_COMPILE);
+    assert_int_equal(mx_jit_compile(src, "sm_90a", &lp, 1, &img), MXATTN_ERROR_COMPILE);
     assert_null(img.data);
     assert_non_null(strstr(mx_error_message(), "this_is_not_declared"));
     assert_non_null(strstr(mx_error_message(), "second_k"));
@@ -244,7 +250,7 @@ static void int8_module_compiles_apart(void **state) {
     mx_launch_plan lp;
     assert_int_equal(mx_launch_plan_parse(launch, &lp), MXATTN_OK);
     mx_jit_image img;
-    assert_int_equal(mx_jit_compile(src, "sm_90a", &lp, &img), MXATTN_OK);
+    assert_int_equal(mx_jit_compile(src, "sm_90a", &lp, 1, &img), MXATTN_OK);
     const unsigned char *parts[MX_MAX_LAUNCH_STEPS];
     size_t sizes[MX_MAX_LAUNCH_STEPS];
     int n = 0;

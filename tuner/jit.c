@@ -57,7 +57,7 @@ static mxattn_status get_cubin(const mx_jit_env *env, const char *source, mx_jit
         /* A missing or corrupt row just means we compile again. */
         if (st != MXATTN_ERROR_NOT_FOUND && st != MXATTN_ERROR_CACHE_CORRUPT) return st;
     }
-    mxattn_status st = mx_jit_compile(source, env->arch, &k->launch, img);
+    mxattn_status st = mx_jit_compile(source, env->arch, &k->launch, !env->whole_module, img);
     if (st != MXATTN_OK) return st;
     k->compile_ms = img->compile_ms;
     k->registers = img->usage.registers;

@@ -21,6 +21,11 @@ typedef struct {
     mx_cache *cache;            /* NULL: compile every time, store nothing */
     const mx_device *dev;       /* NULL: compile only */
     char arch[16];
+    /* 1: a plan's kernels compile in one program, one after another, rather
+     * than apart on threads of their own: for the tuner's compile pool, whose
+     * threads already keep every core busy (apart, its threads and NVRTC's
+     * memory would multiply by the kernels a module has). */
+    int whole_module;
 } mx_jit_env;
 
 typedef struct {
@@ -48,12 +53,12 @@ typedef struct {
     mx_ptxas_usage usage;       /* of the plan's last (attention) kernel */
 } mx_jit_image;
 
-/* Compiles `source` for `arch`: a plan of one kernel as one NVRTC program;
- * several as one program per kernel (MX_COMPILE_ONE and the kernel's
- * MX_COMPILE_<name>: templates/mxattn.lua's guards), each on its own thread,
- * so a cold start waits for the slowest kernel rather than for their sum.
- * The first kernel's failure (in launch order) is the one reported. */
-mxattn_status mx_jit_compile(const char *source, const char *arch, const mx_launch_plan *lp,
+/* Compiles `source` for `arch`: as one NVRTC program when the plan has one
+ * kernel or `apart` is 0; else one program per kernel (MX_COMPILE_ONE and the
+ * kernel's MX_COMPILE_<name>: templates/mxattn.lua's guards), each on its own
+ * thread, so a cold start waits for the slowest kernel rather than for their
+ * sum.  The first kernel's failure (in launch order) is the one reported. */
+mxattn_status mx_jit_compile(const char *source, const char *arch, const mx_launch_plan *lp, int apart,
                              mx_jit_image *out);
 void mx_jit_image_free(mx_jit_image *img);
 /* The cubins an image holds: the image itself when it is one cubin; else the

@@ -142,17 +142,19 @@ static mxattn_status pack_jobs(kernel_job *jobs, int n, mx_jit_image *out) {
     return mx_jit_image_pack(parts, sizes, n, &out->data, &out->size);
 }
 
-mxattn_status mx_jit_compile(const char *source, const char *arch, const mx_launch_plan *lp,
+mxattn_status mx_jit_compile(const char *source, const char *arch, const mx_launch_plan *lp, int apart,
                              mx_jit_image *out) {
     memset(out, 0, sizeof *out);
-    int n = lp->n_steps;
-    if (n < 1 || n > MX_MAX_LAUNCH_STEPS)
-        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "a plan of %d kernels to compile", n);
+    if (lp->n_steps < 1 || lp->n_steps > MX_MAX_LAUNCH_STEPS)
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "a plan of %d kernels to compile", lp->n_steps);
+    int n = apart ? lp->n_steps : 1;   /* programs: one whole module, or a kernel each */
     kernel_job *jobs = calloc((size_t)n, sizeof *jobs);
     if (!jobs) return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "no memory for %d compile jobs", n);
     for (int i = 0; i < n; i++) {
-        jobs[i] = (kernel_job){.source = source, .arch = arch, .kernel = lp->steps[i].name, .alone = n > 1};
-        snprintf(jobs[i].define, sizeof jobs[i].define, "-DMX_COMPILE_%s", lp->steps[i].name);
+        /* A whole module names its last (attention) kernel, whose usage plans record. */
+        const char *kernel = lp->steps[n > 1 ? i : lp->n_steps - 1].name;
+        jobs[i] = (kernel_job){.source = source, .arch = arch, .kernel = kernel, .alone = n > 1};
+        snprintf(jobs[i].define, sizeof jobs[i].define, "-DMX_COMPILE_%s", kernel);
     }
     double start = mx_now_ms();
     run_jobs(jobs, n);

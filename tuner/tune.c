@@ -606,6 +606,7 @@ mxattn_status mx_tune_run(const mx_jit_env *env, const char *shape_params, const
     mx_tune_sizes_text(sizes, r->sizes_text, sizeof r->sizes_text);
     r->pool.env = *env;
     r->pool.env.dev = NULL;
+    r->pool.env.whole_module = 1;   /* the pool's threads already fill the cores */
     r->pool.shape = shape_params;
     r->pool.sizes = r->sizes_text;
     pthread_mutex_init(&r->pool.mu, NULL);
