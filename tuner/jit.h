@@ -42,10 +42,11 @@ typedef struct {
     int registers, shared_bytes, spill_bytes;
 } mx_jit_kernel;
 
-/* A module's binary: one cubin when the source has one kernel, else a
- * container of one cubin per kernel in launch order ("MXKI", a count, then
- * each image's offset and size, images 16-byte aligned).  Kernels compiled
- * apart run in parallel (mx_jit_compile); the cache stores either form. */
+/* A module's binary: one cubin when the module compiled as one program (one
+ * kernel, or env->whole_module), else a container of one cubin per kernel in
+ * launch order ("MXKI", a count, then each image's offset and size, images
+ * 16-byte aligned).  Kernels compiled apart run in parallel (mx_jit_compile);
+ * the cache stores either form. */
 typedef struct {
     unsigned char *data;        /* malloc'd */
     size_t size;
