@@ -306,6 +306,37 @@ static long compare_fp4(mx_fp4_kind kind, const float *x, int rows, int cols, co
     return bad;
 }
 
+/* INT8 Q (blocks of 128 rows) and K (blocks of 64, already smoothed by the
+ * caller where the plan smooths), codes and fp32 scales, against numerics. */
+static long compare_int8(const float *q, int Hq, int Nq, const float *k, int Nk, int D, const uint8_t *ws,
+                         const mx_launch_plan *lp) {
+    const int DP = round_up(D, 64), NQ = round_up(Nq, 128);
+    size_t nq = (size_t)Nq * D, nk = (size_t)Nk * D;
+    int8_t *c8 = malloc(nq > nk ? nq : nk);
+    float *sc = malloc(((Nk > Nq ? Nk : Nq) / 64 + 2) * sizeof(float));
+    long bad = 0;
+    for (int h = 0; h < Hq; h++) {
+        mx_int8_quantize_blocks(q + (size_t)h * Nq * D, Nq, D, D, 128, c8, sc);
+        const int8_t *got = (const int8_t *)(ws + lp->ws_off[0]) + (size_t)h * NQ * DP;
+        for (int r = 0; r < Nq; r++)
+            for (int c = 0; c < D; c++)
+                if (got[(size_t)r * DP + c] != c8[(size_t)r * D + c] && bad++ < 5)
+                    printf("  int8 Q[%d][%d][%d]: got %d want %d\n", h, r, c, got[(size_t)r * DP + c], c8[(size_t)r * D + c]);
+        const float *gs = (const float *)(ws + lp->ws_off[1]) + (size_t)h * (NQ / 128);
+        if (memcmp(gs, sc, 4) && bad++ < 5) printf("  int8 Q scale: got %a want %a\n", gs[0], sc[0]);
+    }
+    mx_int8_quantize_blocks(k, Nk, D, D, 64, c8, sc);
+    const int8_t *got = (const int8_t *)(ws + lp->ws_off[2]);
+    for (int r = 0; r < Nk; r++)
+        for (int c = 0; c < DP; c++) {
+            int want = c < D ? c8[(size_t)r * D + c] : 0;
+            if (got[(size_t)r * DP + c] != want && bad++ < 5) printf("  int8 K[%d][%d]: got %d want %d\n", r, c, got[(size_t)r * DP + c], want);
+        }
+    if (memcmp(ws + lp->ws_off[3], sc, 4 * ((Nk + 63) / 64)) && bad++ < 5) printf("  int8 K scales differ\n");
+    free(c8); free(sc);
+    return bad;
+}
+
 /* Special values: an all-zero block, a huge outlier, E2M1 ties, NaN, +-Inf. */
 static void plant_specials(float *x, int rows, int D, int with_nonfinite) {
     for (int c = 0; c < 32 && c < D; c++) x[c] = 0.0f;                       /* row 0: zero blocks */
@@ -369,28 +400,7 @@ static void test_quantizers_bit_exact(void **state) {
                                        ws + lp.ws_off[1] + (size_t)h * NQ * SPK, SPK, 1, "Q");
                 bad += compare_fp4(kind, ks, Nk, D, ws + lp.ws_off[2], DP / 2, ws + lp.ws_off[3], SPK, 1, "K");
             } else {
-                /* INT8 Q (blocks of 128 rows) and K (64 rows, smoothed), codes and fp32 scales. */
-                int8_t *c8 = malloc(nq > nk ? nq : nk);
-                float sc[8];
-                for (int h = 0; h < Hq; h++) {
-                    mx_int8_quantize_blocks(q + (size_t)h * Nq * D, Nq, D, D, 128, c8, sc);
-                    const int8_t *got = (const int8_t *)(ws + lp.ws_off[0]) + (size_t)h * NQ * DP;
-                    for (int r = 0; r < Nq; r++)
-                        for (int c = 0; c < D; c++)
-                            if (got[(size_t)r * DP + c] != c8[(size_t)r * D + c] && bad++ < 5)
-                                printf("  int8 Q[%d][%d][%d]: got %d want %d\n", h, r, c, got[(size_t)r * DP + c], c8[(size_t)r * D + c]);
-                    const float *gs = (const float *)(ws + lp.ws_off[1]) + (size_t)h * (NQ / 128);
-                    if (memcmp(gs, sc, 4) && bad++ < 5) printf("  int8 Q scale: got %a want %a\n", gs[0], sc[0]);
-                }
-                mx_int8_quantize_blocks(ks, Nk, D, D, 64, c8, sc);
-                const int8_t *got = (const int8_t *)(ws + lp.ws_off[2]);
-                for (int r = 0; r < Nk; r++)
-                    for (int c = 0; c < DP; c++) {
-                        int want = c < D ? c8[(size_t)r * D + c] : 0;
-                        if (got[(size_t)r * DP + c] != want && bad++ < 5) printf("  int8 K[%d][%d]: got %d want %d\n", r, c, got[(size_t)r * DP + c], want);
-                    }
-                if (memcmp(ws + lp.ws_off[3], sc, 4 * ((Nk + 63) / 64)) && bad++ < 5) printf("  int8 K scales differ\n");
-                free(c8);
+                bad += compare_int8(q, Hq, Nq, ks, Nk, D, ws, &lp);
             }
             /* V^T: rows are channels, quantized along the keys; scales key-block major. */
             float *vt = malloc((size_t)D * Nk * 4);
@@ -405,6 +415,41 @@ static void test_quantizers_bit_exact(void **state) {
     assert_int_equal(total_bad, 0);
 }
 
+/* INT8 codes on exact ties (nvfp4-int8qk): with amax 3.25, x = 1.625 is
+ * 127 x / amax = 63.5; x / scale divided gives 63.4999962 (code 63), the
+ * reciprocal rule of numerics and the kernels 64.  Random inputs meet such a
+ * tie in ~5% of one-row Q blocks, and one Q code off flips P's FP4 codes. */
+static void test_int8_ties_bit_exact(void **state) {
+    const int Hq = 2, Nq = 3, Nk = 80, D = 128;
+    float *q = malloc((size_t)Hq * Nq * D * 4), *k = malloc((size_t)Nk * D * 4), *v = malloc((size_t)Nk * D * 4);
+    mx_rng rng;
+    mx_rng_seed(&rng, gpu_seed_base());
+    random_bf16(&rng, q, (size_t)Hq * Nq * D, 0, 1);
+    random_bf16(&rng, k, (size_t)Nk * D, 0, 1);
+    random_bf16(&rng, v, (size_t)Nk * D, 0, 1);
+    float *blocks[2] = {q, k};   /* Q's first block (all its rows) and K's first 64 rows */
+    int rows[2] = {Nq, 64};
+    for (int t = 0; t < 2; t++) {
+        for (size_t i = 0; i < (size_t)rows[t] * D; i++) blocks[t][i] = fmaxf(-3.0f, fminf(3.0f, blocks[t][i]));
+        blocks[t][0] = 3.25f;
+        for (int i = 1; i < 9; i++) blocks[t][(size_t)i * 13 % ((size_t)rows[t] * D)] = i % 2 ? 1.625f : -1.625f;
+    }
+    float s = 3.25f / 127.0f;
+    assert_int_equal(mx_f32_to_int8(1.625f / s), 63);   /* the planted value is a tie the two rules split */
+    assert_int_equal(mx_f32_to_int8(mx_div_by_scale(1.625f, mx_scale_reciprocal(s))), 64);
+    char params[256];
+    snprintf(params, sizeof params, "family=nvfp4-int8qk head_dim=%d arch=%s lse=1 smooth_k=0 block_m=64 warps=4 block_n=64 stages=2",
+             D, g_dev.arch);
+    uint8_t *ws = NULL;
+    mx_launch_plan lp;
+    mxattn_status st = run_plan_raw(params, 1, Hq, 1, Nq, Nk, D, q, k, v, &ws, &lp);
+    if (st != MXATTN_OK) fail_msg("%s: %s", params, mxattn_last_error());
+    long bad = compare_int8(q, Hq, Nq, k, Nk, D, ws, &lp);
+    printf("nvfp4-int8qk INT8 ties: %ld mismatches\n", bad);
+    free(q); free(k); free(v); free(ws);
+    assert_int_equal(bad, 0);
+}
+
 int main(void) {
     gpu_open_or_skip(&g_dev, "gpu_fp4");
     mxattn_options opts;
@@ -417,6 +462,7 @@ int main(void) {
     printf("gpu_fp4 on %s (%s)\n", g_dev.name, g_dev.arch);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantizers_bit_exact),
+        cmocka_unit_test(test_int8_ties_bit_exact),
         cmocka_unit_test(test_head_dims),
         cmocka_unit_test(test_lengths_and_gqa),
         cmocka_unit_test(test_two_level_beats_direct),

@@ -138,7 +138,13 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_quant_q(const mx_kerne
 
 -- INT8 rows (nvfp4-int8qk): SageAttention's per-block scales, one CTA per
 -- block of IB rows of one head: amax over the block, scale = amax / 127,
--- q = round-half-even(x / scale) clamped to +-127, NaN -> 0.
+-- q = round-half-even(x / scale) clamped to +-127, NaN -> 0.  x / scale is
+-- blocks/scale_recip.lua's rule, as numerics' mx_div_by_scale, not a
+-- division: the two differ in the last bit, and bf16 inputs put x / scale on
+-- an exact tie often (x = amax / 2 gives 63.5; the division gives
+-- 63.4999962, code 63, the reciprocal 64).  One Q code off moves every score
+-- of its row, enough to flip P's FP4 codes: the H200 showed 7e-3 rel-L1
+-- against the pipeline reference on a one-row query.
 local INT8_ROWS = [[
 MX_INLINE int int8_code(float x) {
   if (x != x) return 0;
@@ -146,7 +152,7 @@ MX_INLINE int int8_code(float x) {
   if (x <= -127.f) return -127;
   return __float2int_rn(x);
 }
-
+${SCALE_RECIP}
 // Rows [r0, r0 + IB) of a [rows, D] slice into int8 rows of DP bytes; the
 // block's fp32 scale goes to *scale.  Called by all 256 threads.
 template <int IB>
@@ -164,11 +170,13 @@ MX_INLINE void quantize_int8_block(const u16 *g, i64 ss, int rows, const float *
   amax = warp_max[0];
   for (int w = 1; w < 8; w++) amax = fmaxf(amax, warp_max[w]);
   const float s = amax / 127.0f;
+  const scale_recip inv = scale_reciprocal(s);
   if (threadIdx.x == 0) *scale = s;
   for (int i = threadIdx.x; i < IB * DP; i += 256) {
     const int row = r0 + i / DP, col = i % DP;
     int c = 0;
-    if (row < rows && col < D && s > 0.f) c = int8_code((load_in(g + (i64)row * ss + col) - (mean ? mean[col] : 0.f)) / s);
+    if (row < rows && col < D && s > 0.f)
+      c = int8_code(div_by_scale(load_in(g + (i64)row * ss + col) - (mean ? mean[col] : 0.f), inv));
     codes[i] = (i8)c;
   }
 }
@@ -220,7 +228,7 @@ MX_INLINE void store_correction(const mx_kernel_args &a, const u16 *q, int kv_bh
 return function(p, name)
   local parts = { COMMON, CORRECTION, U.fill(KMEAN, { NAME = name }), FP4_ROWS }
   if p.qk == "int8" then
-    parts[#parts + 1] = U.fill(INT8_ROWS, { NAME = name })
+    parts[#parts + 1] = U.fill(INT8_ROWS, { NAME = name, SCALE_RECIP = require("blocks.scale_recip") })
   else
     parts[#parts + 1] = U.fill(FP4_QUANT_KV, { NAME = name })
     parts[#parts + 1] = U.fill(FP4_QUANT_Q, { NAME = name })

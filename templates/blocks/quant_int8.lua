@@ -5,8 +5,8 @@
 --   quant: Q -> INT8 per 16 rows (Q pre-multiplied by sm_scale*log2(e), so
 --          scores come out in base 2), K - mean -> INT8 per 16 keys, and for
 --          FP8 V, V -> E4M3 per channel, transposed and key-permuted.
--- Every rounding follows numerics/numerics.h bit for bit: fp32 division with
--- div.rn (never x * (1/scale)), amax with fmaxf (NaN ignored), RNE codes,
+-- Every rounding follows numerics/numerics.h bit for bit: x / scale by the
+-- reciprocal rule of blocks/scale_recip.lua, amax with fmaxf (NaN ignored), RNE codes,
 -- a zero scale gives zero codes.  Padding (rows past the sequence, columns
 -- past D) is written as code 0, so the attention kernel loads without bounds.
 local U = require("util")
@@ -21,16 +21,7 @@ return function(p)
 // ---- quantization helpers -------------------------------------------------
 ${TO_F32}
 MX_INLINE float ld_in(const u16 *p) { return in_to_f32(*p); }
-MX_INLINE float div_rn(float a, float b) { float r; asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
-// x / scale as numerics' quantizers compute it (mx_div_by_scale says why):
-// (x * k) * inv with inv = 1 / (scale * k), k = 2^100 for tiny scales, else 1.
-struct scale_recip { float k, inv; };
-MX_INLINE scale_recip scale_reciprocal(float scale) {
-  const float k = scale < 0x1p-100f ? 0x1p100f : 1.f;
-  return { k, div_rn(1.f, __fmul_rn(scale, k)) };
-}
-MX_INLINE float div_by_scale(float x, scale_recip r) { return __fmul_rn(__fmul_rn(x, r.k), r.inv); }
-MX_INLINE float abs_f(float x) { float r; asm("abs.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
+${SCALE_RECIP}MX_INLINE float abs_f(float x) { float r; asm("abs.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
 // INT8 code in the low byte: round half to even, clamp to [-127, 127]; NaN -> 0 (cvt's rule).
 MX_INLINE u32 to_int8(float x) {
   int i;
@@ -390,5 +381,5 @@ MX_INLINE void smooth_k_correction(const u16 *src, i64 ss, int row0, int rows, f
     if (threadIdx.x % 32 == 0) corr[r] = dot;
   }
 }
-]], { TO_F32 = to_f32[p.dtype], PAIR = p.dtype, VEC = p.align })
+]], { TO_F32 = to_f32[p.dtype], SCALE_RECIP = require("blocks.scale_recip"), PAIR = p.dtype, VEC = p.align })
 end
