@@ -64,14 +64,7 @@ static mxattn_status pipeline_ref(const gpu_case *c, const char *config, const f
     p.seq_q = c->seq_q; p.seq_k = c->seq_k; p.causal = c->causal; p.dtype = c->dtype;
     int bn = (int)mx_params_get_int(config, "block_n", -1);   /* P's scale tile: the plan's */
     mxattn_status st = mx_ref_family_attention(c->family, &p, bn, q, k, v, o, lse);
-    if (st != MXATTN_OK) return st;
-    size_t n = (size_t)c->batch * c->heads_q * c->seq_q * c->head_dim;
-    double *exact = malloc(n * sizeof *exact);
-    mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
-    st = ref_attention_parallel(&s, NULL, q, k, v, exact, NULL, 0);
-    if (st == MXATTN_OK) g_pipe_vs_exact = mx_compare(o, exact, n);
-    free(exact);
-    return st;
+    return st == MXATTN_OK ? gpu_design_error(c, q, k, v, o, &g_pipe_vs_exact) : st;
 }
 
 /* One case, twice on the same inputs: against the pipeline reference (tight),

@@ -303,3 +303,21 @@ void gpu_gaussian_buffers(const mx_device *dev, int count, size_t elems, void **
 void gpu_free_buffers(const mx_device *dev, int count, void **bufs) {
     for (int t = 0; t < count; t++) mx_mem_free(dev, bufs[t]);
 }
+
+mxattn_status gpu_design_error(const gpu_case *c, const float *q, const float *k, const float *v,
+                               const double *o_design, mx_error_stats *out) {
+    size_t n = (size_t)c->batch * c->heads_q * c->seq_q * c->head_dim;
+    double *exact = malloc((n ? n : 1) * sizeof *exact);
+    if (!exact) return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "fp64 reference of %zu outputs", n);
+    mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
+    mxattn_status st = ref_attention_parallel(&s, NULL, q, k, v, exact, NULL, 0);
+    if (st == MXATTN_OK) *out = mx_compare(o_design, exact, n);
+    free(exact);
+    return st;
+}
+
+gpu_bounds gpu_exact_bounds(double family_rel_l1, double family_cos, mx_error_stats design, double tol) {
+    double rel = fmin(1.25 * design.rel_l1 + tol, 1.5 * family_rel_l1);
+    double cos = fmax(1 - 1.25 * (1 - design.cosine) - 1e-5, 1 - 1.5 * (1 - family_cos));   /* 1e-5: bf16 output */
+    return (gpu_bounds){fmax(family_rel_l1, rel), fmin(family_cos, cos)};
+}

@@ -98,4 +98,19 @@ void gpu_free_buffers(const mx_device *dev, int count, void **bufs);
  * had become wgmma with rowsum_mma=1 (s13, 2-6e-3 off). */
 mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, const char *config, const float *q, const float *k,
                                           const float *v, double *o, double *lse);
+
+/* What the design itself scores against fp64 on one case's inputs: the
+ * pipeline reference `o_design` (a gpu_reference_fn's output) against the
+ * exact attention of q, k, v.  Sets *out; fails only for memory. */
+mxattn_status gpu_design_error(const gpu_case *c, const float *q, const float *k, const float *v,
+                               const double *o_design, mx_error_stats *out);
+/* The bounds of a kernel against fp64: the family's (family_rel_l1,
+ * family_cos, what its design scores over many rows), loosened where the
+ * design is further from fp64 on this case's own inputs (a handful of rows
+ * varies more between seeds: int8-fp8 on one query row read 0.035-0.051
+ * rel-L1 against a family bound of 0.05) to 1.25x the design's error plus
+ * the kernel's rounding `tol`, at most 1.5x the family's.  The kernel's
+ * match with the pipeline is checked tightly apart from this. */
+typedef struct { double rel_l1, cos; } gpu_bounds;
+gpu_bounds gpu_exact_bounds(double family_rel_l1, double family_cos, mx_error_stats design, double tol);
 #endif
