@@ -61,7 +61,6 @@ constexpr int ROW_VECS = D / VEC, TILE_VECS = 16 * ROW_VECS, LANE_VECS = (TILE_V
 struct __align__(2 * VEC) in_vec { u16 h[VEC]; };
 // A vector's codes as stored: whole words where VEC packs into them.
 struct __align__(VEC) code_vec { u32 w[VEC / 4 > 0 ? VEC / 4 : 1]; };
-template <bool B> struct mx_bool { static constexpr bool value = B; };
 
 // Lane's j-th vector of the block: row r, first column c; false past the block.
 MX_INLINE bool tile_slot(int j, int &r, int &c) {
@@ -118,18 +117,17 @@ MX_INLINE float in_amax(const in_vec (&t)[LANE_VECS]) {
 }
 
 // x / scale's INT8 code in the low byte (upper bytes undefined), as
-// to_int8(div_by_scale(x, r)) computes it.  NO_CLAMP is for a scale of at
-// least 2^-100 (r.k == 1, every scale but tiny ones) taken from the block's
-// own maximum: scale = amax / 127 and r.inv = 1 / scale each rounded once
-// put |x * r.inv| within 127 + 2^-16, so the clamps never act, and adding
-// 1.5 * 2^23 rounds x * r.inv to an integer, half to even as cvt.rni does,
-// with the integer's two's complement in the low byte of the sum's bits (an
-// FADD where cvt runs at 16 a clock an SM).  A NaN product (a NaN or an
-// infinite x) must code 0 as cvt makes it: max.f32 with -inf turns it into
-// -inf, whose sum's low byte is 0.  The _rn intrinsics keep the two
+// to_int8(div_by_scale(x, r)) computes it, for a scale of at least 2^-100
+// (r.k == 1, every scale but tiny ones: codes_slowly takes those) taken from
+// the block's own maximum: scale = amax / 127 and r.inv = 1 / scale each
+// rounded once put |x * r.inv| within 127 + 2^-16, so the clamps never act,
+// and adding 1.5 * 2^23 rounds x * r.inv to an integer, half to even as
+// cvt.rni does, with the integer's two's complement in the low byte of the
+// sum's bits (an FADD where cvt runs at 16 a clock an SM).  A NaN product (a
+// NaN or an infinite x) must code 0 as cvt makes it: max.f32 with -inf turns
+// it into -inf, whose sum's low byte is 0.  The _rn intrinsics keep the two
 // roundings from being contracted into one FFMA.
-template <bool NO_CLAMP> MX_INLINE u32 int8_code(float x, scale_recip r) {
-  if (!NO_CLAMP) return to_int8(div_by_scale(x, r));
+MX_INLINE u32 int8_code(float x, scale_recip r) {
   float y = __fmul_rn(x, r.inv);
   asm("max.f32 %0, %0, 0fFF800000;" : "+f"(y));
   return __float_as_uint(__fadd_rn(y, 12582912.f));
@@ -178,6 +176,49 @@ MX_INLINE float x_of(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][V
   return has_mean ? x - m[j % MEAN_SETS][e] : x;
 }
 
+// The codes of a warp's 16-row block when a scale is below 2^-100 (a block of
+// tiny or zero values, where r.k = 2^100 and the clamps may act): rare, so a
+// loop that reads the input again, element by element, instead of a second
+// unrolled copy of the fast path, which cost NVRTC 40% of the quant kernel's
+// compile (int8-fp8 D=256 on the CPU machine: 1149 -> 692 ms without it).
+// Codes as the fast path makes them: x = in * mul - mean[c], to_int8 of
+// div_by_scale by row r's scale (scale_of(r)); padding rows (K) code 0.
+// Where the codes go: row-major rows of D32 bytes (the workspace's Q8/K8).
+struct rows_of_d32 {
+  u8 *base;
+  MX_INLINE u8 *operator()(int r, int c) const { return base + r * D32 + c; }
+};
+// Row r's per-thread group (described below, at group_amax).
+template <int G> MX_INLINE int row_group(int r) { return G == 8 ? r % 8 : r % 8 / 2; }
+struct one_scale {
+  float s;
+  MX_INLINE float operator()(int) const { return s; }
+};
+template <int G> struct group_scales {
+  float lane_scale;   // lane g holds group g's scale
+  MX_INLINE float operator()(int r) const { return __shfl_sync(0xffffffffu, lane_scale, row_group<G>(r)); }
+};
+template <class Scales, class Dst>
+MX_INLINE void codes_slowly(const u16 *src, i64 ss, int row0, int rows, float mul, const float *mean,
+                                          Scales scale_of, Dst dst) {
+#pragma unroll 1
+  for (int j = 0; j < LANE_VECS; j++) {
+    int r, c;
+    const bool slot = tile_slot(j, r, c);
+    const float scale = scale_of(r);   // every lane takes part (a shuffle for groups)
+    if (!slot) continue;
+    const bool live = row0 + r < rows;
+    const scale_recip ri = scale_reciprocal(scale);
+    u32 code[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; e++) {
+      const float x = (live ? ld_in(src + (i64)(row0 + r) * ss + c + e) : 0.f) * mul;
+      code[e] = to_int8(div_by_scale(mean ? x - mean[c + e] : x, ri));
+    }
+    store_codes(dst(r, c), code, scale > 0.f && (!mean || live));
+  }
+}
+
 // One warp quantizes 16 rows [row0, row0 + 16) of a [seq, D] slice (rows at or
 // past `rows` are padding) with one scale: x = in * mul - mean[c].
 MX_INLINE void quantize_rows(const u16 *src, i64 ss, int row0, int rows, float mul, const float *mean,
@@ -205,20 +246,19 @@ MX_INLINE void quantize_rows(const u16 *src, i64 ss, int row0, int rows, float m
   const scale_recip inv = scale_reciprocal(scale);
   // Step 2: the codes; padding rows and columns are 0 (a padding row of Q
   // was loaded as 0 and codes to 0; K's has its mean subtracted).
-  auto write_codes = [&](auto no_clamp) {
+  if (inv.k == 1.f) {   // every scale but tiny ones: no clamps, and the scale is above 0
 #pragma unroll
     for (int j = 0; j < LANE_VECS; j++) {
       int r, c;
       if (!tile_slot(j, r, c)) continue;
       u32 code[VEC];
 #pragma unroll
-      for (int e = 0; e < VEC; e++) code[e] = int8_code<decltype(no_clamp)::value>(x_at(j, e), inv);
-      // (NO_CLAMP implies a scale above 0.)
-      store_codes(dst + r * D32 + c, code, (no_clamp.value || scale > 0.f) && (!mean || row0 + r < rows));
+      for (int e = 0; e < VEC; e++) code[e] = int8_code(x_at(j, e), inv);
+      store_codes(dst + r * D32 + c, code, !mean || row0 + r < rows);
     }
-  };
-  if (inv.k == 1.f) write_codes(mx_bool<true>());
-  else write_codes(mx_bool<false>());
+  } else {
+    codes_slowly(src, ss, row0, rows, mul, mean, one_scale{scale}, rows_of_d32{dst});
+  }
   constexpr int PAD_COLS = D32 - D > 0 ? D32 - D : 1;
   if (D32 > D)
     for (int i = threadIdx.x % 32; i < 16 * PAD_COLS; i += 32) dst[i / PAD_COLS * D32 + D + i % PAD_COLS] = 0;
@@ -231,7 +271,6 @@ MX_INLINE void quantize_rows(const u16 *src, i64 ss, int row0, int rows, float m
 // window, each spread over its eight 16-key blocks).  numerics' per-thread
 // quantizer (mx_int8_quantize_per_thread) is the same bit for bit: each
 // group's amax over its rows, scale = amax / 127, codes by that scale.
-template <int G> MX_INLINE int row_group(int r) { return G == 8 ? r % 8 : r % 8 / 2; }
 
 // The lane's largest |x| of each group over its loaded 16-row block at row0
 // (rows at or past `rows` do not count), into amax.  Without a mean, the
@@ -261,11 +300,6 @@ template <int G> MX_INLINE void group_amax(const in_vec (&t)[LANE_VECS], const f
     for (int g = 0; g < G; g++) amax[g] = __fmul_rn(amax[g], abs_f(mul));
 }
 
-// Where the codes go: row-major rows of D32 bytes (the workspace's Q8/K8).
-struct rows_of_d32 {
-  u8 *base;
-  MX_INLINE u8 *operator()(int r, int c) const { return base + r * D32 + c; }
-};
 
 // The codes of the loaded block by each row's group scale, which lane g % G
 // holds (lane_scale) with its reciprocal: each slot fetches its row's by a
@@ -273,30 +307,29 @@ struct rows_of_d32 {
 // a slot cost more than the shuffles).  Padding rows (K) and columns are 0.
 // dst(r, c): the byte of the block's row r, column c (VEC codes from there
 // stay in one 16-byte chunk, as a swizzled tile needs).
-template <int G, class Dst> MX_INLINE void group_codes(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][VEC],
+// src, ss and mean: the block's input again, for codes_slowly.
+template <int G, class Dst> MX_INLINE void group_codes(const u16 *src, i64 ss, const float *mean,
+                                                       const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][VEC],
                                                        int row0, int rows, float mul, bool has_mean, float lane_scale,
                                                        Dst dst) {
   const scale_recip lane_recip = scale_reciprocal(lane_scale);
   // With every scale at least 2^-100, k = 1 and every scale is above 0.
-  const bool no_clamp = __all_sync(0xffffffffu, !(lane_scale < 0x1p-100f));
-  auto write_codes = [&](auto clamp_free) {
+  if (__all_sync(0xffffffffu, !(lane_scale < 0x1p-100f))) {
 #pragma unroll
     for (int j = 0; j < LANE_VECS; j++) {
       int r, c;
       const bool slot = tile_slot(j, r, c);
-      const int from = row_group<G>(r);    // every lane takes part in the shuffles
-      const scale_recip ri = {clamp_free.value ? 1.f : __shfl_sync(0xffffffffu, lane_recip.k, from),
-                              __shfl_sync(0xffffffffu, lane_recip.inv, from)};
-      const bool coded = clamp_free.value || __shfl_sync(0xffffffffu, lane_scale, from) > 0.f;
+      // every lane takes part in the shuffle
+      const scale_recip ri = {1.f, __shfl_sync(0xffffffffu, lane_recip.inv, row_group<G>(r))};
       if (!slot) continue;
       u32 code[VEC];
 #pragma unroll
-      for (int e = 0; e < VEC; e++) code[e] = int8_code<decltype(clamp_free)::value>(x_of(t, m, j, e, mul, has_mean), ri);
-      store_codes(dst(r, c), code, coded && (!has_mean || row0 + r < rows));
+      for (int e = 0; e < VEC; e++) code[e] = int8_code(x_of(t, m, j, e, mul, has_mean), ri);
+      store_codes(dst(r, c), code, !has_mean || row0 + r < rows);
     }
-  };
-  if (no_clamp) write_codes(mx_bool<true>());
-  else write_codes(mx_bool<false>());
+  } else {
+    codes_slowly(src, ss, row0, rows, mul, has_mean ? mean : nullptr, group_scales<G>{lane_scale}, dst);
+  }
   constexpr int PAD_COLS = D32 - D > 0 ? D32 - D : 1;
   if (D32 > D)
     for (int i = threadIdx.x % 32; i < 16 * PAD_COLS; i += 32) *dst(i / PAD_COLS, D + i % PAD_COLS) = 0;
@@ -324,7 +357,7 @@ template <class Dst> MX_INLINE float quantize_q_per_thread(const u16 *src, i64 s
     const float s = div_rn(warp_max(amax[g]), 127.f);
     if (lane % 8 == g) lane_scale = s;
   }
-  group_codes<8>(t, m, row0, rows, mul, false, lane_scale, dst);
+  group_codes<8>(src, ss, nullptr, t, m, row0, rows, mul, false, lane_scale, dst);
   return lane_scale;
 }
 
@@ -359,7 +392,7 @@ MX_INLINE void quantize_k_window(const u16 *src, i64 ss, int window0, bool live,
   for (int w = 0; w < 8; w++) window_amax = fmaxf(window_amax, warp_amax[w][lane % 4]);
   const float lane_scale = div_rn(window_amax, 127.f);
   if (warp == 0 && lane < 4) scale_out[lane] = lane_scale;
-  if (live) group_codes<4>(t, m, row0, rows, 1.f, mean != nullptr, lane_scale, rows_of_d32{dst});
+  if (live) group_codes<4>(src, ss, mean, t, m, row0, rows, 1.f, mean != nullptr, lane_scale, rows_of_d32{dst});
 }
 
 // q_row . mean (q times mul: base-2 units), summed over the warp; 0 for rows
