@@ -63,7 +63,16 @@ static mxattn_ctx *g_ctx;
 #define PIPE_REL_L1_BF16 4e-3
 #define PIPE_REL_L1_F16 2e-3
 #define PIPE_COS 0.99998
+/* The LSE against the pipeline: 2e-3 but in a few rows.  One P code that
+ * fp32 and fp64 round apart moves l by up to an E4M3 step of that P (1/16 to
+ * 1/8 of it), and with rowsum_mma=1 l sums the codes themselves: in a row of
+ * 17 keys that reads 2-3e-3 (s18 call 2, in one row of 8194).  So: at most
+ * 1 + rows/4096 rows above 2e-3, none above what one flip can do (ln(1 +
+ * 1/16) for two keys that share the row's mass).  A wrong scale or mask moves
+ * the LSE of many rows, by 0.1 or more. */
 #define LSE_VS_PIPE 2e-3
+#define LSE_ONE_FLIP 0.061
+
 
 /* ---- watchdog ---- */
 
@@ -145,17 +154,22 @@ typedef struct {
     mx_error_stats pipe, exact;        /* O against the pipeline reference and against fp64 */
     mx_error_stats design;             /* the pipeline reference itself against fp64 */
     double lse_pipe, lse_exact;        /* max |lse - ref| over rows that see a key */
+    long lse_pipe_over;                /* rows whose LSE is more than LSE_VS_PIPE off the pipeline's */
     long unwritten;                    /* outputs still holding the poison */
     double ms;
     char config[256];
 } result;
 
-static double lse_error(const float *lse, const double *ref, size_t rows) {
+/* The largest |lse - ref| over rows that see a key; *over counts the rows
+ * above `tol` (NULL: not counted). */
+static double lse_error(const float *lse, const double *ref, size_t rows, double tol, long *over) {
     double worst = 0;
+    if (over) *over = 0;
     for (size_t i = 0; lse && i < rows; i++) {
         if (isinf(ref[i]) && isinf(lse[i]) && lse[i] < 0) continue;
         double e = fabs(lse[i] - ref[i]);
         if (!(e <= worst)) worst = isnan(e) || isinf(e) ? INFINITY : e;
+        if (over && !(e <= tol)) (*over)++;
     }
     return worst;
 }
@@ -235,7 +249,7 @@ static mxattn_status run_case(const gpu_case *c, const char *config, uint64_t se
                 }
     MX_TRY(gpu_int8_pipeline_reference(c, info.config, q.ref, k.ref, v.ref, o_ref, lse_ref));
     r->pipe = mx_compare_f32(got, o_ref, n);
-    r->lse_pipe = lse_error(lse, lse_ref, rows);
+    r->lse_pipe = lse_error(lse, lse_ref, rows, LSE_VS_PIPE, &r->lse_pipe_over);
     double pipe_tol = c->dtype == MXATTN_BF16 ? PIPE_REL_L1_BF16 : PIPE_REL_L1_F16;
     if (verbose && !(r->pipe.rel_l1 < pipe_tol)) diagnose(c, got, o_ref);
     mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
@@ -244,7 +258,7 @@ static mxattn_status run_case(const gpu_case *c, const char *config, uint64_t se
     MX_TRY(ref_attention_parallel(&s, NULL, q.ref, k.ref, v.ref, o_exact, lse_ref, 0));
     r->design = mx_compare(o_ref, o_exact, n);
     r->exact = mx_compare_f32(got, o_exact, n);
-    r->lse_exact = lse_error(lse, lse_ref, rows);
+    r->lse_exact = lse_error(lse, lse_ref, rows, 0, NULL);
 fail:
     mx_timer_destroy(&timer);
     mxattn_plan_destroy(plan);
@@ -270,13 +284,15 @@ static int check_case(const gpu_case *c, const char *config, uint64_t seed) {
     /* No allowance for the key count: each key tile's P V is added to O in
      * fp32 (test_long_rows says why), so long rows meet the same bound. */
     double pipe_tol = c->dtype == MXATTN_BF16 ? PIPE_REL_L1_BF16 : PIPE_REL_L1_F16;
+    long rows = (long)c->batch * c->heads_q * c->seq_q;
     int ok_pipe = r.unwritten == 0 && r.pipe.rel_l1 < pipe_tol && r.pipe.cosine > PIPE_COS &&
-                  (!c->lse || r.lse_pipe < LSE_VS_PIPE);
+                  (!c->lse || (r.lse_pipe < LSE_ONE_FLIP && r.lse_pipe_over <= 1 + rows / 4096));
     gpu_bounds exact = gpu_exact_bounds(FP8_FAMILY_REL_L1, FP8_FAMILY_COS, r.design, pipe_tol);
     int ok_exact = r.exact.cosine >= exact.cos && r.exact.rel_l1 <= exact.rel_l1 && (!c->lse || r.lse_exact < LSE_VS_FP64);
-    printf("%s %s [%s] seed %llu: pipeline rel_l1 %.2e cos %.7f lse %.1e | fp64 rel_l1 %.4f (bound %.4f) cos %.6f lse %.1e"
-           " | unwritten %ld, %.3f ms\n", ok_pipe && ok_exact ? "ok  " : "FAIL", what, r.config, (unsigned long long)seed,
-           r.pipe.rel_l1, r.pipe.cosine, r.lse_pipe, r.exact.rel_l1, exact.rel_l1, r.exact.cosine, r.lse_exact, r.unwritten, r.ms);
+    printf("%s %s [%s] seed %llu: pipeline rel_l1 %.2e cos %.7f lse %.1e (%ld rows > %.0e) | fp64 rel_l1 %.4f (bound %.4f)"
+           " cos %.6f lse %.1e | unwritten %ld, %.3f ms\n", ok_pipe && ok_exact ? "ok  " : "FAIL", what, r.config,
+           (unsigned long long)seed, r.pipe.rel_l1, r.pipe.cosine, r.lse_pipe, r.lse_pipe_over, LSE_VS_PIPE, r.exact.rel_l1,
+           exact.rel_l1, r.exact.cosine, r.lse_exact, r.unwritten, r.ms);
     fflush(stdout);
     return !(ok_pipe && ok_exact);
 }
