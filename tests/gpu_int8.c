@@ -75,6 +75,8 @@ static void make_inputs(const quant_case *c, mx_rng *rng, float *q, float *k, fl
     if (c->seq_q >= 64)
         for (int i = 48 * d; i < 64 * d; i++) q[i] *= 1e-38f;  /* Q block 3 */
     for (int j = 0; j < c->seq_k && d > 5; j++) v[(size_t)j * d + 5] *= 1e-38f;   /* V channel 5 */
+    if (!c->smooth_k)   /* K's keys from 128: whole K blocks and per-thread windows (a mean would lift them) */
+        for (size_t i = (size_t)128 * d; i < (size_t)c->seq_k * d; i++) k[i] *= 1e-38f;
     for (size_t i = 0; i < nq; i++) q[i] = round_in(c->dtype, q[i]);
     for (size_t i = 0; i < nk; i++) { k[i] = round_in(c->dtype, k[i]); v[i] = round_in(c->dtype, v[i]); }
 }
@@ -249,6 +251,10 @@ static void test_quantizers_bit_exact(void **state) {
          * means, one for every third slot (quant_int8's MEAN_PERIOD). */
         {"int8-fp8", 96, 2, 1, 50, 300, 1, MXATTN_BF16, 0.18033688f, 1},
         {"int8-f16", 192, 2, 2, 33, 90, 1, MXATTN_F16, 1.f, 1},
+        /* Tiny Q blocks and K windows in bf16 for both families' quantizers
+         * (Q block 3, keys from 128): the codes of scales below 2^-100. */
+        {"int8-fp8", 64, 1, 1, 64, 150, 0, MXATTN_BF16, 1.f, 1},
+        {"int8-f16", 64, 1, 1, 64, 150, 0, MXATTN_BF16, 1.f, 1},
     };
     mx_gen *gen = NULL;
     pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
