@@ -63,16 +63,7 @@ static mxattn_ctx *g_ctx;
 #define PIPE_REL_L1_BF16 4e-3
 #define PIPE_REL_L1_F16 2e-3
 #define PIPE_COS 0.99998
-/* The LSE against the pipeline: 2e-3 but in a few rows.  One P code that
- * fp32 and fp64 round apart moves l by up to an E4M3 step of that P (1/16 to
- * 1/8 of it), and with rowsum_mma=1 l sums the codes themselves: in a row of
- * 17 keys that reads 2-3e-3 (s18 call 2, in one row of 8194).  So: at most
- * 1 + rows/4096 rows above 2e-3, none above what one flip can do (ln(1 +
- * 1/16) for two keys that share the row's mass).  A wrong scale or mask moves
- * the LSE of many rows, by 0.1 or more. */
-#define LSE_VS_PIPE 2e-3
-#define LSE_ONE_FLIP 0.061
-
+#define LSE_VS_PIPE GPU_LSE_VS_PIPE   /* the rule: gpu_lse_matches_pipeline */
 
 /* ---- watchdog ---- */
 
@@ -286,7 +277,7 @@ static int check_case(const gpu_case *c, const char *config, uint64_t seed) {
     double pipe_tol = c->dtype == MXATTN_BF16 ? PIPE_REL_L1_BF16 : PIPE_REL_L1_F16;
     long rows = (long)c->batch * c->heads_q * c->seq_q;
     int ok_pipe = r.unwritten == 0 && r.pipe.rel_l1 < pipe_tol && r.pipe.cosine > PIPE_COS &&
-                  (!c->lse || (r.lse_pipe < LSE_ONE_FLIP && r.lse_pipe_over <= 1 + rows / 4096));
+                  (!c->lse || gpu_lse_matches_pipeline(r.lse_pipe, r.lse_pipe_over, rows));
     gpu_bounds exact = gpu_exact_bounds(FP8_FAMILY_REL_L1, FP8_FAMILY_COS, r.design, pipe_tol);
     int ok_exact = r.exact.cosine >= exact.cos && r.exact.rel_l1 <= exact.rel_l1 && (!c->lse || r.lse_exact < LSE_VS_FP64);
     printf("%s %s [%s] seed %llu: pipeline rel_l1 %.2e cos %.7f lse %.1e (%ld rows > %.0e) | fp64 rel_l1 %.4f (bound %.4f)"
