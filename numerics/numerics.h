@@ -220,6 +220,16 @@ mxattn_status mx_e4m3x2_quantize_per_channel(const float *x, int rows, int cols,
  * for every key of row i, so it cancels in the softmax (kernels may drop it)
  * and only changes the scores and the LSE. */
 void mx_channel_mean(const float *x, int rows, int cols, int64_t row_stride, float *mean);
+/* The mean over rows 0, step, 2 step, ... only (fp64 sum over those rows
+ * divided by their count).  Any vector subtracted from every key keeps the
+ * softmax and the LSE exact; the mean is only what centres K best for its
+ * quantization, and 1/step of the keys estimates it well once there are
+ * many (mx_kmean_step). */
+void mx_channel_mean_sampled(const float *x, int rows, int cols, int64_t row_stride, int step, float *mean);
+/* The INT8 families' rule: every 8th key from 1024 keys (at least 128 of
+ * them), else every key.  Their stats kernel reads K for the mean and V for
+ * FP8 V's scales, and the sampled mean takes 7/8 of K's bytes off it. */
+int mx_kmean_step(int seq_k);
 void mx_subtract_mean(const float *x, int rows, int cols, int64_t row_stride,
                       const float *mean, float *out /* rows x cols dense */);
 /* corr[i] = sum_c q[i][c] * mean[c], in fp64. */
@@ -289,6 +299,7 @@ typedef struct {
     mx_round_mode input_round;
     mx_qk_mode qk;
     int smooth_k;               /* subtract K's channel mean (quantized QK only) */
+    int kmean_sampled;          /* 1: that mean over every mx_kmean_step(seq_k)-th key (INT8 families) */
     int int8_block_q, int8_block_k; /* INT8 QK scale blocks, in rows (default 128, 64) */
     /* 1: INT8 QK scales in SageAttention2's sm90 "per-thread" groups instead of
      * the blocks above: Q rows {16b + g, 16b + g + 8} (g < 8) share a scale,

@@ -31,8 +31,10 @@ mxattn_status mx_ref_family_config(const char *family, int direct_p, int smooth_
         c.smooth_k = 0;
     } else if (!strcmp(family, "int8-f16")) {
         c.qk = MX_QK_INT8; c.p = MX_P_F16; c.v = MX_V_F16;
+        c.kmean_sampled = 1;     /* their stats kernel's mean (mx_kmean_step) */
     } else if (!strcmp(family, "int8-fp8")) {
         c.qk = MX_QK_INT8; c.p = MX_P_E4M3; c.v = MX_V_E4M3;
+        c.kmean_sampled = 1;
         c.int8_per_thread = 1;   /* its kernels' groups: SageAttention2's per-thread scales */
     } else if (!strcmp(family, "nvfp4")) {
         c.qk = MX_QK_NVFP4; c.v = MX_V_NVFP4;
@@ -251,7 +253,7 @@ static mxattn_status prepare_k(workspace *w, const mx_ref_config *c, const float
     round_slice(c->input_round, k, (size_t)nk * d, w->rounded);
     const float *x = w->rounded;
     if (c->smooth_k && c->qk != MX_QK_EXACT) {
-        mx_channel_mean(x, nk, d, d, w->kmean);
+        mx_channel_mean_sampled(x, nk, d, d, c->kmean_sampled ? mx_kmean_step(nk) : 1, w->kmean);
         mx_subtract_mean(x, nk, d, d, w->kmean, w->smoothed);
         x = w->smoothed;
     }

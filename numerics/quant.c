@@ -242,12 +242,20 @@ mxattn_status mx_e4m3x2_quantize_per_channel(const float *x, int rows, int cols,
 
 /* ---- smooth-K ------------------------------------------------------------ */
 void mx_channel_mean(const float *x, int rows, int cols, int64_t row_stride, float *mean) {
+    mx_channel_mean_sampled(x, rows, cols, row_stride, 1, mean);
+}
+
+void mx_channel_mean_sampled(const float *x, int rows, int cols, int64_t row_stride, int step, float *mean) {
+    if (step < 1) step = 1;
+    int count = rows > 0 ? (rows + step - 1) / step : 0;
     for (int c = 0; c < cols; c++) {
         double sum = 0;
-        for (int r = 0; r < rows; r++) sum += x[(int64_t)r * row_stride + c];
-        mean[c] = rows > 0 ? (float)(sum / rows) : 0.0f;
+        for (int r = 0; r < rows; r += step) sum += x[(int64_t)r * row_stride + c];
+        mean[c] = count > 0 ? (float)(sum / count) : 0.0f;
     }
 }
+
+int mx_kmean_step(int seq_k) { return seq_k >= 1024 ? 8 : 1; }
 
 void mx_subtract_mean(const float *x, int rows, int cols, int64_t row_stride,
                       const float *mean, float *out) {

@@ -331,6 +331,37 @@ static void test_smooth_k_is_exact(void **state) {
         }
 }
 
+/* The sampled mean is the mean of exactly the rows 0, step, 2 step, ...
+ * (odd counts included); step 1 is mx_channel_mean; the INT8 families' rule
+ * samples every 8th key from 1024 keys on. */
+static void test_sampled_channel_mean(void **state) {
+    (void)state;
+    enum { N = 1029, D = 3 };
+    static float k[N * D], picked[N * D];
+    float mean[D], want[D], all[D];
+    mx_rng rng;
+    mx_rng_seed(&rng, (uint64_t)time(NULL));
+    mx_rng_fill_gaussian(&rng, k, N * D, 2, 1);
+    for (int step = 1; step <= 9; step += 4) {
+        int rows = 0;
+        for (int r = 0; r < N; r += step, rows++)
+            for (int c = 0; c < D; c++) picked[rows * D + c] = k[r * D + c];
+        mx_channel_mean_sampled(k, N, D, D, step, mean);
+        mx_channel_mean(picked, rows, D, D, want);
+        assert_memory_equal(mean, want, sizeof mean);
+        assert_int_equal(rows, (N + step - 1) / step);
+    }
+    mx_channel_mean_sampled(k, N, D, D, 1, mean);
+    mx_channel_mean(k, N, D, D, all);
+    assert_memory_equal(mean, all, sizeof mean);
+    mx_channel_mean_sampled(k, N, D, D, 8, mean);
+    assert_true(memcmp(mean, all, sizeof mean) != 0);   /* 129 of 1029 keys: another mean */
+    assert_int_equal(mx_kmean_step(1), 1);
+    assert_int_equal(mx_kmean_step(1023), 1);
+    assert_int_equal(mx_kmean_step(1024), 8);
+    assert_int_equal(mx_kmean_step(1 << 20), 8);
+}
+
 static void test_bad_arguments(void **state) {
     (void)state;
     float x[16] = {0};
@@ -357,6 +388,7 @@ int main(void) {
         cmocka_unit_test(test_e4m3_per_channel_by_hand),
         cmocka_unit_test(test_e4m3x2_per_channel_by_hand),
         cmocka_unit_test(test_smooth_k_is_exact),
+        cmocka_unit_test(test_sampled_channel_mean),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
