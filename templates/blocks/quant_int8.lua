@@ -21,7 +21,8 @@ return function(p)
 // ---- quantization helpers -------------------------------------------------
 ${TO_F32}
 MX_INLINE float ld_in(const u16 *p) { return in_to_f32(*p); }
-${SCALE_RECIP}MX_INLINE float abs_f(float x) { float r; asm("abs.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
+${SCALE_RECIP}
+MX_INLINE float abs_f(float x) { float r; asm("abs.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
 // INT8 code in the low byte: round half to even, clamp to [-127, 127]; NaN -> 0 (cvt's rule).
 MX_INLINE u32 to_int8(float x) {
   int i;
@@ -176,6 +177,14 @@ MX_INLINE float x_of(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][V
   return has_mean ? x - m[j % MEAN_SETS][e] : x;
 }
 
+// Where the codes go: row-major rows of D32 bytes (the workspace's Q8/K8).
+struct rows_of_d32 {
+  u8 *base;
+  MX_INLINE u8 *operator()(int r, int c) const { return base + r * D32 + c; }
+};
+// Row r's per-thread group (described below, before group_amax).
+template <int G> MX_INLINE int row_group(int r) { return G == 8 ? r % 8 : r % 8 / 2; }
+
 // The codes of a warp's 16-row block when a scale is below 2^-100 (a block of
 // tiny or zero values, where r.k = 2^100 and the clamps may act): rare, so a
 // loop that reads the input again, element by element, instead of a second
@@ -183,13 +192,6 @@ MX_INLINE float x_of(const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][V
 // compile (int8-fp8 D=256 on the CPU machine: 1149 -> 692 ms without it).
 // Codes as the fast path makes them: x = in * mul - mean[c], to_int8 of
 // div_by_scale by row r's scale (scale_of(r)); padding rows (K) code 0.
-// Where the codes go: row-major rows of D32 bytes (the workspace's Q8/K8).
-struct rows_of_d32 {
-  u8 *base;
-  MX_INLINE u8 *operator()(int r, int c) const { return base + r * D32 + c; }
-};
-// Row r's per-thread group (described below, at group_amax).
-template <int G> MX_INLINE int row_group(int r) { return G == 8 ? r % 8 : r % 8 / 2; }
 struct one_scale {
   float s;
   MX_INLINE float operator()(int) const { return s; }
@@ -199,8 +201,8 @@ template <int G> struct group_scales {
   MX_INLINE float operator()(int r) const { return __shfl_sync(0xffffffffu, lane_scale, row_group<G>(r)); }
 };
 template <class Scales, class Dst>
-MX_INLINE void codes_slowly(const u16 *src, i64 ss, int row0, int rows, float mul, const float *mean,
-                                          Scales scale_of, Dst dst) {
+MX_INLINE void codes_slowly(const u16 *src, i64 ss, int row0, int rows, float mul, const float *mean, Scales scale_of,
+                             Dst dst) {
 #pragma unroll 1
   for (int j = 0; j < LANE_VECS; j++) {
     int r, c;
@@ -270,7 +272,8 @@ MX_INLINE void quantize_rows(const u16 *src, i64 ss, int row0, int rows, float m
 // block); K's key r of a 128-key window in group (r % 8) / 2 (G = 4 groups a
 // window, each spread over its eight 16-key blocks).  numerics' per-thread
 // quantizer (mx_int8_quantize_per_thread) is the same bit for bit: each
-// group's amax over its rows, scale = amax / 127, codes by that scale.
+// group's amax over its rows, scale = amax / 127, codes by that scale
+// (row_group, above, names a row's group).
 
 // The lane's largest |x| of each group over its loaded 16-row block at row0
 // (rows at or past `rows` do not count), into amax.  Without a mean, the
@@ -299,7 +302,6 @@ template <int G> MX_INLINE void group_amax(const in_vec (&t)[LANE_VECS], const f
 #pragma unroll
     for (int g = 0; g < G; g++) amax[g] = __fmul_rn(amax[g], abs_f(mul));
 }
-
 
 // The codes of the loaded block by each row's group scale, which lane g % G
 // holds (lane_scale) with its reciprocal: each slot fetches its row's by a
