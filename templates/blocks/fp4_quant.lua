@@ -140,11 +140,12 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_quant_q(const mx_kerne
 -- block of IB rows of one head: amax over the block, scale = amax / 127,
 -- q = round-half-even(x / scale) clamped to +-127, NaN -> 0.  x / scale is
 -- blocks/scale_recip.lua's rule, as numerics' mx_div_by_scale, not a
--- division: the two differ in the last bit, and bf16 inputs put x / scale on
--- an exact tie often (x = amax / 2 gives 63.5; the division gives
--- 63.4999962, code 63, the reciprocal 64).  One Q code off moves every score
--- of its row, enough to flip P's FP4 codes: the H200 showed 7e-3 rel-L1
--- against the pipeline reference on a one-row query.
+-- division: the two differ in the last bit, which sends a code the other way
+-- next to a tie, in ~5% of one-row blocks of bf16 inputs (x = amax / 2 is
+-- 127 x / amax = 63.5: the division gives 63.4999962, code 63, the rule 64).
+-- One Q code off moves every score of its row, enough to flip P's FP4 codes:
+-- the H200 showed 7e-3 rel-L1 against the pipeline reference on a one-row
+-- query.
 local INT8_ROWS = [[
 MX_INLINE int int8_code(float x) {
   if (x != x) return 0;
