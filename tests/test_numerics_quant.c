@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include "numerics/numerics.h"
@@ -340,7 +341,9 @@ static void test_sampled_channel_mean(void **state) {
     static float k[N * D], picked[N * D];
     float mean[D], want[D], all[D];
     mx_rng rng;
-    mx_rng_seed(&rng, (uint64_t)time(NULL));
+    uint64_t seed = (uint64_t)time(NULL);
+    printf("sampled channel mean: seed %llu\n", (unsigned long long)seed);
+    mx_rng_seed(&rng, seed);
     mx_rng_fill_gaussian(&rng, k, N * D, 2, 1);
     for (int step = 1; step <= 9; step += 4) {
         int rows = 0;
