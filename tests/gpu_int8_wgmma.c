@@ -63,7 +63,6 @@ static mxattn_ctx *g_ctx;
 #define PIPE_REL_L1_BF16 4e-3
 #define PIPE_REL_L1_F16 2e-3
 #define PIPE_COS 0.99998
-#define LSE_VS_PIPE GPU_LSE_VS_PIPE   /* the rule: gpu_lse_matches_pipeline */
 
 /* ---- watchdog ---- */
 
@@ -145,25 +144,11 @@ typedef struct {
     mx_error_stats pipe, exact;        /* O against the pipeline reference and against fp64 */
     mx_error_stats design;             /* the pipeline reference itself against fp64 */
     double lse_pipe, lse_exact;        /* max |lse - ref| over rows that see a key */
-    long lse_pipe_over;                /* rows whose LSE is more than LSE_VS_PIPE off the pipeline's */
+    long lse_pipe_over;                /* rows whose LSE is more than GPU_LSE_VS_PIPE off the pipeline's */
     long unwritten;                    /* outputs still holding the poison */
     double ms;
     char config[256];
 } result;
-
-/* The largest |lse - ref| over rows that see a key; *over counts the rows
- * above `tol` (NULL: not counted). */
-static double lse_error(const float *lse, const double *ref, size_t rows, double tol, long *over) {
-    double worst = 0;
-    if (over) *over = 0;
-    for (size_t i = 0; lse && i < rows; i++) {
-        if (isinf(ref[i]) && isinf(lse[i]) && lse[i] < 0) continue;
-        double e = fabs(lse[i] - ref[i]);
-        if (!(e <= worst)) worst = isnan(e) || isinf(e) ? INFINITY : e;
-        if (over && !(e <= tol)) (*over)++;
-    }
-    return worst;
-}
 
 /* Where the error sits, for a failing case: by warp of the warpgroup (row /
  * 16 % 4), by fragment half (row % 16 < 8), by column pair in an 8-column
@@ -240,7 +225,7 @@ static mxattn_status run_case(const gpu_case *c, const char *config, uint64_t se
                 }
     MX_TRY(gpu_int8_pipeline_reference(c, info.config, q.ref, k.ref, v.ref, o_ref, lse_ref));
     r->pipe = mx_compare_f32(got, o_ref, n);
-    r->lse_pipe = lse_error(lse, lse_ref, rows, LSE_VS_PIPE, &r->lse_pipe_over);
+    r->lse_pipe = gpu_lse_error(lse, lse_ref, rows, &r->lse_pipe_over);
     double pipe_tol = c->dtype == MXATTN_BF16 ? PIPE_REL_L1_BF16 : PIPE_REL_L1_F16;
     if (verbose && !(r->pipe.rel_l1 < pipe_tol)) diagnose(c, got, o_ref);
     mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
@@ -249,7 +234,7 @@ static mxattn_status run_case(const gpu_case *c, const char *config, uint64_t se
     MX_TRY(ref_attention_parallel(&s, NULL, q.ref, k.ref, v.ref, o_exact, lse_ref, 0));
     r->design = mx_compare(o_ref, o_exact, n);
     r->exact = mx_compare_f32(got, o_exact, n);
-    r->lse_exact = lse_error(lse, lse_ref, rows, 0, NULL);
+    r->lse_exact = gpu_lse_error(lse, lse_ref, rows, NULL);
 fail:
     mx_timer_destroy(&timer);
     mxattn_plan_destroy(plan);
@@ -282,7 +267,7 @@ static int check_case(const gpu_case *c, const char *config, uint64_t seed) {
     int ok_exact = r.exact.cosine >= exact.cos && r.exact.rel_l1 <= exact.rel_l1 && (!c->lse || r.lse_exact < LSE_VS_FP64);
     printf("%s %s [%s] seed %llu: pipeline rel_l1 %.2e cos %.7f lse %.1e (%ld rows > %.0e) | fp64 rel_l1 %.4f (bound %.4f)"
            " cos %.6f lse %.1e | unwritten %ld, %.3f ms\n", ok_pipe && ok_exact ? "ok  " : "FAIL", what, r.config,
-           (unsigned long long)seed, r.pipe.rel_l1, r.pipe.cosine, r.lse_pipe, r.lse_pipe_over, LSE_VS_PIPE, r.exact.rel_l1,
+           (unsigned long long)seed, r.pipe.rel_l1, r.pipe.cosine, r.lse_pipe, r.lse_pipe_over, GPU_LSE_VS_PIPE, r.exact.rel_l1,
            exact.rel_l1, r.exact.cosine, r.lse_exact, r.unwritten, r.ms);
     fflush(stdout);
     return !(ok_pipe && ok_exact);

@@ -167,16 +167,20 @@ static void compare(const gpu_case *c, const tensor *o, const float *lse, const 
                     got[(((size_t)b * c->heads_q + h) * c->seq_q + q) * c->head_dim + d] = f;
                 }
     r->o = mx_compare_f32(got, o_ref, n);
-    r->lse_max_abs = 0;
-    r->lse_rows_over = 0;
-    size_t rows = (size_t)c->batch * c->heads_q * c->seq_q;
-    for (size_t i = 0; lse && i < rows; i++) {
-        if (isinf(lse_ref[i]) && isinf(lse[i]) && lse[i] < 0) continue;
-        double e = fabs(lse[i] - lse_ref[i]);
-        if (!(e <= r->lse_max_abs)) r->lse_max_abs = isnan(e) || isinf(e) ? INFINITY : e;
-        if (!(e <= GPU_LSE_VS_PIPE)) r->lse_rows_over++;
-    }
+    r->lse_max_abs = gpu_lse_error(lse, lse_ref, (size_t)c->batch * c->heads_q * c->seq_q, &r->lse_rows_over);
     free(got);
+}
+
+double gpu_lse_error(const float *lse, const double *ref, size_t rows, long *rows_over) {
+    double worst = 0;
+    if (rows_over) *rows_over = 0;
+    for (size_t i = 0; lse && i < rows; i++) {
+        if (isinf(ref[i]) && isinf(lse[i]) && lse[i] < 0) continue;
+        double e = fabs(lse[i] - ref[i]);
+        if (!(e <= worst)) worst = isnan(e) || isinf(e) ? INFINITY : e;
+        if (rows_over && !(e <= GPU_LSE_VS_PIPE)) (*rows_over)++;
+    }
+    return worst;
 }
 
 mxattn_status gpu_run_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case *c, uint64_t seed,

@@ -111,6 +111,9 @@ mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, const char *config,
 #define GPU_LSE_VS_PIPE 2e-3
 #define GPU_LSE_ONE_FLIP 0.061
 int gpu_lse_matches_pipeline(double worst, long rows_over, long rows);
+/* The largest |lse - ref| over the rows that see a key (both -inf: none);
+ * *rows_over (unless NULL) counts the rows above GPU_LSE_VS_PIPE. */
+double gpu_lse_error(const float *lse, const double *ref, size_t rows, long *rows_over);
 
 /* What the design itself scores against fp64 on one case's inputs: the
  * pipeline reference `o_design` (a gpu_reference_fn's output) against the
