@@ -309,11 +309,11 @@ template <int G> MX_INLINE void group_amax(const in_vec (&t)[LANE_VECS], const f
 // a slot cost more than the shuffles).  Padding rows (K) and columns are 0.
 // dst(r, c): the byte of the block's row r, column c (VEC codes from there
 // stay in one 16-byte chunk, as a swizzled tile needs).
-// src, ss and mean: the block's input again, for codes_slowly.
+// src, ss and mean (nullptr: none): the block's input again, for codes_slowly.
 template <int G, class Dst> MX_INLINE void group_codes(const u16 *src, i64 ss, const float *mean,
                                                        const in_vec (&t)[LANE_VECS], const float (&m)[MEAN_SETS][VEC],
-                                                       int row0, int rows, float mul, bool has_mean, float lane_scale,
-                                                       Dst dst) {
+                                                       int row0, int rows, float mul, float lane_scale, Dst dst) {
+  const bool has_mean = mean != nullptr;
   const scale_recip lane_recip = scale_reciprocal(lane_scale);
   // With every scale at least 2^-100, k = 1 and every scale is above 0.
   if (__all_sync(0xffffffffu, !(lane_scale < 0x1p-100f))) {
@@ -330,7 +330,7 @@ template <int G, class Dst> MX_INLINE void group_codes(const u16 *src, i64 ss, c
       store_codes(dst(r, c), code, !has_mean || row0 + r < rows);
     }
   } else {
-    codes_slowly(src, ss, row0, rows, mul, has_mean ? mean : nullptr, group_scales<G>{lane_scale}, dst);
+    codes_slowly(src, ss, row0, rows, mul, mean, group_scales<G>{lane_scale}, dst);
   }
   constexpr int PAD_COLS = D32 - D > 0 ? D32 - D : 1;
   if (D32 > D)
@@ -359,7 +359,7 @@ template <class Dst> MX_INLINE float quantize_q_per_thread(const u16 *src, i64 s
     const float s = div_rn(warp_max(amax[g]), 127.f);
     if (lane % 8 == g) lane_scale = s;
   }
-  group_codes<8>(src, ss, nullptr, t, m, row0, rows, mul, false, lane_scale, dst);
+  group_codes<8>(src, ss, nullptr, t, m, row0, rows, mul, lane_scale, dst);
   return lane_scale;
 }
 
@@ -394,7 +394,7 @@ MX_INLINE void quantize_k_window(const u16 *src, i64 ss, int window0, bool live,
   for (int w = 0; w < 8; w++) window_amax = fmaxf(window_amax, warp_amax[w][lane % 4]);
   const float lane_scale = div_rn(window_amax, 127.f);
   if (warp == 0 && lane < 4) scale_out[lane] = lane_scale;
-  if (live) group_codes<4>(src, ss, mean, t, m, row0, rows, 1.f, mean != nullptr, lane_scale, rows_of_d32{dst});
+  if (live) group_codes<4>(src, ss, mean, t, m, row0, rows, 1.f, lane_scale, rows_of_d32{dst});
 }
 
 // q_row . mean (q times mul: base-2 units), summed over the warp; 0 for rows
