@@ -19,7 +19,7 @@
 #              with VAR set; scripts/ab_templates.sh makes folders from git
 #              revisions) -> $OUT/ab.txt, medians in the summary
 #   --kernel-times  ncu's duration and registers of the kernels matching $KT_KERNELS
-#              (a regex, default '_quant$') in each line of $KT_RUNS (`mxattn run`
+#              (a regex, default '_quant_') in each line of $KT_RUNS (`mxattn run`
 #              arguments) under each folder of $AB_TEMPLATES -> $OUT/kt_*.log, one
 #              summary line each
 # Tests come first so the later steps can depend on them.  $OUT returns at
@@ -129,7 +129,7 @@ if has --kernel-times; then
       [[ -z "$args" ]] && continue
       n=$((n + 1)); dir=$tpl; [[ $tpl == - ]] && dir=""
       MXATTN_TEMPLATE_DIR="$dir" timeout 60 ncu --clock-control none --metrics gpu__time_duration.sum,launch__registers_per_thread \
-        -k regex:"${KT_KERNELS:-_quant\$}" -c 2 $B/mxattn run $args --reps 1 --check-heads 0 < /dev/null > "$OUT/kt_$n.log" 2>&1
+        -k regex:"${KT_KERNELS:-_quant_}" -c 2 $B/mxattn run $args --reps 1 --check-heads 0 < /dev/null > "$OUT/kt_$n.log" 2>&1
       note "kt $tpl | $args: us,regs $(grep -E 'gpu__time_duration|registers_per_thread' "$OUT/kt_$n.log" | awk '{print $NF}' | tr '\n' ' ')"
     done <<< "${KT_RUNS:---family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32}"
   done

@@ -65,7 +65,7 @@ S.params = {
     help = "wgmma, overlap=0: the softmax's row sums by the tensor cores (P in E4M3 times a column of ones) instead of an FADD a score; the heuristic default picks 1 but for causal above head_dim 64" },
   { name = "fuse_q", role = "knob", values = { 0, 1 }, default = 0,
     families = { ["int8-fp8"] = true }, quiet_default = true,
-    help = "wgmma, overlap=0|2|3, no producer warpgroup: the attention kernel quantizes its own Q rows into shared memory (one pass over Q less, no Q8 in the workspace) instead of the quant kernel (on the H200 level or slower but for causal D=128: a tuner candidate)" },
+    help = "wgmma, overlap=0|2|3, no producer warpgroup: the attention kernel quantizes its own Q rows into shared memory (one pass over Q less, no Q8 in the workspace) instead of the quant_q kernel (on the H200 level or slower but for causal D=128: a tuner candidate)" },
   { name = "pv_halves", role = "knob", values = { 0, 1 }, default = 0,
     families = { ["int8-fp8"] = true }, quiet_default = true,
     help = "wgmma, overlap=0|3, head_dim<=128: P V as two column halves in two commit groups, the first half folded into O under the second's MMAs (on the H200 level or slower: a tuner candidate)" },

@@ -214,7 +214,7 @@ static long run_quant_case(mx_gen *gen, pthread_mutex_t *lock, const quant_case 
     a.scale_log2 = c->scale_log2; a.sm_scale = c->scale_log2 / 1.4426950408889634f;
     a.gqa = c->heads_q / c->heads_kv;
     mx_launch_plan quant = kern.launch;
-    quant.n_steps = 2;                                       /* stats and quant, not attention */
+    quant.n_steps = kern.launch.n_steps - 1;                 /* the stats and quant kernels, not attention */
     MX_TRY(mx_launch_plan_run(&g_dev, &quant, &a, NULL));
     MX_TRY(mx_device_synchronize(&g_dev));
     ws = malloc(wsb);

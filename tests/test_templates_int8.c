@@ -36,7 +36,8 @@ static void test_grid_renders_deterministically(void **state) {
                 assert_non_null(strstr(a, "params: family=int8-"));
                 assert_null(strstr(a, "#include"));
                 assert_non_null(strstr(a, "_stats(const mx_kernel_args a)"));
-                assert_non_null(strstr(a, "_quant(const mx_kernel_args a)"));
+                assert_non_null(strstr(a, "_quant_q(const mx_kernel_args a)"));
+                assert_non_null(strstr(a, "_quant_kv(const mx_kernel_args a)"));
                 rendered++;
                 free(a); free(b); free(canon);
             }
@@ -65,27 +66,38 @@ static unsigned long long plan_value(const char *plan, const char *fmt) {
     return v;
 }
 
+/* Reads the plan's kernel lines: names, grids, threads; returns how many. */
+static int plan_kernels(const char *lp, char (*names)[128], unsigned (*grid)[3], unsigned *threads, int max) {
+    int n = 0;
+    unsigned smem;
+    for (const char *k = strstr(lp, "kernel "); k && n < max; k = strstr(k + 1, "kernel ")) {
+        assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", names[n], &grid[n][0], &grid[n][1], &grid[n][2],
+                                &threads[n], &smem), 6);
+        n++;
+    }
+    return n;
+}
+
 static void test_launch_plan(void **state) {
     char *lp = gen_call(g, "launch", "family=int8-fp8 head_dim=80 block_m=64 warps=4 block_n=32 stages=2",
                     "batch=2 heads_q=6 heads_kv=2 seq_q=100 seq_k=17");
-    char n1[128], n2[128], n3[128];
-    unsigned grid[3][3], threads[3], smem[3];
-    const char *k = strstr(lp, "kernel ");
-    assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", n1, &grid[0][0], &grid[0][1], &grid[0][2], &threads[0], &smem[0]), 6);
-    k = strstr(k + 1, "kernel ");
-    assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", n2, &grid[1][0], &grid[1][1], &grid[1][2], &threads[1], &smem[1]), 6);
-    k = strstr(k + 1, "kernel ");
-    assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", n3, &grid[2][0], &grid[2][1], &grid[2][2], &threads[2], &smem[2]), 6);
-    assert_non_null(strstr(n1, "_stats"));
-    assert_non_null(strstr(n2, "_quant"));
+    char n[5][128];
+    unsigned grid[5][3], threads[5];
+    assert_int_equal(plan_kernels(lp, n, grid, threads, 5), 4);
+    assert_non_null(strstr(n[0], "_stats"));
+    assert_non_null(strstr(n[1], "_quant_q"));
+    assert_non_null(strstr(n[2], "_quant_kv"));
     assert_int_equal(grid[0][0], 3);                     /* D32 = 96: three 32-channel blocks */
     assert_int_equal(grid[0][1], 2);
-    assert_int_equal(grid[1][1], 6 + 2);                 /* Q heads then KV heads */
+    assert_int_equal(grid[1][1], 6);                     /* Q heads */
     assert_int_equal(grid[1][0], 1);                     /* nqp = 128: 8 blocks of 16 rows, 8 warps a block */
-    assert_int_equal(threads[1], 256);                /* per-thread groups: a block spans K's 128-key window */
-    assert_int_equal(grid[2][0], 2);                     /* 128 / 64 */
-    assert_int_equal(grid[2][1], 6);
-    assert_int_equal(threads[2], 128);
+    assert_int_equal(threads[1], 256);
+    assert_int_equal(grid[2][1], 2);                     /* KV heads */
+    assert_int_equal(grid[2][0], 1);                     /* nkp = 32: one 128-key window */
+    assert_int_equal(threads[2], 256);                /* per-thread groups: a block spans K's 128-key window */
+    assert_int_equal(grid[3][0], 2);                     /* 128 / 64 */
+    assert_int_equal(grid[3][1], 6);
+    assert_int_equal(threads[3], 128);
     /* Workspace: q8 2*6*128*96, k8 2*2*32*96, qscale, kscale, kmean, vscale, v8t 2*2*80*32, corr. */
     unsigned long long q8 = 2ull * 6 * 128 * 96, k8 = 2ull * 2 * 32 * 96;
     assert_int_equal(plan_value(lp, "wsoff 1 "), q8);
@@ -93,20 +105,21 @@ static void test_launch_plan(void **state) {
     unsigned long long v8t_at = plan_value(lp, "wsoff 6 "), corr_at = plan_value(lp, "wsoff 7 ");
     assert_int_equal(corr_at - v8t_at, 2ull * 2 * 80 * 32);
     assert_true(plan_value(lp, "workspace ") >= corr_at + 2ull * 6 * 128 * 4);
-    /* The quant and attention kernels are programmatic dependents of the
-     * kernel before each, the stats kernel is not. */
+    /* Every kernel after the stats kernel is a programmatic dependent of
+     * the kernel before it. */
     assert_non_null(strstr(lp, "\npdl 1"));
     assert_non_null(strstr(lp, "\npdl 2"));
+    assert_non_null(strstr(lp, "\npdl 3"));
     assert_null(strstr(lp, "\npdl 0"));
     free(lp);
     /* int8-f16 keeps one scale a 16-row block: four warps a quant block. */
     lp = gen_call(g, "launch", "family=int8-f16 head_dim=80 block_m=64 warps=4 block_n=32 stages=2",
                   "batch=2 heads_q=6 heads_kv=2 seq_q=100 seq_k=17");
-    k = strstr(strstr(lp, "kernel ") + 1, "kernel ");
-    assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", n2, &grid[1][0], &grid[1][1], &grid[1][2], &threads[1], &smem[1]), 6);
-    assert_non_null(strstr(n2, "_quant"));
+    assert_int_equal(plan_kernels(lp, n, grid, threads, 5), 4);
+    assert_non_null(strstr(n[1], "_quant_q"));
     assert_int_equal(grid[1][0], 2);                     /* nqp = 128: 8 blocks of 16 rows, 4 warps a block */
     assert_int_equal(threads[1], 128);
+    assert_int_equal(grid[2][0], 1);                     /* nkp = 32: two 16-key blocks, 4 warps a block */
     free(lp);
 }
 

@@ -47,22 +47,24 @@ static void test_renders_deterministically(void **state) {
             assert_non_null(strstr(a, "variant=wgmma"));
             assert_non_null(strstr(a, "__grid_constant__"));
             assert_non_null(strstr(a, "_stats(const mx_kernel_args a)"));
-            assert_non_null(strstr(a, "_quant(const mx_kernel_args a)"));
+            assert_non_null(strstr(a, "_quant_q(const mx_kernel_args a)"));
+            assert_non_null(strstr(a, "_quant_kv(const mx_kernel_args a)"));
             assert_null(strstr(a, "#include"));
             free(a); free(b); free(c); free(canon);
         }
 }
 
 /* The mma variant's quantization helpers and kernels, byte for byte: from
- * the helpers to the end of the quant kernel, the two sources differ only in
- * the kernel names (their hashes cover the variant). */
+ * the helpers to the end of quant_q (the last quant kernel rendered), the
+ * two sources differ only in the kernel names (their hashes cover the
+ * variant). */
 static char *quant_part(const char *src) {
-    const char *a = strstr(src, "// ---- quantization helpers"), *q = strstr(src, "_quant(const mx_kernel_args a)");
+    const char *a = strstr(src, "// ---- quantization helpers"), *q = strstr(src, "_quant_q(const mx_kernel_args a)");
     const char *b = q ? strstr(q, "\n}\n") : NULL;
     if (b) b += 3;
     const char *name = strstr(src, "mxattn_int8_fp8_d");
     if (!a || !b || !name) return NULL;
-    char stem[64];   /* mxattn_int8_fp8_d<D>_<8 hex digits>, without the _stats/_quant suffix */
+    char stem[64];   /* mxattn_int8_fp8_d<D>_<8 hex digits>, without the _stats/_quant_* suffix */
     const char *hash = strchr(name + strlen("mxattn_int8_fp8_d"), '_');
     if (!hash) return NULL;
     snprintf(stem, sizeof stem, "%.*s", (int)(hash + 9 - name), name);
@@ -86,7 +88,8 @@ static void test_quant_kernels_unchanged(void **state) {
         char *qa = quant_part(a), *qb = quant_part(b);
         assert_non_null(qa);
         assert_non_null(qb);
-        assert_non_null(strstr(qa, "NAME_quant(const mx_kernel_args a)"));
+        assert_non_null(strstr(qa, "NAME_quant_kv(const mx_kernel_args a)"));
+        assert_non_null(strstr(qa, "NAME_quant_q(const mx_kernel_args a)"));
         assert_string_equal(qa, qb);
         free(a); free(b); free(qa); free(qb);
     }
@@ -99,7 +102,7 @@ static unsigned long long plan_value(const char *plan, const char *fmt) {
     return v;
 }
 
-/* Three kernels (stats, quant, attention) over the mma variant's workspace,
+/* Four kernels (stats, quant_q, quant_kv, attention) over the mma variant's workspace,
  * and TMA maps over sections 0 (q8), 1 (k8) and 6 (v8t): one W-byte panel
  * per box for Q8/K8 (W the widest of 128/64/32 dividing D32), V^T boxes of
  * DV channel rows x block_n keys swizzled by block_n bytes. */
@@ -121,10 +124,10 @@ static void test_launch_plan_and_tensor_maps(void **state) {
             snprintf(key, sizeof key, "wsoff %d ", s);
             assert_int_equal(plan_value(lp, key), plan_value(lp_mma, key));
         }
-        char n[3][128];
-        unsigned gx[3], gy[3], gz[3], threads[3], smem[3];
+        char n[4][128];
+        unsigned gx[4], gy[4], gz[4], threads[4], smem[4];
         const char *k = lp;
-        for (int s = 0; s < 3; s++) {
+        for (int s = 0; s < 4; s++) {
             k = strstr(k, "kernel ");
             assert_non_null(k);
             assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", n[s], &gx[s], &gy[s], &gz[s], &threads[s], &smem[s]), 6);
@@ -132,12 +135,13 @@ static void test_launch_plan_and_tensor_maps(void **state) {
         }
         assert_null(strstr(k, "kernel "));
         assert_non_null(strstr(n[0], "_stats"));
-        assert_non_null(strstr(n[1], "_quant"));
-        assert_int_equal(gx[2], 8);   /* nqp = 1024: 8 blocks of 128 */
-        assert_int_equal(gy[2], 8);
-        assert_int_equal(gz[2], 3);
-        assert_int_equal(threads[2], 256);
-        assert_true(smem[2] <= 227 * 1024);
+        assert_non_null(strstr(n[1], "_quant_q"));
+        assert_non_null(strstr(n[2], "_quant_kv"));
+        assert_int_equal(gx[3], 8);   /* nqp = 1024: 8 blocks of 128 */
+        assert_int_equal(gy[3], 8);
+        assert_int_equal(gz[3], 3);
+        assert_int_equal(threads[3], 256);
+        assert_true(smem[3] <= 227 * 1024);
         /* tmapws slot section elem_bytes cols rows heads batch box_cols box_rows swizzle */
         snprintf(want, sizeof want, "tmapws 0 0 1 %d 1024 8 3 %d 128 %d", cases[i].d32, cases[i].w, cases[i].w);
         if (!strstr(lp, want)) fail_msg("D=%d: launch plan lacks '%s':\n%s", cases[i].d, want, lp);
@@ -662,7 +666,9 @@ static void test_fuse_q(void **state) {
     char name[128];
     unsigned gx, gy, gz, threads, smem;
     assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", name, &gx, &gy, &gz, &threads, &smem), 6);
-    assert_non_null(strstr(name, "_quant"));
+    assert_non_null(strstr(name, "_quant_kv"));       /* no quant_q: the attention kernel quantizes Q */
+    assert_null(strstr(fused, "_quant_q"));
+    assert_non_null(strstr(plain, "_quant_q"));
     assert_int_equal(gx, 1);                          /* nkp = 128: one 128-key window */
     assert_int_equal(gy, 2);                          /* the KV heads only */
     assert_null(strstr(fused, "tmapws 0 "));

@@ -2,11 +2,12 @@
 -- P.V product, which the family picks ("f16" or "fp8").  Returns a family
 -- module (smem_bytes, register_estimate, default, prior, render, launches).
 --
--- Launch plan, three kernels sharing one workspace:
---   1 stats  K's channel mean (smooth-K) and, for FP8 V, V's channel amax
---   2 quant  Q -> INT8 (per 16 rows, pre-scaled to base 2), K - mean -> INT8
---            (per 16 keys), FP8 V -> E4M3 V^T (per channel, keys permuted)
---   3 attention  S = Q8 K8^T (m16n8k32 s8), online softmax, P.V, epilogue
+-- Launch plan, four kernels sharing one workspace:
+--   1 stats     K's channel mean (smooth-K) and, for FP8 V, V's channel amax
+--   2 quant_q   Q -> INT8 (per 16 rows, pre-scaled to base 2); none with fuse_q
+--   3 quant_kv  K - mean -> INT8 (per 16 keys), FP8 V -> E4M3 V^T (per
+--               channel, keys permuted)
+--   4 attention S = Q8 K8^T (m16n8k32 s8), online softmax, P.V, epilogue
 --
 -- Workspace sections (ws_off[i], each 256-byte aligned).  nqp = seq_q rounded
 -- up to block_m, nkp = seq_k rounded up to block_n, D32 = head_dim rounded up
@@ -34,7 +35,7 @@ local KERNEL = [[
 // Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query
 // blocks first.  Each warp owns 16*MT query rows and sweeps the keys.
 extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const mx_kernel_args a) {
-  wait_for_previous_kernel();          // the quant kernel's codes and scales (a "pdl" launch)
+  wait_for_previous_kernel();          // the quant kernels' codes and scales (a "pdl" launch)
   extern __shared__ __align__(16) u8 smem[];
   u8 *sQ = smem, *sK = sQ + BM * RSQ;
   ${V_T} *sV = (${V_T} *)(sK + STAGES * BN * RSQ);
@@ -242,7 +243,8 @@ enum { ${WS} };                         // workspace sections
       parts[#parts + 1] = require("blocks.load")(t)
       parts[#parts + 1] = require("blocks.pv_f16")(t)
     end
-    parts[#parts + 1] = require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = per_thread })
+    parts[#parts + 1] = require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = per_thread,
+                                                           fuse_q = (t.fuse_q or 0) == 1 })
     parts[#parts + 1] = COPY_BYTES
     parts[#parts + 1] = require("blocks.qk_int8")(t)
     parts[#parts + 1] = require("blocks.softmax")(t)
@@ -278,23 +280,20 @@ enum { ${WS} };                         // workspace sections
     local name = F.kernel_name(t, canonical)
     local bytes, off = F.workspace(t, pr)
     local nqp, nkp = U.round_up(pr.seq_q, t.block_m), U.round_up(pr.seq_k, t.block_n)
+    local function quant(suffix, rows, heads)
+      return { name = name .. suffix, grid = { math.max(U.ceil_div(rows, 16 * quant_warps), 1), heads, pr.batch },
+               block = 32 * quant_warps, smem = 0, pdl = true }
+    end
+    -- Every kernel after the stats kernel is a "pdl" launch (templates/mxattn.lua):
+    -- it may start while the kernel before it finishes, and waits for it where
+    -- it first reads what that kernel wrote (wait_for_previous_kernel).
+    local kernels = { { name = name .. "_stats", grid = { d32(t) // 32, pr.heads_kv, pr.batch }, block = 256, smem = 0 } }
     local q_rows = quantized_q_rows(t, nqp)
-    local q_heads = q_rows > 0 and pr.heads_q or 0   -- the quant kernel's Q heads (none with its FUSE_Q)
-    return {
-      workspace = bytes,
-      ws_off = off,
-      -- The quant and attention kernels are "pdl" launches (templates/mxattn.lua):
-      -- each may start while the kernel before it finishes, and waits for it
-      -- where it first reads what that kernel wrote (wait_for_previous_kernel).
-      kernels = {
-        { name = name .. "_stats", grid = { d32(t) // 32, pr.heads_kv, pr.batch }, block = 256, smem = 0 },
-        { name = name .. "_quant", grid = { math.max(U.ceil_div(math.max(q_rows, nkp), 16 * quant_warps), 1),
-                                            q_heads + pr.heads_kv, pr.batch },
-          block = 32 * quant_warps, smem = 0, pdl = true },
-        { name = name, grid = { math.max(nqp // t.block_m, 1), pr.heads_q, pr.batch }, block = 32 * t.warps,
-          smem = F.smem_bytes(t), pdl = true },
-      },
-    }
+    if q_rows > 0 then kernels[#kernels + 1] = quant("_quant_q", q_rows, pr.heads_q) end
+    kernels[#kernels + 1] = quant("_quant_kv", nkp, pr.heads_kv)
+    kernels[#kernels + 1] = { name = name, grid = { math.max(nqp // t.block_m, 1), pr.heads_q, pr.batch },
+                              block = 32 * t.warps, smem = F.smem_bytes(t), pdl = true }
+    return { workspace = bytes, ws_off = off, kernels = kernels }
   end
 
   return F

@@ -1,7 +1,32 @@
--- The two kernels that run before an INT8 family's attention kernel.  They
+-- The three kernels that run before an INT8 family's attention kernel.  They
 -- use the helpers of blocks/quant_int8.lua (and quant_fp8v.lua for FP8 V) and
 -- the workspace sections of blocks/attn_int8.lua.
 local U = require("util")
+
+-- quant_q (KERNELS says why apart), left out with fuse_q.
+local QUANT_Q = [[
+extern "C" __global__ void __launch_bounds__(${QUANT_BOUNDS}) ${NAME}_quant_q(const mx_kernel_args a) {
+  const int head = blockIdx.y, batch = blockIdx.z;
+  const int row0 = blockIdx.x * QUANT_WARPS * 16 + threadIdx.x / 32 * 16;
+  const int nqp = pad_q(a.seq_q);
+  let_next_kernel_start();             // quant_kv's blocks wait for all of this one
+  const i64 qh = (i64)batch * a.heads_q + head;
+  const u16 *q = (const u16 *)a.q + batch * a.q_sb + head * a.q_sh;
+  if (row0 < nqp) {
+    u8 *q8 = ws_at(a, WS_Q8) + (qh * nqp + row0) * D32;
+    float *qs = (float *)ws_at(a, WS_QSCALE) + qh * qscales_a_head(nqp);
+    if (PER_THREAD) {
+      const float lane_scale = quantize_q_per_thread(q, a.q_ss, row0, a.seq_q, a.scale_log2, rows_of_d32{q8});
+      if (threadIdx.x % 32 < 8) qs[row0 / 2 + threadIdx.x % 32] = lane_scale;
+    } else quantize_rows(q, a.q_ss, row0, a.seq_q, a.scale_log2, nullptr, q8, qs + row0 / 16);
+  }
+  wait_for_previous_kernel();          // the stats kernel's mean; and see above
+  if (WRITE_LSE && SMOOTH_K && row0 < nqp) {
+    const float *mean = (const float *)ws_at(a, WS_KMEAN) + ((i64)batch * a.heads_kv + head / a.gqa) * D32;
+    smooth_k_correction(q, a.q_ss, row0, a.seq_q, a.scale_log2, mean, (float *)ws_at(a, WS_CORR) + qh * nqp + row0);
+  }
+}
+]]
 
 local KERNELS = [[
 MX_INLINE u8 *ws_at(const mx_kernel_args &a, int section) { return (u8 *)a.ws + a.ws_off[section]; }
@@ -19,7 +44,7 @@ MX_INLINE u8 *ws_at(const mx_kernel_args &a, int section) { return (u8 *)a.ws + 
 constexpr int SV = VEC < 4 ? VEC : 4, SV_LANES = 32 / SV;   // channels a lane, lanes a key
 struct __align__(2 * SV) stat_vec { u16 h[SV]; };
 extern "C" __global__ void __launch_bounds__(256) ${NAME}_stats(const mx_kernel_args a) {
-  let_next_kernel_start();             // the quant kernel's Q blocks need nothing of this one
+  let_next_kernel_start();             // quant_q needs nothing of this one until it ends
   __shared__ double part_sum[8][32];
   __shared__ float part_max[8][32];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, kv_head = blockIdx.y, batch = blockIdx.z;
@@ -65,60 +90,45 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_stats(const mx_kernel_
   if (FP8_V) ((float *)ws_at(a, WS_VSCALE))[kh * D32 + c] = div_rn(vmax, 448.f);
 }
 
-// Kernel 2, quant, a "pdl" launch: its blocks may start while the stats
-// kernel is still running.  Q's need nothing of it but the LSE's smooth-K
-// term, and go ahead; K's and V's wait for the mean and V's scales.
-// Grid (ceil(max(nqp, nkp) / (16 * QUANT_WARPS)), heads_q + heads_kv, batch),
-// QUANT_WARPS warps: a warp per 16-row block of Q and of K
-// (and K's block of V); y < heads_q quantizes a Q head, the rest a KV head.
-// With PER_THREAD a block's eight warps cover one 128-key window, the span
-// of K's per-thread groups (quantize_k_window).  With FUSE_Q the attention
-// kernel quantizes its own Q and y counts KV heads only.
+// Kernels 2 and 3, quant_q and quant_kv, "pdl" launches, each a kernel of
+// its own because NVRTC compiles a module's kernels apart and in parallel:
+// together they were the module's slowest compile (int8-fp8 D=256 on the CPU
+// machine: Q ~290 of 827 ms, K ~290, V ~250; bench/NOTES.md, session 19).
+// quant_q needs nothing of the stats kernel but the LSE's smooth-K term, so
+// its blocks run beside the stats pass; quant_kv's wait for the mean and V's
+// scales.  A PDL kernel's wait covers only the kernel launched just before
+// it, so every kernel of the chain waits before it exits: quant_kv's (and
+// the attention kernel's) wait then implies the stats kernel's end too.
+// Grid (ceil(rows / (16 * QUANT_WARPS)), heads, batch), QUANT_WARPS warps: a
+// warp per 16-row block of Q, or of K (and K's block of V).  With PER_THREAD
+// a block's eight warps cover one 128-key window, the span of K's per-thread
+// groups (quantize_k_window).  With FUSE_Q the attention kernel quantizes its
+// own Q and the plan launches no quant_q.
 constexpr int QUANT_WARPS = ${QUANT_WARPS};   // quant_warps below (the launch plan reads it too)
 MX_INLINE int qscales_a_head(int nqp) { return PER_THREAD ? nqp / 2 : nqp / 16; }
 MX_INLINE int kscales_a_head(int nkp) { return PER_THREAD ? (nkp + 127) / 128 * 4 : nkp / 16; }
-extern "C" __global__ void __launch_bounds__(${QUANT_BOUNDS}) ${NAME}_quant(const mx_kernel_args a) {
-  const int warp = threadIdx.x / 32, batch = blockIdx.z;
-  const int block0 = blockIdx.x * QUANT_WARPS * 16, row0 = block0 + warp * 16;
-  const int nqp = pad_q(a.seq_q), nkp = pad_k(a.seq_k);
-  const int q_heads = FUSE_Q ? 0 : a.heads_q;
+extern "C" __global__ void __launch_bounds__(${QUANT_BOUNDS}) ${NAME}_quant_kv(const mx_kernel_args a) {
+  const int kv_head = blockIdx.y, batch = blockIdx.z;
+  const int block0 = blockIdx.x * QUANT_WARPS * 16, row0 = block0 + threadIdx.x / 32 * 16;
+  const int nkp = pad_k(a.seq_k);
   let_next_kernel_start();             // the attention kernel's blocks wait for all of this one
-  if (!FUSE_Q && (int)blockIdx.y < q_heads) {   // (FUSE_Q: compiled out)
-    const int head = blockIdx.y;
-    if (row0 >= nqp) return;
-    const i64 qh = (i64)batch * a.heads_q + head;
-    const u16 *q = (const u16 *)a.q + batch * a.q_sb + head * a.q_sh;
-    u8 *q8 = ws_at(a, WS_Q8) + (qh * nqp + row0) * D32;
-    float *qs = (float *)ws_at(a, WS_QSCALE) + qh * qscales_a_head(nqp);
-    if (PER_THREAD) {
-      const float lane_scale = quantize_q_per_thread(q, a.q_ss, row0, a.seq_q, a.scale_log2, rows_of_d32{q8});
-      if (threadIdx.x % 32 < 8) qs[row0 / 2 + threadIdx.x % 32] = lane_scale;
-    } else quantize_rows(q, a.q_ss, row0, a.seq_q, a.scale_log2, nullptr, q8, qs + row0 / 16);
-    if (WRITE_LSE && SMOOTH_K) {
-      wait_for_previous_kernel();      // the stats kernel's mean
-      const float *mean = (const float *)ws_at(a, WS_KMEAN) + ((i64)batch * a.heads_kv + head / a.gqa) * D32;
-      smooth_k_correction(q, a.q_ss, row0, a.seq_q, a.scale_log2, mean, (float *)ws_at(a, WS_CORR) + qh * nqp + row0);
-    }
-  } else {
-    const int kv_head = blockIdx.y - q_heads;
-    wait_for_previous_kernel();        // the stats kernel's mean and V scales
-    // The whole block leaves together (quantize_k_window's barrier); a warp
-    // past the padded keys stays for it.
-    if (block0 >= nkp) return;
-    const bool live = row0 < nkp;
-    const i64 kh = (i64)batch * a.heads_kv + kv_head;
-    const u16 *k = (const u16 *)a.k + batch * a.k_sb + kv_head * a.k_sh;
-    const float *mean = SMOOTH_K ? (const float *)ws_at(a, WS_KMEAN) + kh * D32 : nullptr;
-    u8 *k8 = ws_at(a, WS_K8) + (kh * nkp + row0) * D32;
-    float *ks = (float *)ws_at(a, WS_KSCALE) + kh * kscales_a_head(nkp);
-    if (PER_THREAD) quantize_k_window(k, a.k_ss, block0, live, a.seq_k, mean, k8, ks + block0 / 32);
-    else if (live) quantize_rows(k, a.k_ss, row0, a.seq_k, 1.f, mean, k8, ks + row0 / 16);
-    if (!live) return;
-    if (FP8_V) {
-      const u16 *v = (const u16 *)a.v + batch * a.v_sb + kv_head * a.v_sh;
-      quantize_v_transposed(v, a.v_ss, row0, a.seq_k, (const float *)ws_at(a, WS_VSCALE) + kh * D32,
-                            ws_at(a, WS_V8T) + kh * V_TERMS * DV * nkp + row0, nkp);
-    }
+  wait_for_previous_kernel();          // the stats kernel's mean and V scales
+  // The whole block leaves together (quantize_k_window's barrier); a warp
+  // past the padded keys stays for it.
+  if (block0 >= nkp) return;
+  const bool live = row0 < nkp;
+  const i64 kh = (i64)batch * a.heads_kv + kv_head;
+  const u16 *k = (const u16 *)a.k + batch * a.k_sb + kv_head * a.k_sh;
+  const float *mean = SMOOTH_K ? (const float *)ws_at(a, WS_KMEAN) + kh * D32 : nullptr;
+  u8 *k8 = ws_at(a, WS_K8) + (kh * nkp + row0) * D32;
+  float *ks = (float *)ws_at(a, WS_KSCALE) + kh * kscales_a_head(nkp);
+  if (PER_THREAD) quantize_k_window(k, a.k_ss, block0, live, a.seq_k, mean, k8, ks + block0 / 32);
+  else if (live) quantize_rows(k, a.k_ss, row0, a.seq_k, 1.f, mean, k8, ks + row0 / 16);
+  if (!live) return;
+  if (FP8_V) {
+    const u16 *v = (const u16 *)a.v + batch * a.v_sb + kv_head * a.v_sh;
+    quantize_v_transposed(v, a.v_ss, row0, a.seq_k, (const float *)ws_at(a, WS_VSCALE) + kh * D32,
+                          ws_at(a, WS_V8T) + kh * V_TERMS * DV * nkp + row0, nkp);
   }
 }
 ]]
@@ -148,12 +158,13 @@ local function quant_bounds(head_dim, per_thread)
 end
 
 -- require("blocks.quant_kernels")(p) renders the kernels, p: name, head_dim,
--- per_thread (the kernels' PER_THREAD); .warps(per_thread) is their block's
--- warps, for the launch plan.
+-- per_thread (the kernels' PER_THREAD), fuse_q (no quant_q); .warps(per_thread)
+-- is their block's warps, for the launch plan.
 return setmetatable({ warps = quant_warps }, {
   __call = function(_, p)
-    return U.fill(KERNELS, { NAME = p.name, QUANT_BOUNDS = quant_bounds(p.head_dim, p.per_thread),
-                             QUANT_WARPS = quant_warps(p.per_thread) })
+    local values = { NAME = p.name, QUANT_BOUNDS = quant_bounds(p.head_dim, p.per_thread),
+                     QUANT_WARPS = quant_warps(p.per_thread) }
+    return U.fill(KERNELS, values) .. (p.fuse_q and "" or "\n" .. U.fill(QUANT_Q, values))
   end,
 })
 

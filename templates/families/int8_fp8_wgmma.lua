@@ -662,7 +662,7 @@ local SETUP = U.fill(WC.BLOCK_SETUP, { where = [[
   }
 
 ]] .. WC.RING_INIT .. [[
-  wait_for_previous_kernel();          // the quant kernel's Q8, K8, V^T and scales (a "pdl" launch)
+  wait_for_previous_kernel();          // the quant kernels' Q8, K8, V^T and scales (a "pdl" launch)
 ]]
 
 -- The consumer side: one warpgroup's 64 rows over every key tile.
@@ -919,7 +919,7 @@ enum { ${WS} };                         // workspace sections
     require("blocks.quant_int8")(t),
     require("blocks.quant_fp8v")(t),
     require("blocks.pv_fp8")(t),                       -- pack_e4m3x4 and pv_finish
-    require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = true }),
+    require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = true, fuse_q = t.fuse_q == 1 }),
     FUSED_Q,
     require("blocks.tma_mbarrier")(t),
     require("blocks.wgmma_int8")({ bn = t.block_n, dv = dv(t) // pv_slices(t),
@@ -932,12 +932,12 @@ enum { ${WS} };                         // workspace sections
   }, "\n")
 end
 
--- The mma variant's plan (stats, quant, attention; the same workspace) with
+-- The mma variant's plan (stats, quant_q, quant_kv, attention; the same workspace) with
 -- this kernel's block and shared memory, plus the TMA maps over the q8, k8
 -- and v8t sections ([batch][heads][rows][cols] bytes, cols innermost).
 function WG.launches(t, pr, canonical)
   local plan = MMA.launches(t, pr, canonical)
-  local attn = plan.kernels[3]
+  local attn = plan.kernels[#plan.kernels]
   attn.block, attn.smem = 32 * t.warps, WG.smem_bytes(t)
   local nqp, nkp = U.round_up(pr.seq_q, t.block_m), U.round_up(pr.seq_k, t.block_n)
   local w = panel_qk(t)
