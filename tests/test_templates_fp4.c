@@ -100,7 +100,7 @@ static void test_launch_plan(void **state) {
 }
 
 /* Compiles and returns the PTX (NULL: NVRTC absent); prints registers/spills. */
-static char *compile_ptx(const char *params, const char *arch, int *spills) {
+static char *compile_ptx(const char *params, const char *arch, int *spills, int *registers) {
     char full[512];
     snprintf(full, sizeof full, "%s arch=%s", params, arch);
     char *src = gen_call(g, "render", full, NULL);
@@ -118,6 +118,7 @@ static char *compile_ptx(const char *params, const char *arch, int *spills) {
     printf("  %-60s %-8s registers %3d spills %d/%d smem(static) %d\n", params, arch, r.usage.registers,
            r.usage.spill_store_bytes, r.usage.spill_load_bytes, r.usage.shared_bytes);
     if (spills) *spills = r.usage.spill_store_bytes + r.usage.spill_load_bytes;
+    if (registers) *registers = r.usage.registers;
     char *ptx = strdup(r.ptx);
     mx_compile_result_free(&r);
     return ptx;
@@ -128,14 +129,21 @@ static void test_nvrtc_sm90a_emulates_with_bf16_mma(void **state) {
         for (size_t i = 0; i < sizeof DIMS / sizeof *DIMS; i++) {
             char params[128];
             snprintf(params, sizeof params, "family=%s head_dim=%d%s", FAMILIES[f], DIMS[i], i % 2 ? " causal=1 lse=1" : "");
-            int spills = 0;
-            char *ptx = compile_ptx(params, "sm_90a", &spills);
+            int spills = 0, registers = 0;
+            char *ptx = compile_ptx(params, "sm_90a", &spills, &registers);
             if (!ptx) skip();
             if (strcmp(FAMILIES[f], "nvfp4-int8qk") == 0)
                 assert_non_null(strstr(ptx, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"));
             assert_non_null(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
             assert_null(strstr(ptx, "block_scale"));
-            if (DIMS[i] <= 128) assert_int_equal(spills, 0);   /* D = 256 spills some: see the report */
+            /* D = 256 spills some: see the report.  Where ptxas fits the
+             * default's 32-key tile into 128 registers (two blocks an SM) it
+             * spills a little: nvfp4 D=64 4 bytes, mxfp4 D=64 16, nvfp4-int8qk
+             * D=80 20 (stored; as many loaded).  Those kernels ran a third
+             * faster on the H200 than the 64-key tile's 170-206 registers
+             * without a spill (h200-2026-11-30-s19 calls 3-4); elsewhere none. */
+            if (DIMS[i] <= 128 && registers == 128) assert_true(spills <= 2 * 24);
+            else if (DIMS[i] <= 128) assert_int_equal(spills, 0);
             free(ptx);
         }
 }
@@ -145,7 +153,7 @@ static void test_nvrtc_sm120a_uses_block_scaled_fp4_mma(void **state) {
         for (size_t i = 0; i < sizeof DIMS / sizeof *DIMS; i++) {
             char params[128];
             snprintf(params, sizeof params, "family=%s head_dim=%d%s", FAMILIES[f], DIMS[i], i % 2 ? " causal=1 lse=1" : "");
-            char *ptx = compile_ptx(params, "sm_120a", NULL);
+            char *ptx = compile_ptx(params, "sm_120a", NULL, NULL);
             if (!ptx) skip();
             assert_non_null(strstr(ptx, ".target sm_120a"));
             if (!strcmp(FAMILIES[f], "mxfp4")) {
