@@ -133,9 +133,10 @@ end
 -- most of the registers); the k64 MMA over keys needs block_n = 64 on sm_120a.
 -- The emulation (sm_90a) takes 32-key tiles at every head dim: its attention
 -- kernel is a cold plan's slowest compile, and 64-key tiles took 1.9-2.1 s
--- of NVRTC at D=128 on the H200 machine, 32-key ones 0.9-1.5 s; at D=64 they
--- also run a third faster (128 registers instead of 170-206), at D=128 ~10%
--- slower (h200-2026-11-30-s19 call 3), which a tuned plan may take back.
+-- of NVRTC at D=128 on the H200 machine, 32-key ones 0.9-1.5 s.  Where ptxas
+-- then fits the kernel in 128 registers (D=64; nvfp4-int8qk D=80) two blocks
+-- share an SM and it runs a third faster; elsewhere (D=80-128) 7-14% slower
+-- (h200-2026-11-30-s19 calls 3-4), which a tuned plan may take back.
 function F.default(t)
   local bn = native(t) and 64 or 32
   if dv(t) > 128 then return { variant = "mma", block_m = 64, block_n = bn, warps = 4, stages = 2 } end

@@ -93,7 +93,7 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_stats(const mx_kernel_
 // Kernels 2 and 3, quant_q and quant_kv, "pdl" launches, each a kernel of
 // its own because NVRTC compiles a module's kernels apart and in parallel:
 // together they were the module's slowest compile (int8-fp8 D=256 on the CPU
-// machine: Q ~290 of 827 ms, K ~290, V ~250; bench/NOTES.md, session 19).
+// machine: Q ~290 of 827 ms, K ~290, V ~250; bench/NOTES.md, sessions 18-19).
 // quant_q needs nothing of the stats kernel but the LSE's smooth-K term, so
 // its blocks run beside the stats pass; quant_kv's wait for the mean and V's
 // scales.  A PDL kernel's wait covers only the kernel launched just before
