@@ -180,6 +180,45 @@ static void test_nvrtc_ptx_has_int8_and_fp8_mma(void **state) {
     }
 }
 
+/* A "pdl" kernel's griddepcontrol.wait covers only the kernel launched just
+ * before it, so the chain is ordered only if every pdl kernel waits on every
+ * path before it exits: the attention kernel's wait then implies all the
+ * kernels before it.  quant_q needs the stats kernel only for the LSE's term,
+ * and once waited only there; a wait at the top level of each body (two
+ * spaces in, not inside a branch) is what this checks, on the plans of both
+ * variants, fuse_q and int8-f16. */
+static void test_every_pdl_kernel_waits(void **state) {
+    static const char *tables[] = {
+        "family=int8-fp8 head_dim=128",
+        "family=int8-fp8 head_dim=96 causal=1 lse=1",
+        "family=int8-fp8 head_dim=128 variant=mma block_m=128 warps=8 block_n=64 stages=2",
+        "family=int8-fp8 head_dim=128 variant=wgmma block_m=64 warps=4 block_n=128 stages=2 fuse_q=1",
+        "family=int8-f16 head_dim=64 lse=1",
+    };
+    const char *problem = "batch=2 heads_q=4 heads_kv=2 seq_q=300 seq_k=500";
+    for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
+        char params[256];
+        snprintf(params, sizeof params, "%s arch=sm_90a", tables[i]);
+        char *src = gen_call(g, "render", params, NULL), *lp = gen_call(g, "launch", params, problem);
+        int index = 0, pdl_kernels = 0;
+        for (const char *k = strstr(lp, "kernel "); k; k = strstr(k + 1, "kernel "), index++) {
+            char name[128], decl[160], pdl[16];
+            assert_int_equal(sscanf(k, "kernel %127s", name), 1);
+            snprintf(pdl, sizeof pdl, "\npdl %d", index);
+            if (!strstr(lp, pdl)) continue;
+            snprintf(decl, sizeof decl, " %s(const ", name);
+            const char *body = strstr(src, decl), *end = body ? strstr(body, "\n}\n") : NULL;
+            assert_non_null(end);
+            const char *wait = strstr(body, "\n  wait_for_previous_kernel();");
+            if (!wait || wait > end) fail_msg("%s: kernel %s is a pdl launch but does not wait at its top level", tables[i], name);
+            pdl_kernels++;
+        }
+        assert_true(pdl_kernels >= 2);                  /* quant_kv and attention, and quant_q but with fuse_q */
+        assert_null(strstr(lp, "\npdl 0"));              /* the stats kernel follows no kernel of the call */
+        free(src); free(lp);
+    }
+}
+
 /* The defaults at D=64 and D=128 fit in registers. */
 static void test_defaults_do_not_spill(void **state) {
     static const char *tables[] = {"family=int8-f16 head_dim=64", "family=int8-f16 head_dim=128",
@@ -205,6 +244,7 @@ int main(void) {
         cmocka_unit_test(test_grid_renders_deterministically),
         cmocka_unit_test(test_illegal_tables_say_why),
         cmocka_unit_test(test_launch_plan),
+        cmocka_unit_test(test_every_pdl_kernel_waits),
         cmocka_unit_test(test_nvrtc_ptx_has_int8_and_fp8_mma),
         cmocka_unit_test(test_defaults_do_not_spill),
     };
