@@ -3,8 +3,10 @@
  * more than the quant pass (134 of its 151 MB at D=128 N=4096 B=4 H=32,
  * bench/NOTES.md, nineteenth session).  A scale per 128-key window (one for
  * all channels of the window, or one per channel of it) could be found in the
- * quant pass itself.  This runs numerics' int8-fp8 pipeline with V quantized
- * each way, against fp64 attention, on inputs where the grain could matter.
+ * quant pass itself (or one per window and 32-channel group, four factors a
+ * row in the fold at D=128).  This runs numerics' int8-fp8 pipeline with V
+ * quantized each way, against fp64 attention, on inputs where the grain could
+ * matter.
  *
  *   cc -O2 -std=c11 -I. -Iinclude bench/micro/v_scale_grain.c \
  *      build-dev/libmxattn.a -lm -lpthread -ldl -o /tmp/v_scale_grain && /tmp/v_scale_grain
@@ -32,12 +34,12 @@ static double gauss(unsigned long long *s) {
 }
 
 /* x (rows x D, one head) quantized to E4M3 and back in groups: a group is
- * the keys [r0, r0 + rows_per) and, if per_channel, one channel of them. */
-static void e4m3_groups(const float *x, float *out, int rows, int rows_per, int per_channel) {
+ * the keys [r0, r0 + rows_per) and the channels [c0, c0 + cols_per). */
+static void e4m3_groups(const float *x, float *out, int rows, int rows_per, int cols_per) {
     for (int r0 = 0; r0 < rows; r0 += rows_per) {
         int r1 = r0 + rows_per < rows ? r0 + rows_per : rows;
-        for (int c0 = 0; c0 < D; c0 += per_channel ? 1 : D) {
-            int c1 = per_channel ? c0 + 1 : D;
+        for (int c0 = 0; c0 < D; c0 += cols_per) {
+            int c1 = c0 + cols_per;
             float amax = 0.f;
             for (int r = r0; r < r1; r++)
                 for (int c = c0; c < c1; c++) amax = fmaxf(amax, fabsf(x[r * D + c]));
@@ -86,13 +88,13 @@ int main(void) {
     pre.input_round = MX_ROUND_NONE;   /* the inputs are bf16 already */
     pre.v = MX_V_EXACT;
     printf("int8-fp8 pipeline vs fp64, B=%d H=%d N=%d D=%d, rel-L1 (cosine)\n", B, H, N, D);
-    printf("%-28s %-22s %-22s %-22s %-22s\n", "input", "library (channel)", "channel, all keys",
-           "channel, 128 keys", "one per 128 keys");
+    printf("%-28s %-22s %-22s %-22s %-22s %-22s\n", "input", "library (channel)", "channel, all keys",
+           "channel, 128 keys", "32 channels, 128 keys", "one per 128 keys");
     for (int kind = 0; kind < N_INPUTS; kind++) {
         make_inputs((input_kind)kind, 1234 + kind, q, k, v);
         if (mx_ref_attention(&shape, q, k, v, ref, NULL) != MXATTN_OK) return 1;
         printf("%-28s", INPUT_NAMES[kind]);
-        for (int variant = 0; variant < 4; variant++) {
+        for (int variant = 0; variant < 5; variant++) {
             mxattn_status st;
             if (variant == 0) {
                 st = mx_ref_pipeline_attention(&shape, &lib, q, k, v, o, NULL, NULL);
@@ -102,7 +104,8 @@ int main(void) {
                     float *out = vq + (size_t)h * N * D;
                     if (variant == 1) e4m3_groups(x, out, N, N, 1);
                     else if (variant == 2) e4m3_groups(x, out, N, WINDOW, 1);
-                    else e4m3_groups(x, out, N, WINDOW, 0);
+                    else if (variant == 3) e4m3_groups(x, out, N, WINDOW, 32);
+                    else e4m3_groups(x, out, N, WINDOW, D);
                 }
                 st = mx_ref_pipeline_attention(&shape, &pre, q, k, vq, o, NULL, NULL);
             }
