@@ -23,13 +23,6 @@ ${TO_F32}
 MX_INLINE float ld_in(const u16 *p) { return in_to_f32(*p); }
 ${SCALE_RECIP}
 MX_INLINE float abs_f(float x) { float r; asm("abs.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
-// INT8 code in the low byte: round half to even, clamp to [-127, 127]; NaN -> 0 (cvt's rule).
-MX_INLINE u32 to_int8(float x) {
-  int i;
-  asm("cvt.rni.s32.f32 %0, %1;" : "=r"(i) : "f"(x));
-  i = i > 127 ? 127 : i < -127 ? -127 : i;
-  return (u32)i & 0xffu;
-}
 MX_INLINE float warp_max(float x) {
 #pragma unroll
   for (int s = 16; s > 0; s /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, s));
