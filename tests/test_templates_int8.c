@@ -59,52 +59,32 @@ static void test_illegal_tables_say_why(void **state) {
     free(cands);
 }
 
-static unsigned long long plan_value(const char *plan, const char *fmt) {
-    unsigned long long v = 0;
-    const char *at = strstr(plan, fmt);
-    if (at) sscanf(at + strlen(fmt), "%llu", &v);
-    return v;
-}
-
-/* Reads the plan's kernel lines: names, grids, threads; returns how many. */
-static int plan_kernels(const char *lp, char (*names)[128], unsigned (*grid)[3], unsigned *threads, int max) {
-    int n = 0;
-    unsigned smem;
-    for (const char *k = strstr(lp, "kernel "); k && n < max; k = strstr(k + 1, "kernel ")) {
-        assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", names[n], &grid[n][0], &grid[n][1], &grid[n][2],
-                                &threads[n], &smem), 6);
-        n++;
-    }
-    return n;
-}
-
 static void test_launch_plan(void **state) {
     char *lp = gen_call(g, "launch", "family=int8-fp8 head_dim=80 block_m=64 warps=4 block_n=32 stages=2",
                     "batch=2 heads_q=6 heads_kv=2 seq_q=100 seq_k=17");
-    char n[5][128];
-    unsigned grid[5][3], threads[5];
-    assert_int_equal(plan_kernels(lp, n, grid, threads, 5), 4);
-    assert_non_null(strstr(n[0], "_stats"));
-    assert_non_null(strstr(n[1], "_quant_q"));
-    assert_non_null(strstr(n[2], "_quant_kv"));
-    assert_int_equal(grid[0][0], 3);                     /* D32 = 96: three 32-channel blocks */
-    assert_int_equal(grid[0][1], 2);
-    assert_int_equal(grid[1][1], 6);                     /* Q heads */
-    assert_int_equal(grid[1][0], 1);                     /* nqp = 128: 8 blocks of 16 rows, 8 warps a block */
-    assert_int_equal(threads[1], 256);
-    assert_int_equal(grid[2][1], 2);                     /* KV heads */
-    assert_int_equal(grid[2][0], 1);                     /* nkp = 32: one 128-key window */
-    assert_int_equal(threads[2], 256);                /* per-thread groups: a block spans K's 128-key window */
-    assert_int_equal(grid[3][0], 2);                     /* 128 / 64 */
-    assert_int_equal(grid[3][1], 6);
-    assert_int_equal(threads[3], 128);
+    gen_plan_kernel k[5];
+    assert_int_equal(gen_plan_kernels(lp, k, 5), 4);
+    assert_non_null(strstr(k[0].name, "_stats"));
+    assert_non_null(strstr(k[1].name, "_quant_q"));
+    assert_non_null(strstr(k[2].name, "_quant_kv"));
+    assert_int_equal(k[0].grid[0], 3);                   /* D32 = 96: three 32-channel blocks */
+    assert_int_equal(k[0].grid[1], 2);
+    assert_int_equal(k[1].grid[1], 6);                   /* Q heads */
+    assert_int_equal(k[1].grid[0], 1);                   /* nqp = 128: 8 blocks of 16 rows, 8 warps a block */
+    assert_int_equal(k[1].threads, 256);
+    assert_int_equal(k[2].grid[1], 2);                   /* KV heads */
+    assert_int_equal(k[2].grid[0], 1);                   /* nkp = 32: one 128-key window */
+    assert_int_equal(k[2].threads, 256);              /* per-thread groups: a block spans K's 128-key window */
+    assert_int_equal(k[3].grid[0], 2);                   /* 128 / 64 */
+    assert_int_equal(k[3].grid[1], 6);
+    assert_int_equal(k[3].threads, 128);
     /* Workspace: q8 2*6*128*96, k8 2*2*32*96, qscale, kscale, kmean, vscale, v8t 2*2*80*32, corr. */
     unsigned long long q8 = 2ull * 6 * 128 * 96, k8 = 2ull * 2 * 32 * 96;
-    assert_int_equal(plan_value(lp, "wsoff 1 "), q8);
-    assert_int_equal(plan_value(lp, "wsoff 2 "), q8 + k8);
-    unsigned long long v8t_at = plan_value(lp, "wsoff 6 "), corr_at = plan_value(lp, "wsoff 7 ");
+    assert_int_equal(gen_plan_value(lp, "wsoff 1 "), q8);
+    assert_int_equal(gen_plan_value(lp, "wsoff 2 "), q8 + k8);
+    unsigned long long v8t_at = gen_plan_value(lp, "wsoff 6 "), corr_at = gen_plan_value(lp, "wsoff 7 ");
     assert_int_equal(corr_at - v8t_at, 2ull * 2 * 80 * 32);
-    assert_true(plan_value(lp, "workspace ") >= corr_at + 2ull * 6 * 128 * 4);
+    assert_true(gen_plan_value(lp, "workspace ") >= corr_at + 2ull * 6 * 128 * 4);
     /* Every kernel after the stats kernel is a programmatic dependent of
      * the kernel before it. */
     assert_non_null(strstr(lp, "\npdl 1"));
@@ -115,11 +95,11 @@ static void test_launch_plan(void **state) {
     /* int8-f16 keeps one scale a 16-row block: four warps a quant block. */
     lp = gen_call(g, "launch", "family=int8-f16 head_dim=80 block_m=64 warps=4 block_n=32 stages=2",
                   "batch=2 heads_q=6 heads_kv=2 seq_q=100 seq_k=17");
-    assert_int_equal(plan_kernels(lp, n, grid, threads, 5), 4);
-    assert_non_null(strstr(n[1], "_quant_q"));
-    assert_int_equal(grid[1][0], 2);                     /* nqp = 128: 8 blocks of 16 rows, 4 warps a block */
-    assert_int_equal(threads[1], 128);
-    assert_int_equal(grid[2][0], 1);                     /* nkp = 32: two 16-key blocks, 4 warps a block */
+    assert_int_equal(gen_plan_kernels(lp, k, 5), 4);
+    assert_non_null(strstr(k[1].name, "_quant_q"));
+    assert_int_equal(k[1].grid[0], 2);                   /* nqp = 128: 8 blocks of 16 rows, 4 warps a block */
+    assert_int_equal(k[1].threads, 128);
+    assert_int_equal(k[2].grid[0], 1);                   /* nkp = 32: two 16-key blocks, 4 warps a block */
     free(lp);
 }
 
@@ -200,17 +180,19 @@ static void test_every_pdl_kernel_waits(void **state) {
         char params[256];
         snprintf(params, sizeof params, "%s arch=sm_90a", tables[i]);
         char *src = gen_call(g, "render", params, NULL), *lp = gen_call(g, "launch", params, problem);
-        int index = 0, pdl_kernels = 0;
-        for (const char *k = strstr(lp, "kernel "); k; k = strstr(k + 1, "kernel "), index++) {
-            char name[128], decl[160], pdl[16];
-            assert_int_equal(sscanf(k, "kernel %127s", name), 1);
+        gen_plan_kernel k[8];
+        int n = gen_plan_kernels(lp, k, 8), pdl_kernels = 0;
+        assert_true(n <= 8);
+        for (int index = 0; index < n; index++) {
+            char decl[160], pdl[16];
             snprintf(pdl, sizeof pdl, "\npdl %d", index);
             if (!strstr(lp, pdl)) continue;
-            snprintf(decl, sizeof decl, " %s(const ", name);
+            snprintf(decl, sizeof decl, " %.127s(const ", k[index].name);
             const char *body = strstr(src, decl), *end = body ? strstr(body, "\n}\n") : NULL;
             assert_non_null(end);
             const char *wait = strstr(body, "\n  wait_for_previous_kernel();");
-            if (!wait || wait > end) fail_msg("%s: kernel %s is a pdl launch but does not wait at its top level", tables[i], name);
+            if (!wait || wait > end)
+                fail_msg("%s: kernel %s is a pdl launch but does not wait at its top level", tables[i], k[index].name);
             pdl_kernels++;
         }
         assert_true(pdl_kernels >= 2);                  /* quant_kv and attention, and quant_q but with fuse_q */

@@ -95,13 +95,6 @@ static void test_quant_kernels_unchanged(void **state) {
     }
 }
 
-static unsigned long long plan_value(const char *plan, const char *fmt) {
-    unsigned long long v = 0;
-    const char *at = strstr(plan, fmt);
-    if (at) sscanf(at + strlen(fmt), "%llu", &v);
-    return v;
-}
-
 /* Four kernels (stats, quant_q, quant_kv, attention) over the mma variant's workspace,
  * and TMA maps over sections 0 (q8), 1 (k8) and 6 (v8t): one W-byte panel
  * per box for Q8/K8 (W the widest of 128/64/32 dividing D32), V^T boxes of
@@ -118,30 +111,22 @@ static void test_launch_plan_and_tensor_maps(void **state) {
         const char *problem = "batch=3 heads_q=8 heads_kv=2 seq_q=1000 seq_k=17";
         char *lp = gen_call(g, "launch", params, problem), *lp_mma = gen_call(g, "launch", mma_params, problem);
         /* Same workspace and sections as the mma variant with the same block_m/block_n. */
-        assert_int_equal(plan_value(lp, "workspace "), plan_value(lp_mma, "workspace "));
+        assert_int_equal(gen_plan_value(lp, "workspace "), gen_plan_value(lp_mma, "workspace "));
         for (int s = 1; s < 8; s++) {
             char key[16];
             snprintf(key, sizeof key, "wsoff %d ", s);
-            assert_int_equal(plan_value(lp, key), plan_value(lp_mma, key));
+            assert_int_equal(gen_plan_value(lp, key), gen_plan_value(lp_mma, key));
         }
-        char n[4][128];
-        unsigned gx[4], gy[4], gz[4], threads[4], smem[4];
-        const char *k = lp;
-        for (int s = 0; s < 4; s++) {
-            k = strstr(k, "kernel ");
-            assert_non_null(k);
-            assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", n[s], &gx[s], &gy[s], &gz[s], &threads[s], &smem[s]), 6);
-            k++;
-        }
-        assert_null(strstr(k, "kernel "));
-        assert_non_null(strstr(n[0], "_stats"));
-        assert_non_null(strstr(n[1], "_quant_q"));
-        assert_non_null(strstr(n[2], "_quant_kv"));
-        assert_int_equal(gx[3], 8);   /* nqp = 1024: 8 blocks of 128 */
-        assert_int_equal(gy[3], 8);
-        assert_int_equal(gz[3], 3);
-        assert_int_equal(threads[3], 256);
-        assert_true(smem[3] <= 227 * 1024);
+        gen_plan_kernel k[4];
+        assert_int_equal(gen_plan_kernels(lp, k, 4), 4);
+        assert_non_null(strstr(k[0].name, "_stats"));
+        assert_non_null(strstr(k[1].name, "_quant_q"));
+        assert_non_null(strstr(k[2].name, "_quant_kv"));
+        assert_int_equal(k[3].grid[0], 8);   /* nqp = 1024: 8 blocks of 128 */
+        assert_int_equal(k[3].grid[1], 8);
+        assert_int_equal(k[3].grid[2], 3);
+        assert_int_equal(k[3].threads, 256);
+        assert_true(k[3].smem <= 227 * 1024);
         /* tmapws slot section elem_bytes cols rows heads batch box_cols box_rows swizzle */
         snprintf(want, sizeof want, "tmapws 0 0 1 %d 1024 8 3 %d 128 %d", cases[i].d32, cases[i].w, cases[i].w);
         if (!strstr(lp, want)) fail_msg("D=%d: launch plan lacks '%s':\n%s", cases[i].d, want, lp);
@@ -662,21 +647,19 @@ static void test_fuse_q(void **state) {
     const char *problem = "batch=3 heads_q=8 heads_kv=2 seq_q=1000 seq_k=17";
     char *plain = gen_call(g, "launch", "family=int8-fp8 head_dim=128 " ONE_WG "block_n=128 stages=2", problem);
     char *fused = gen_call(g, "launch", "family=int8-fp8 head_dim=128 " ONE_WG "block_n=128 stages=2 fuse_q=1", problem);
-    const char *k = strstr(strstr(fused, "kernel ") + 1, "kernel ");
-    char name[128];
-    unsigned gx, gy, gz, threads, smem;
-    assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", name, &gx, &gy, &gz, &threads, &smem), 6);
-    assert_non_null(strstr(name, "_quant_kv"));       /* no quant_q: the attention kernel quantizes Q */
+    gen_plan_kernel k[3];
+    assert_int_equal(gen_plan_kernels(fused, k, 3), 3);
+    assert_non_null(strstr(k[1].name, "_quant_kv"));  /* no quant_q: the attention kernel quantizes Q */
     assert_null(strstr(fused, "_quant_q"));
     assert_non_null(strstr(plain, "_quant_q"));
-    assert_int_equal(gx, 1);                          /* nkp = 128: one 128-key window */
-    assert_int_equal(gy, 2);                          /* the KV heads only */
+    assert_int_equal(k[1].grid[0], 1);                /* nkp = 128: one 128-key window */
+    assert_int_equal(k[1].grid[1], 2);                /* the KV heads only */
     assert_null(strstr(fused, "tmapws 0 "));
     assert_non_null(strstr(plain, "tmapws 0 "));
     assert_non_null(strstr(fused, "tmapws 1 "));
     assert_non_null(strstr(fused, "tmapws 2 "));
     /* Q8 (3 x 8 x 1024 rows x 128 bytes) and Q's scales leave the workspace. */
-    assert_true(plan_value(plain, "workspace ") - plan_value(fused, "workspace ") >= 3ull * 8 * 1024 * 128 + 3ull * 8 * 512 * 4);
+    assert_true(gen_plan_value(plain, "workspace ") - gen_plan_value(fused, "workspace ") >= 3ull * 8 * 1024 * 128 + 3ull * 8 * 512 * 4);
     free(plain); free(fused);
 
     static const struct { int d; const char *knobs; } cases[] = {

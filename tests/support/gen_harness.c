@@ -14,6 +14,25 @@ char *gen_call(mx_gen *g, const char *fn, const char *a1, const char *a2) {
     return out;
 }
 
+int gen_plan_kernels(const char *plan, gen_plan_kernel *out, int max) {
+    int n = 0;
+    for (const char *k = strstr(plan, "kernel "); k; k = strstr(k + 1, "kernel "), n++) {
+        gen_plan_kernel line;
+        if (sscanf(k, "kernel %127s %u %u %u %u %u", line.name, &line.grid[0], &line.grid[1], &line.grid[2],
+                   &line.threads, &line.smem) != 6)
+            fail_msg("malformed launch plan line: %.80s", k);
+        if (n < max) out[n] = line;
+    }
+    return n;
+}
+
+unsigned long long gen_plan_value(const char *plan, const char *key) {
+    unsigned long long v = 0;
+    const char *at = strstr(plan, key);
+    if (at) sscanf(at + strlen(key), "%llu", &v);
+    return v;
+}
+
 void gen_expect_invalid(mx_gen *g, const char *params, const char *needle) {
     char *out = NULL;
     assert_int_equal(mx_gen_call(g, "render", params, NULL, &out), MXATTN_ERROR_INVALID_VALUE);
