@@ -151,7 +151,8 @@ function C.check_warpgroups(t, d)
     return string.format("variant=wgmma: block_m=%d must be 64, 128 or 192 (64 query rows per consumer warpgroup)", t.block_m)
   end
   local c = t.block_m // 64
-  if c == 3 and d > 64 and t.overlap ~= 3 then   -- overlap=3's ring fits 168 registers up to 128
+  -- overlap=3's ring and int8-fp8's shared ring fit 168 registers up to 128.
+  if c == 3 and d > 64 and not (d <= 128 and (t.overlap == 3 or (t.family == "int8-fp8" and t.warps == 12))) then
     return string.format("variant=wgmma: block_m=192 (three consumer warpgroups) needs head_dim <= 64, not %d", t.head_dim)
   end
   if t.warps ~= 4 * c and t.warps ~= 4 * c + 4 then

@@ -73,6 +73,10 @@ end
 -- 0's chunks are not moved by any swizzle (row index 0), so bytes 0..BN-1.
 local ONES_BYTES = 1024
 
+-- Several consumer warpgroups without a producer (and no ping-pong, ring or
+-- pipeline) share the TMA ring through release counters (KERNEL_SHARED).
+local function shares_ring(t) return consumers(t) > 1 and not has_producer(t) and t.overlap == 0 end
+
 -- Layout of the dynamic shared memory, in bytes from a 1024-aligned base.
 -- Every tile is a multiple of 512 bytes and each panel a multiple of its
 -- swizzle atom (8 rows x W bytes), so panels start on atom boundaries.
@@ -85,6 +89,8 @@ local function layout(t)
   l.ones = U.round_up(v_end, 1024)   -- rowsum_mma's B tile: one 8-row atom
   l.bar = U.round_up((t.rowsum_mma or 0) == 1 and l.ones + ONES_BYTES or v_end, 8)
   l.total = l.bar + 8 * (1 + 3 * t.stages)   -- q, full_k, full_v, empty
+  l.released = l.total                       -- KERNEL_SHARED's release counters, a u32 a slot
+  if shares_ring(t) then l.total = l.total + 4 * t.stages end
   return l
 end
 
@@ -855,6 +861,48 @@ ${EPILOGUE}
 }
 ]]
 
+-- Step 2b (int8-fp8, block_m=128|192 without a producer): the consumer
+-- warpgroups share each K/V tile (a third of the L2-to-SM traffic of three
+-- one-warpgroup blocks at block_m=192) without meeting at a block barrier.
+-- Each warp, once its wait for the tile's P V has returned (attend_tile's
+-- last MMA wait: the slot's reads are complete), adds one to the slot's
+-- release counter with acq_rel order, and the warp that brings the count to
+-- a use's last arrival refills the slot with tile t + STAGES: nobody waits
+-- for the slowest warpgroup but the tile STAGES ahead, so the warpgroups
+-- drift apart by up to STAGES - 1 tiles and their softmaxes need not meet.
+-- (The one-warpgroup kernel's block barrier is a warpgroup's own; f16's
+-- multi-consumer kernels keep theirs.)  Warpgroups whose 64 rows all lie
+-- past the queries leave at once and count out of the releases, unless
+-- FUSE_Q (its block barrier needs every consumer).
+local KERNEL_SHARED = GRID_NOTE .. [[
+MX_INLINE u32 release_slot(u32 counter) {
+  u32 old;
+  asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(counter) : "memory");
+  return old;
+}
+extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
+${SETUP}
+  const u32 released = base + SM_RELEASED;     // a u32 a slot: warps done with the slot's current tile
+  if (threadIdx.x < STAGES) asm volatile("st.shared.u32 [%0], 0;" :: "r"(released + 4 * threadIdx.x) : "memory");
+  __syncthreads();
+  const int live = FUSE_Q ? CONSUMERS : min(CONSUMERS, (a.seq_q - m0 + 63) / 64);
+  if (warp == 0 && elect_one()) {
+    load_q();
+    for (int s = 0; s < STAGES && s < n_tiles; s++) load_kv(s);
+  }
+  if (warp / 4 >= live) return;                // rows past the queries (never warpgroup 0)
+${CONSUME}
+  for (int t = 0; t < n_tiles; t++) {
+    const int slot = t % STAGES;
+    attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * (K_BYTES / 16), desc_v + slot * (V_BYTES / 16),
+                bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, qscale, ks, desc_ones, a);
+    if (t + STAGES < n_tiles && elect_one() && release_slot(released + 4 * slot) % (4 * live) == 4 * live - 1)
+      load_kv(t + STAGES);
+  }
+${EPILOGUE}
+}
+]]
+
 function WG.kernel_name(t, canonical) return MMA.kernel_name(t, canonical) end
 
 function WG.render(t, canonical)
@@ -875,7 +923,7 @@ constexpr int REGS_PRODUCER = ${REGS_P}, REGS_CONSUMER = ${REGS_C};   // setmaxn
 constexpr int WQK = ${WQK}, PANELS_QK = D32 / WQK;   // Q8/K8 swizzle panels of WQK bytes (int8 channels)
 constexpr u64 SWZ_QK = ${SWZ_QK}, SWZ_V = ${SWZ_V};  // descriptor swizzle fields: Q8/K8, V^T (one BN-byte panel)
 constexpr int Q_BYTES = ${Q_BYTES}, K_BYTES = ${K_BYTES}, V_BYTES = ${V_BYTES};
-constexpr int SM_Q = ${SM_Q}, SM_K = ${SM_K}, SM_V = ${SM_V}, SM_ONES = ${SM_ONES}, SM_BAR = ${SM_BAR};
+constexpr int SM_Q = ${SM_Q}, SM_K = ${SM_K}, SM_V = ${SM_V}, SM_ONES = ${SM_ONES}, SM_BAR = ${SM_BAR}, SM_RELEASED = ${SM_RELEASED};
 constexpr bool ROWSUM_MMA = ${ROWSUM_MMA};  // the row sums by MMA (issue_rowsum)
 constexpr int ONES_BYTES = ${ONES_BYTES};   // its B tile at SM_ONES
 constexpr int MT = 1;                   // one 64-row warpgroup tile: 16 rows per warp
@@ -901,12 +949,12 @@ enum { ${WS} };                         // workspace sections
 ]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps, STAGES = t.stages,
       PRODUCER = ws_producer, REGS_P = regs_p, REGS_C = regs_c, WQK = w, SWZ_QK = SWIZZLE_MODE[w],
       SWZ_V = SWIZZLE_MODE[t.block_n] or 3, Q_BYTES = l.q_bytes, K_BYTES = l.k_bytes, V_BYTES = l.v_bytes,
-      SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_ONES = l.ones, SM_BAR = l.bar, ROWSUM_MMA = t.rowsum_mma == 1, ONES_BYTES = ONES_BYTES, CAUSAL = t.causal == 1, LSE = t.lse == 1,
+      SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_ONES = l.ones, SM_BAR = l.bar, SM_RELEASED = l.released, ROWSUM_MMA = t.rowsum_mma == 1, ONES_BYTES = ONES_BYTES, CAUSAL = t.causal == 1, LSE = t.lse == 1,
       SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t), PV_HALVES = t.pv_halves == 1, FUSE_Q = t.fuse_q == 1,
       WS = table.concat(ws, ", ") })
   local pp = t.overlap == 1
   local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 2 and KERNEL_PIPE or t.overlap == 3 and KERNEL_RING
-                        or ws_producer and WC.KERNEL_WS or WC.KERNEL,
+                        or ws_producer and WC.KERNEL_WS or shares_ring(t) and KERNEL_SHARED or WC.KERNEL,
                         { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
                           k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, desc_ones, ",
                           min_blocks = min_blocks(t), v_slot = "(slot % V_SLOTS)",
