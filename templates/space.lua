@@ -407,7 +407,7 @@ function S.help()
   lines[#lines + 1] = "  mma: block_m = 16*warps or 32*warps (each warp owns 16 or 32 query rows)"
   lines[#lines + 1] = "  wgmma (f16, sm_90a): block_m = 64*consumers; warps = 4*consumers (thread 0 issues the TMA"
   lines[#lines + 1] = "    copies) or 4*consumers+4 (a producer warpgroup, setmaxnreg); align=8, q_regs=0, stages>=2;"
-  lines[#lines + 1] = "    three consumers (block_m=192) only up to head_dim 64"
+  lines[#lines + 1] = "    three consumers (block_m=192) only up to head_dim 64 (int8-fp8 without a producer: 128)"
   lines[#lines + 1] = "  wgmma (int8-fp8, sm_90a): same warpgroup rules; block_n 32|64|128 (<= 64 above head_dim 128)"
   lines[#lines + 1] = "  overlap=1 (wgmma, f16 and int8-fp8): block_m=128, warps=12"
   lines[#lines + 1] = "  overlap=2 (wgmma, int8-fp8): block_m=64, warps=4, block_n=64|128, stages=3, head_dim<=128"

@@ -145,13 +145,14 @@ C.PRODUCER_PERSISTENT = [[
 -- producer warpgroup.  Three consumers share one K/V stream (a third of the
 -- L2 reads of three 64-row blocks); their registers, 168 a thread or 160
 -- beside a producer (24 + 3 x 160 of 128 at launch), are enough for D <= 64
--- only (`d`: the head dim as the family pads it).  The message, or nil.
+-- (`d`: the head dim as the family pads it), and up to D=128 for int8-fp8
+-- without a producer (its S is 8-bit, its P V has its own accumulator; its
+-- shared ring and overlap=3's).  The message, or nil.
 function C.check_warpgroups(t, d)
   if t.block_m % 64 ~= 0 or t.block_m > 192 then
     return string.format("variant=wgmma: block_m=%d must be 64, 128 or 192 (64 query rows per consumer warpgroup)", t.block_m)
   end
   local c = t.block_m // 64
-  -- overlap=3's ring and int8-fp8's shared ring fit 168 registers up to 128.
   if c == 3 and d > 64 and not (d <= 128 and (t.overlap == 3 or (t.family == "int8-fp8" and t.warps == 12))) then
     return string.format("variant=wgmma: block_m=192 (three consumer warpgroups) needs head_dim <= 64, not %d", t.head_dim)
   end

@@ -197,6 +197,15 @@ function WG.default(t)
              rowsum_mma = rowsum }
   end
   if d32(t) <= 128 then
+    -- Without a mask, three consumers share each K/V tile (KERNEL_SHARED):
+    -- under the board's 700 W cap they ran 6-7% faster at D=128 N=16384 and
+    -- 1-3% at N=4096 (their clock 1.85 GHz where the one-warpgroup blocks'
+    -- is 1.70, with a third of the L2-to-SM traffic), though 3-7% slower in
+    -- short bursts at boost clock; causal N=4096 7% slower (h200-2026-11-30-s20
+    -- calls 1-2).  A table that names its own tile keeps the old default.
+    if open and t.causal ~= 1 then
+      return { variant = "wgmma", block_m = 192, warps = 12, block_n = 128, stages = 3, rowsum_mma = 1 }
+    end
     return { variant = "wgmma", block_m = 64, warps = 4, block_n = 128, stages = 2, rowsum_mma = rowsum }
   end
   return { variant = "wgmma", block_m = 64, warps = 8, block_n = 64, stages = 3 }
@@ -217,8 +226,11 @@ function WG.prior(t)
   -- one-warpgroup blocks at D=64 (h200-2026-11-29-s8 call 2), and the ring
   -- (overlap=3) 10-14% slower at D=128 and 21-25% at D=64 (s14 call 2): one
   -- softmax at a time paces it (~1100 clocks a tile).  Ranked below every
-  -- one-warpgroup tile.
-  local three = consumers(t) == 3 and 0.3 or 1
+  -- one-warpgroup tile, except:
+  -- the shared ring (KERNEL_SHARED) above D=64 measured faster than the
+  -- one-warpgroup blocks under the power cap without a mask (WG.default): ranked
+  -- above them, so the tuner tries it first.
+  local three = consumers(t) == 3 and (shares_ring(t) and d32(t) > 64 and 1.2 or 0.3) or 1
   -- overlap=2 measured slower than overlap=0 on the same tile at B=4 H=32
   -- (h200-2026-11-29-s11 call 4): D=64 +15-16%, D=128 level at 128 keys and
   -- +20% at 64, against three blocks an SM of the default; with the
