@@ -182,9 +182,17 @@ static void test_default_is_wgmma_on_hopper(void **state) {
     char *elsewhere = gen_call(g, "knobs", "family=int8-fp8 head_dim=128 arch=sm_89", NULL);
     assert_non_null(strstr(elsewhere, "variant=mma"));
     free(elsewhere);
-    /* Asking for the variant alone gives its own default tile. */
+    /* Asking for the variant alone gives its own default tile: above D=64
+     * without a mask three consumers sharing a ring, else one warpgroup. */
     char *knobs = gen_call(g, "knobs", "family=int8-fp8 head_dim=128 variant=wgmma", NULL);
     assert_non_null(strstr(knobs, "variant=wgmma"));
+    assert_non_null(strstr(knobs, "block_m=192"));
+    assert_non_null(strstr(knobs, "warps=12"));
+    free(knobs);
+    knobs = gen_call(g, "knobs", "family=int8-fp8 head_dim=128 variant=wgmma causal=1", NULL);
+    assert_non_null(strstr(knobs, "block_m=64"));
+    free(knobs);
+    knobs = gen_call(g, "knobs", "family=int8-fp8 head_dim=64 variant=wgmma", NULL);
     assert_non_null(strstr(knobs, "block_m=64"));
     free(knobs);
 }
@@ -766,7 +774,7 @@ static void test_three_consumers(void **state) {
     gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=192 warps=8 block_n=128 stages=2", "warps");
     gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma overlap=1 block_m=192 warps=16 block_n=128 stages=2",
                        "overlap");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=256 warps=16 block_n=128 stages=2",
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=80 variant=wgmma block_m=256 warps=16 block_n=128 stages=2",
                        "block_m");
     static const char *cases[] = {"head_dim=64 block_m=192 warps=16 block_n=128 stages=2",
                                   "head_dim=64 block_m=192 warps=16 block_n=128 stages=3 causal=1 lse=1",
@@ -774,6 +782,42 @@ static void test_three_consumers(void **state) {
                                   "head_dim=64 block_m=192 warps=12 block_n=128 stages=2 v_terms=2"};
     if (!expect_three_consumer_kernels(compile, "family=int8-fp8 variant=wgmma", cases, sizeof cases / sizeof *cases))
         skip();
+}
+
+/* The shared ring (KERNEL_SHARED): three consumers without a producer up to
+ * D=128 (four up to D=64), lean, releasing each slot by an acq_rel count with no block barrier
+ * after the first release (the ring's point: a block barrier a tile puts the
+ * warpgroups back in step); a producer beside them stays D <= 64, and the
+ * one-warpgroup kernel keeps its barrier. */
+static int last_kernel_has_barrier_after(const char *ptx, const char *mark) {
+    const char *k = last_entry(ptx), *m = strstr(k, mark);
+    return m && strstr(m, "bar.sync") != NULL;
+}
+static void test_shared_ring(void **state) {
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=136 variant=wgmma block_m=192 warps=12 block_n=64 stages=2",
+                       "head_dim <= 128");
+    gen_expect_invalid(g, "family=f16 head_dim=128 variant=wgmma block_m=192 warps=12 block_n=64 stages=2",
+                       "head_dim <= 64");
+    static const char *cases[] = {"head_dim=128 block_m=192 warps=12 block_n=128 stages=3 rowsum_mma=1",
+                                  "head_dim=128 block_m=192 warps=12 block_n=128 stages=2 causal=1 lse=1",
+                                  "head_dim=96 block_m=192 warps=12 block_n=64 stages=3 dtype=f16 out_dtype=f16",
+                                  "head_dim=72 block_m=192 warps=12 block_n=128 stages=3 fuse_q=1",
+                                  "head_dim=64 block_m=256 warps=16 block_n=128 stages=3 rowsum_mma=1"};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char params[256];
+        snprintf(params, sizeof params, "family=int8-fp8 variant=wgmma %s", cases[i]);
+        mx_compile_result r;
+        if (!compile(params, &r)) skip();
+        expect_lean_wgmma_kernel(params, cases[i], &r);
+        const char *release = "atom.acq_rel.cta.shared::cta.add.u32";
+        if (!strstr(last_entry(r.ptx), release)) fail_msg("%s: no acq_rel slot release", params);
+        if (last_kernel_has_barrier_after(r.ptx, release)) fail_msg("%s: a block barrier after the first release", params);
+        mx_compile_result_free(&r);
+    }
+    mx_compile_result one;
+    if (!compile("family=int8-fp8 head_dim=128 variant=wgmma block_m=64 warps=4 block_n=128 stages=2", &one)) skip();
+    assert_null(strstr(last_entry(one.ptx), "atom.acq_rel"));
+    mx_compile_result_free(&one);
 }
 
 static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
@@ -874,6 +918,7 @@ int main(void) {
         cmocka_unit_test(test_exp_poly),
         cmocka_unit_test(test_v_terms),
         cmocka_unit_test(test_three_consumers),
+        cmocka_unit_test(test_shared_ring),
         cmocka_unit_test(test_fuse_q),
         cmocka_unit_test(test_ring),
         cmocka_unit_test(test_pv_halves),

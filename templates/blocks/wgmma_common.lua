@@ -149,12 +149,14 @@ C.PRODUCER_PERSISTENT = [[
 -- without a producer (its S is 8-bit, its P V has its own accumulator; its
 -- shared ring and overlap=3's).  The message, or nil.
 function C.check_warpgroups(t, d)
-  if t.block_m % 64 ~= 0 or t.block_m > 192 then
-    return string.format("variant=wgmma: block_m=%d must be 64, 128 or 192 (64 query rows per consumer warpgroup)", t.block_m)
+  local shared_ring = t.family == "int8-fp8" and t.warps == t.block_m // 16 and (t.overlap or 0) == 0
+  if t.block_m % 64 ~= 0 or t.block_m > (shared_ring and d <= 64 and 256 or 192) then
+    return string.format("variant=wgmma: block_m=%d must be 64, 128 or 192 (64 query rows per consumer warpgroup; 256: int8-fp8's shared ring up to head_dim 64)", t.block_m)
   end
   local c = t.block_m // 64
-  if c == 3 and d > 64 and not (d <= 128 and (t.overlap == 3 or (t.family == "int8-fp8" and t.warps == 12))) then
-    return string.format("variant=wgmma: block_m=192 (three consumer warpgroups) needs head_dim <= 64, not %d", t.head_dim)
+  local most_d = shared_ring and 128 or 64
+  if c == 3 and d > most_d and t.overlap ~= 3 then
+    return string.format("variant=wgmma: block_m=192 (three consumer warpgroups) needs head_dim <= %d, not %d", most_d, t.head_dim)
   end
   if t.warps ~= 4 * c and t.warps ~= 4 * c + 4 then
     return string.format("variant=wgmma: block_m=%d needs warps=%d (a warpgroup of 4 warps per 64 rows) or %d (plus a TMA producer warpgroup), not warps=%d",
