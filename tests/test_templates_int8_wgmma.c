@@ -182,8 +182,9 @@ static void test_default_is_wgmma_on_hopper(void **state) {
     char *elsewhere = gen_call(g, "knobs", "family=int8-fp8 head_dim=128 arch=sm_89", NULL);
     assert_non_null(strstr(elsewhere, "variant=mma"));
     free(elsewhere);
-    /* Asking for the variant alone gives its own default tile: above D=64
-     * without a mask three consumers sharing a ring, else one warpgroup. */
+    /* Asking for the variant alone gives its own default tile: without a
+     * mask and with long rows (or no sizes), consumers sharing a ring (three
+     * above D=64, four up to it), else one warpgroup a block. */
     char *knobs = gen_call(g, "knobs", "family=int8-fp8 head_dim=128 variant=wgmma", NULL);
     assert_non_null(strstr(knobs, "variant=wgmma"));
     assert_non_null(strstr(knobs, "block_m=192"));
@@ -193,7 +194,19 @@ static void test_default_is_wgmma_on_hopper(void **state) {
     assert_non_null(strstr(knobs, "block_m=64"));
     free(knobs);
     knobs = gen_call(g, "knobs", "family=int8-fp8 head_dim=64 variant=wgmma", NULL);
-    assert_non_null(strstr(knobs, "block_m=64"));
+    assert_non_null(strstr(knobs, "block_m=256"));
+    free(knobs);
+    static const struct { const char *sizes; const char *want; } by_size[] = {
+        {"batch=4 heads_q=32 heads_kv=32 seq_q=16384 seq_k=16384", "block_m=192"},
+        {"batch=4 heads_q=32 heads_kv=32 seq_q=1024 seq_k=16384", "block_m=64"},
+        {"batch=4 heads_q=32 heads_kv=32 seq_q=4096 seq_k=2048", "block_m=64"}};
+    for (size_t i = 0; i < sizeof by_size / sizeof *by_size; i++) {
+        knobs = gen_call(g, "default_knobs", "family=int8-fp8 head_dim=128", by_size[i].sizes);
+        if (!strstr(knobs, by_size[i].want)) fail_msg("D=128 %s: default %s, want %s", by_size[i].sizes, knobs, by_size[i].want);
+        free(knobs);
+    }
+    knobs = gen_call(g, "default_knobs", "family=int8-fp8 head_dim=64", "batch=4 heads_q=32 heads_kv=32 seq_q=4096 seq_k=4096");
+    assert_non_null(strstr(knobs, "blocks_per_sm=4"));
     free(knobs);
 }
 

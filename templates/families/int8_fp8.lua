@@ -35,10 +35,10 @@ end
 
 -- On sm_90a a table that leaves every knob open gets the wgmma default (knobs
 -- given without a variant describe an mma.sync tile); elsewhere mma.
-function F.default(t)
+function F.default(t, pr)
   local open = t.block_m == nil and t.block_n == nil and t.warps == nil and t.stages == nil
   local hopper_fast = t.arch == "sm_90a" and t.variant == nil and open
-  if t.variant == "wgmma" or hopper_fast then return WG.default(t) end
+  if t.variant == "wgmma" or hopper_fast then return WG.default(t, pr) end
   return mma.default(t)
 end
 
