@@ -49,8 +49,8 @@ S.params = {
     families = { f16 = true, ["int8-fp8"] = true },
     help = "wgmma: 1 ping-pongs two consumer warpgroups so one's softmax runs under the other's MMAs; 2 (int8-fp8, one warpgroup) issues the next tile's S with this tile's P V and runs its softmax under the P V; 3 (int8-fp8) passes the tensor pipe around three consumer warpgroups of one block, a turn for each S and each P V, so one softmax runs during each turn (on the H200 2 and 3 measured slower than 0: tuner candidates)" },
   { name = "persistent", role = "knob", values = { 0, 1 }, default = 0,
-    families = { f16 = true, ["int8-fp8"] = true }, quiet_default = true,
-    help = "wgmma: one block per SM loops over the row blocks, loading the next one's Q, K and V under the last one's output (f16: overlap=1; int8-fp8: the shared ring, block_m = 16*warps >= 128, without a causal mask)" },
+    families = { f16 = true }, quiet_default = true,
+    help = "wgmma overlap=1: one block per SM loops over the row blocks, loading the next one's Q, K and V under the last one's output" },
   { name = "split", role = "knob", values = { 0, 1 }, default = 0,
     families = { f16 = true }, quiet_default = true,
     help = "persistent=1 without a causal mask: a problem with fewer row blocks than the GPU has SMs splits them along the keys" },
@@ -253,13 +253,7 @@ S.constraints = {
     end
   end,
   function(t)
-    if t.persistent ~= 1 then return nil end
-    if t.family == "int8-fp8" then
-      if t.variant ~= "wgmma" or t.overlap ~= 0 or t.block_m < 128 or t.warps ~= t.block_m // 16 or t.causal == 1
-         or (t.fuse_q or 0) == 1 then
-        return "persistent=1 (int8-fp8): only the shared ring loops over work units (variant=wgmma overlap=0, block_m=128|192|256 with warps = block_m/16, causal=0, fuse_q=0)"
-      end
-    elseif t.overlap ~= 1 then
+    if t.persistent == 1 and t.overlap ~= 1 then
       return "persistent=1: only the overlap=1 schedule (variant=wgmma, block_m=128, warps=12) loops over work units"
     end
   end,
@@ -423,7 +417,6 @@ function S.help()
   lines[#lines + 1] = "  pv_halves=1 (wgmma, int8-fp8): overlap=0 or 3, head_dim<=128"
   lines[#lines + 1] = "  blocks_per_sm=4|5 (wgmma, int8-fp8): block_m=64, warps=4, overlap=0, head_dim<=64; 5: block_n<=64"
   lines[#lines + 1] = "  persistent=1 (f16): overlap=1; block_n 96|160|176|192: f16 variant=wgmma only"
-  lines[#lines + 1] = "  persistent=1 (int8-fp8): wgmma overlap=0, block_m>=128, warps=block_m/16, causal=0, fuse_q=0"
   lines[#lines + 1] = "  split=1 (f16): persistent=1, causal=0, head_dim/2 + block_n/2 + 32 <= 160"
   lines[#lines + 1] = "  exp_poly > 0 (int8-fp8): variant=wgmma"
   lines[#lines + 1] = "  knobs marked for some families keep their default in the others"

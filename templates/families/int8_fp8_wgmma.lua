@@ -91,8 +91,6 @@ local function layout(t)
   l.total = l.bar + 8 * (1 + 3 * t.stages)   -- q, full_k, full_v, empty
   l.released = l.total                       -- KERNEL_SHARED's release counters, a u32 a slot
   if shares_ring(t) then l.total = l.total + 4 * t.stages end
-  l.q_bars = U.round_up(l.total, 8)          -- the persistent kernel's Q barriers, one a warpgroup
-  if t.persistent == 1 then l.total = l.q_bars + 8 * consumers(t) end
   return l
 end
 
@@ -897,7 +895,7 @@ ${EPILOGUE}
 -- multi-consumer kernels keep theirs.)  Warpgroups whose 64 rows all lie
 -- past the queries leave at once and count out of the releases, unless
 -- FUSE_Q (its block barrier needs every consumer).
-local RELEASE = [[
+local KERNEL_SHARED = GRID_NOTE .. [[
 // A warp is done with a ring slot's tile: one more on the slot's count
 // (acq_rel: this warp's reads of the slot, complete at its MMA wait, happen
 // before the refill that the last arrival issues).  The count before it.
@@ -906,8 +904,6 @@ MX_INLINE u32 release_slot(u32 counter) {
   asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(counter) : "memory");
   return old;
 }
-]]
-local KERNEL_SHARED = GRID_NOTE .. RELEASE .. [[
 extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
 ${SETUP}
   const u32 released = base + SM_RELEASED;     // a u32 a slot: warps done with the slot's current tile
@@ -931,114 +927,6 @@ ${EPILOGUE}
 }
 ]]
 
--- Step 2c (persistent=1, the shared ring without a mask): one block an SM
--- (the runtime clamps the grid, `resident` 1) takes the row-block units b,
--- b + gridDim.x, ... (row blocks fastest, then heads, then batches; all of
--- one length without a mask, so a fixed stride balances them).  Its ring
--- runs on across units: global tile g (unit g / n_tiles, key tile g %
--- n_tiles) sits in slot g % STAGES, and the last release of tile g loads
--- g + STAGES, the next unit's first tiles under this unit's last.  Each
--- warpgroup loads its own 64 Q rows (its own barrier) once its last S
--- product of a unit is done, and writes the unit's output while they come.
--- What this buys over a block a unit: the block's start (Q and the first
--- tiles' latency) and its end (the warpgroups that finish first waiting
--- for the last) were not covered by any other block on the SM.  A
--- warpgroup whose rows all lie past the queries still waits for each tile
--- and releases it, so every use of a slot counts 4 * CONSUMERS releases.
-local KERNEL_SHARED_PERSISTENT = [[
-// Grid (min(units, SMs), 1, 1); units nqp / BM x heads_q x batch.
-]] .. RELEASE .. [[
-extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
-${SMEM_SETUP}
-  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
-  const int nqp = pad_q(a.seq_q), nkp = pad_k(a.seq_k);
-  const int m_blocks = nqp / BM, n_units = m_blocks * a.heads_q * a.batch;
-  const int n_tiles = key_tiles(0, a);           // every unit's: all keys (no mask)
-  const int my_units = (int)blockIdx.x < n_units ? (n_units - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
-  const int total = my_units * n_tiles;          // this block's key tiles over all its units
-  struct unit_t { int m0, head, batch, kv_head; };
-  auto unit_of = [&](int i) {                    // this block's i-th unit
-    const int u = blockIdx.x + i * gridDim.x, mb = u % m_blocks, hb = u / m_blocks;
-    return unit_t{ mb * BM, hb % a.heads_q, hb / a.heads_q, hb % a.heads_q / a.gqa };
-  };
-  // K8 and V^T of global tile g into slot g % STAGES.
-  auto load_tile = [&](int g) {
-    const unit_t w = unit_of(g / n_tiles);
-    const int s = g % STAGES, t = g % n_tiles;
-    mbar_expect_tx(bar_k(s), K_BYTES);
-#pragma unroll
-    for (int p = 0; p < PANELS_QK; p++)
-      tma_load_4d(sK + s * K_BYTES + p * BN * WQK, map_k, p * WQK, t * BN, w.kv_head, w.batch, bar_k(s));
-    mbar_expect_tx(bar_v(s), V_BYTES);
-    tma_load_4d(sV + s * V_BYTES, map_v, t * BN, 0, w.kv_head, w.batch, bar_v(s));
-  };
-  // Warpgroup wg's 64 Q8 rows of unit i (a 64-row box) into its rows of the Q tile.
-  const u32 q_bars = base + SM_Q_BARS;
-  auto load_q_rows = [&](int i, int wg) {
-    const unit_t w = unit_of(i);
-    mbar_expect_tx(q_bars + 8 * wg, Q_BYTES / CONSUMERS);
-#pragma unroll
-    for (int p = 0; p < PANELS_QK; p++)
-      tma_load_4d(sQ + p * BM * WQK + wg * 64 * WQK, map_q, p * WQK, w.m0 + wg * 64, w.head, w.batch, q_bars + 8 * wg);
-  };
-  if (ROWSUM_MMA) {                              // rowsum_mma's B tile, as SETUP writes it
-    const u32 ones = base + SM_ONES;
-    for (int i = threadIdx.x; i < ONES_BYTES / 16; i += THREADS)
-      asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" :: "r"(ones + 16 * i), "r"(16 * i < BN ? 0x38383838u : 0u)
-                   : "memory");
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  }
-  const u32 released = base + SM_RELEASED;       // a u32 a slot: warps done with the slot's current tile
-  if (threadIdx.x < STAGES) asm volatile("st.shared.u32 [%0], 0;" :: "r"(released + 4 * threadIdx.x) : "memory");
-  if (threadIdx.x == 0)
-    for (int w = 0; w < CONSUMERS; w++) mbar_init(q_bars + 8 * w, 1);
-]] .. WC.RING_INIT .. [[
-  wait_for_previous_kernel();                    // the quant kernels' Q8, K8, V^T and scales (a "pdl" launch)
-  const int wg = warp / 4;
-  auto live_in = [&](int i) { return unit_of(i).m0 + wg * 64 < a.seq_q; };
-  if (warp == 0 && elect_one())
-    for (int g = 0; g < STAGES && g < total; g++) load_tile(g);
-  if (warp % 4 == 0 && my_units > 0 && live_in(0) && elect_one()) load_q_rows(0, wg);
-  const u64 desc_q = smem_desc(sQ + wg * 64 * WQK, 8 * WQK, SWZ_QK);
-  const u64 desc_k = smem_desc(sK, 8 * WQK, SWZ_QK);
-  const u64 desc_v = smem_desc(sV, 8 * BN, SWZ_V);
-  const u64 desc_ones = smem_desc(base + SM_ONES, 8 * BN, SWZ_V);
-  auto release = [&](int g) {                    // after this warp's last MMA wait on tile g
-    if (g + STAGES < total && elect_one() && release_slot(released + 4 * (g % STAGES)) % (4 * CONSUMERS) == 4 * CONSUMERS - 1)
-      load_tile(g + STAGES);
-  };
-  u32 q_phase = 0;
-  for (int i = 0; i < my_units; i++) {
-    const unit_t w = unit_of(i);
-    const int m0 = w.m0, head = w.head, batch = w.batch, kv_head = w.kv_head;
-    const i64 qh = (i64)batch * a.heads_q + head, kh = (i64)batch * a.heads_kv + kv_head;
-    if (!live_in(i)) {                           // rows past the queries: only the releases
-      for (int t = 0; t < n_tiles; t++) {
-        const int g = i * n_tiles + t;
-        mbar_wait(bar_k(g % STAGES), (g / STAGES) & 1);
-        release(g);
-      }
-      continue;
-    }
-    const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;
-    const float qscale = ((const float *)ws_at(a, WS_QSCALE))[qh * qscales_a_head(nqp) + warp_row0 / 2 + threadIdx.x % 32 / 4];
-    const float *ks = (const float *)ws_at(a, WS_KSCALE) + kh * kscales_a_head(nkp);
-${CONSUMER_STATE}
-    mbar_wait(q_bars + 8 * wg, q_phase);
-    q_phase ^= 1;
-    for (int t = 0; t < n_tiles; t++) {
-      const int g = i * n_tiles + t, slot = g % STAGES;
-      attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * (K_BYTES / 16), desc_v + slot * (V_BYTES / 16),
-                  bar_k(slot), bar_v(slot), (g / STAGES) & 1, t, warp_row0, qscale, ks, desc_ones, a);
-      release(g);
-    }
-    // This warpgroup's S products of the unit are done: its next Q rows load under the output.
-    if (warp % 4 == 0 && i + 1 < my_units && live_in(i + 1) && elect_one()) load_q_rows(i + 1, wg);
-${EPILOGUE}
-  }
-}
-]]
-
 function WG.kernel_name(t, canonical) return MMA.kernel_name(t, canonical) end
 
 function WG.render(t, canonical)
@@ -1059,8 +947,7 @@ constexpr int REGS_PRODUCER = ${REGS_P}, REGS_CONSUMER = ${REGS_C};   // setmaxn
 constexpr int WQK = ${WQK}, PANELS_QK = D32 / WQK;   // Q8/K8 swizzle panels of WQK bytes (int8 channels)
 constexpr u64 SWZ_QK = ${SWZ_QK}, SWZ_V = ${SWZ_V};  // descriptor swizzle fields: Q8/K8, V^T (one BN-byte panel)
 constexpr int Q_BYTES = ${Q_BYTES}, K_BYTES = ${K_BYTES}, V_BYTES = ${V_BYTES};
-constexpr int SM_Q = ${SM_Q}, SM_K = ${SM_K}, SM_V = ${SM_V}, SM_ONES = ${SM_ONES}, SM_BAR = ${SM_BAR}, SM_RELEASED = ${SM_RELEASED},
-              SM_Q_BARS = ${SM_Q_BARS};
+constexpr int SM_Q = ${SM_Q}, SM_K = ${SM_K}, SM_V = ${SM_V}, SM_ONES = ${SM_ONES}, SM_BAR = ${SM_BAR}, SM_RELEASED = ${SM_RELEASED};
 constexpr bool ROWSUM_MMA = ${ROWSUM_MMA};  // the row sums by MMA (issue_rowsum)
 constexpr int ONES_BYTES = ${ONES_BYTES};   // its B tile at SM_ONES
 constexpr int MT = 1;                   // one 64-row warpgroup tile: 16 rows per warp
@@ -1086,15 +973,13 @@ enum { ${WS} };                         // workspace sections
 ]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps, STAGES = t.stages,
       PRODUCER = ws_producer, REGS_P = regs_p, REGS_C = regs_c, WQK = w, SWZ_QK = SWIZZLE_MODE[w],
       SWZ_V = SWIZZLE_MODE[t.block_n] or 3, Q_BYTES = l.q_bytes, K_BYTES = l.k_bytes, V_BYTES = l.v_bytes,
-      SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_ONES = l.ones, SM_BAR = l.bar, SM_RELEASED = l.released, SM_Q_BARS = l.q_bars, ROWSUM_MMA = t.rowsum_mma == 1, ONES_BYTES = ONES_BYTES, CAUSAL = t.causal == 1, LSE = t.lse == 1,
+      SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_ONES = l.ones, SM_BAR = l.bar, SM_RELEASED = l.released, ROWSUM_MMA = t.rowsum_mma == 1, ONES_BYTES = ONES_BYTES, CAUSAL = t.causal == 1, LSE = t.lse == 1,
       SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t), PV_HALVES = t.pv_halves == 1, FUSE_Q = t.fuse_q == 1,
       WS = table.concat(ws, ", ") })
   local pp = t.overlap == 1
   local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 2 and KERNEL_PIPE or t.overlap == 3 and KERNEL_RING
-                        or ws_producer and WC.KERNEL_WS
-                        or t.persistent == 1 and KERNEL_SHARED_PERSISTENT or shares_ring(t) and KERNEL_SHARED or WC.KERNEL,
+                        or ws_producer and WC.KERNEL_WS or shares_ring(t) and KERNEL_SHARED or WC.KERNEL,
                         { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
-                          SMEM_SETUP = WC.SMEM_SETUP, CONSUMER_STATE = U.indent(WC.STATE_DECL .. WC.STATE_INIT, "    "),
                           k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, desc_ones, ",
                           min_blocks = min_blocks(t), v_slot = "(slot % V_SLOTS)",
                           load_next = "if (warp == 0 && elect_one()) load_next(t, n_tiles);" })
@@ -1126,10 +1011,6 @@ function WG.launches(t, pr, canonical)
   local plan = MMA.launches(t, pr, canonical)
   local attn = plan.kernels[#plan.kernels]
   attn.block, attn.smem = 32 * t.warps, WG.smem_bytes(t)
-  if t.persistent == 1 then   -- KERNEL_SHARED_PERSISTENT: every unit along x, at most one block an SM
-    attn.grid = { math.max(U.ceil_div(pr.seq_q, t.block_m) * pr.heads_q * pr.batch, 1), 1, 1 }
-    attn.resident = 1
-  end
   local nqp, nkp = U.round_up(pr.seq_q, t.block_m), U.round_up(pr.seq_k, t.block_n)
   local w = panel_qk(t)
   plan.tmaps = {
@@ -1140,7 +1021,7 @@ function WG.launches(t, pr, canonical)
   }
   if t.fuse_q ~= 1 then          -- Q8 from the workspace (fuse_q: written by the consumers)
     table.insert(plan.tmaps, 1, { slot = 0, section = 0, elem_bytes = 1, cols = d32(t), rows = nqp, heads = pr.heads_q,
-                                  batch = pr.batch, box_cols = w, box_rows = t.persistent == 1 and 64 or t.block_m, swizzle = w })
+                                  batch = pr.batch, box_cols = w, box_rows = t.block_m, swizzle = w })
   end
   return plan
 end
