@@ -681,6 +681,28 @@ static void test_ring(void **state) {
 #undef RING
 }
 
+/* The shared ring (KERNEL_SHARED): three consumers up to D=128, four up to
+ * D=64, one K/V ring released by counts: a refill before every warp is done
+ * with a slot, or a count that a warpgroup past the queries does not join,
+ * reads as wrong rows or a hang.  Every head dim's padding, f16, V in two
+ * terms (D=96), fuse_q, then the lengths cases (the last row block's
+ * warpgroups past the queries, causal, the LSE) and a ring that wraps over
+ * 18 key tiles with a last row block (rows 1920-2111 of 1930) whose last two
+ * warpgroups have no rows. */
+static void test_shared_ring(void **state) {
+    static const char *configs[] = {WG "block_m=192 warps=12 block_n=128 stages=3 rowsum_mma=1",
+                                    WG "block_m=256 warps=16 block_n=128 stages=3 rowsum_mma=1",
+                                    WG "block_m=192 warps=12 block_n=64 stages=2",
+                                    WG "block_m=192 warps=12 block_n=128 stages=3 fuse_q=1",
+                                    WG "block_m=256 warps=16 block_n=64 stages=3"};
+    static const int dims[] = {128, 64, 96, 40, 48};
+    int failures = check_config_sweep(configs, dims, 5, 2, 2300);
+    gpu_case c = {.family = "int8-fp8", .batch = 1, .heads_q = 2, .heads_kv = 1, .seq_q = 1930, .seq_k = 2177,
+                  .head_dim = 128, .dtype = MXATTN_BF16, .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
+    failures += check_case(&c, configs[0], gpu_seed_base() + 2390);
+    assert_int_equal(failures, 0);
+}
+
 /* pv_halves=1: P V as two half-width MMAs, the first half folded while the
  * second runs: a half folded before its MMA completes, or into the other
  * half's columns, reads as wrong output columns.  D=128 and 64 first (the
@@ -790,6 +812,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_rowsum_mma),
         cmocka_unit_test(test_fuse_q),
         cmocka_unit_test(test_ring),
+        cmocka_unit_test(test_shared_ring),
         cmocka_unit_test(test_pv_halves),
         cmocka_unit_test(test_exp_poly),
         cmocka_unit_test(test_long_rows),
