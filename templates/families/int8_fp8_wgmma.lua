@@ -882,9 +882,10 @@ ${EPILOGUE}
 }
 ]]
 
--- Step 2b (int8-fp8, block_m=128|192 without a producer): the consumer
+-- Step 2b (int8-fp8, block_m=128|192|256 without a producer): the consumer
 -- warpgroups share each K/V tile (a third of the L2-to-SM traffic of three
--- one-warpgroup blocks at block_m=192) without meeting at a block barrier.
+-- one-warpgroup blocks at block_m=192, a quarter at 256) without meeting at
+-- a block barrier.
 -- Each warp, once its wait for the tile's P V has returned (attend_tile's
 -- last MMA wait: the slot's reads are complete), adds one to the slot's
 -- release counter with acq_rel order, and the warp that brings the count to
@@ -909,12 +910,12 @@ ${SETUP}
   const u32 released = base + SM_RELEASED;     // a u32 a slot: warps done with the slot's current tile
   if (threadIdx.x < STAGES) asm volatile("st.shared.u32 [%0], 0;" :: "r"(released + 4 * threadIdx.x) : "memory");
   __syncthreads();
-  const int live = FUSE_Q ? CONSUMERS : min(CONSUMERS, (a.seq_q - m0 + 63) / 64);
+  const int live = FUSE_Q ? CONSUMERS : min(CONSUMERS, (a.seq_q - m0 + 63) / 64);   // >= 1: m0 < seq_q
   if (warp == 0 && elect_one()) {
     load_q();
     for (int s = 0; s < STAGES && s < n_tiles; s++) load_kv(s);
   }
-  if (warp / 4 >= live) return;                // rows past the queries (never warpgroup 0)
+  if (warp / 4 >= live) return;                // rows past the queries (never warpgroup 0, whose warp 0 loads)
 ${CONSUME}
   for (int t = 0; t < n_tiles; t++) {
     const int slot = t % STAGES;
