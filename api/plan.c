@@ -96,10 +96,23 @@ static mxattn_status default_config(const mx_jit_env *env, const char *shape, co
     return st;
 }
 
+/* The caller's configuration names knobs only (the templates' check_config
+ * says why); checked before the GPU is touched, so the message is the same
+ * on a machine without one. */
+static mxattn_status check_explicit_config(mxattn_ctx *ctx, const char *config) {
+    mx_jit_env env;
+    mx_ctx_gen_env(ctx, NULL, &env);
+    char *checked = NULL;
+    mxattn_status st = mx_jit_gen_call(&env, "check_config", config, NULL, &checked);
+    free(checked);
+    return st;
+}
+
 static mxattn_status make_plan(mxattn_plan *plan, const mxattn_problem *p, const char *explicit_config) {
     mxattn_status st = MXATTN_OK;
     char shape[1024], sizes[256], config[512], params[1600];
     MX_TRY(mx_problem_resolve(p, &plan->pr));
+    if (explicit_config) MX_TRY(check_explicit_config(plan->ctx, explicit_config));
     MX_TRY(mx_ctx_device(plan->ctx, &plan->dev));
     mx_problem_shape_params(&plan->pr, plan->dev->arch, shape, sizeof shape);
     mx_problem_sizes(&plan->pr, sizes, sizeof sizes);

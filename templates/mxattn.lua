@@ -78,6 +78,22 @@ function M.validate(text)
   return S.canonical(t, S.SOURCE_ROLES)
 end
 
+-- A configuration (mxattn_plan_create's, `mxattn run --config`'s, a tuned
+-- row's) names knobs only.  The problem sets the shape (head_dim, causal,
+-- lse, ...), and a configuration that named one would build a kernel for
+-- another problem than the one it runs: lse=1 where the caller asked for no
+-- LSE writes through a NULL pointer.  Returns the text when it is clean.
+function M.check_config(text)
+  for key, _ in pairs(S.parse(text)) do
+    local role = S.by_name[key].role
+    if role ~= "knob" then
+      error(string.format("invalid configuration: %s is a %s parameter, set by the problem, not by a configuration "
+                          .. "(a configuration names knobs only: mxattn params)", key, role), 0)
+    end
+  end
+  return text
+end
+
 -- Canonical text of the knobs alone.
 function M.knobs(text)
   local t = complete(text)

@@ -113,6 +113,16 @@ static void test_plan_without_gpu_is_a_clear_error(void **state) {
     p.head_dim = 64;
     st = mxattn_plan_create(ctx, &p, "block_m=48", &plan);
     assert_true(st == MXATTN_ERROR_INVALID_VALUE || st == MXATTN_ERROR_NO_DRIVER || st == MXATTN_ERROR_NO_DEVICE);
+    /* A configuration that names a shape parameter (here one that would make
+     * the kernel write an LSE the problem has no buffer for) is refused, with
+     * or without a GPU. */
+    static const char *shaped[] = {"block_m=64 lse=1", "causal=1", "head_dim=128 block_n=64", "layout=bnhd"};
+    for (size_t i = 0; i < sizeof shaped / sizeof *shaped; i++) {
+        plan = NULL;
+        assert_int_equal(mxattn_plan_create(ctx, &p, shaped[i], &plan), MXATTN_ERROR_INVALID_VALUE);
+        assert_non_null(strstr(mxattn_last_error(), "set by the problem"));
+        assert_null(plan);
+    }
     mxattn_destroy(ctx);
 }
 
