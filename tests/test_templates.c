@@ -76,16 +76,13 @@ static void test_candidates_start_with_the_default(void **state) {
 static void test_launch_geometry(void **state) {
     char *lp = gen_call(g, "launch", "family=f16 head_dim=64 block_m=64 warps=4 block_n=64 stages=2",
                     "batch=3 heads_q=5 heads_kv=1 seq_q=1000 seq_k=17");
-    unsigned gx, gy, gz, threads, smem;
-    char name[128];
-    const char *k = strstr(lp, "kernel ");
-    assert_non_null(k);
-    assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", name, &gx, &gy, &gz, &threads, &smem), 6);
-    assert_int_equal(gx, 16);  /* ceil(1000 / 64) */
-    assert_int_equal(gy, 5);
-    assert_int_equal(gz, 3);
-    assert_int_equal(threads, 128);
-    assert_int_equal(smem, (64 + 2 * 2 * 64) * (64 + 8) * 2);
+    gen_plan_kernel k;
+    assert_int_equal(gen_plan_kernels(lp, &k, 1), 1);
+    assert_int_equal(k.grid[0], 16);  /* ceil(1000 / 64) */
+    assert_int_equal(k.grid[1], 5);
+    assert_int_equal(k.grid[2], 3);
+    assert_int_equal(k.threads, 128);
+    assert_int_equal(k.smem, (64 + 2 * 2 * 64) * (64 + 8) * 2);
     free(lp);
 }
 

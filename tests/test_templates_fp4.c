@@ -65,37 +65,31 @@ static void test_illegal_knobs_are_named(void **state) {
 static void test_launch_plan(void **state) {
     char *lp = gen_call(g, "launch", "family=nvfp4 head_dim=80 lse=1 block_m=64 warps=4 block_n=32 stages=2",
                     "batch=2 heads_q=8 heads_kv=2 seq_q=100 seq_k=70");
-    int kernels = 0, sections = 0;
-    unsigned long long ws = 0, off, last = 0;
-    for (char *line = strtok(lp, "\n"); line; line = strtok(NULL, "\n")) {
-        unsigned idx;
-        if (sscanf(line, "workspace %llu", &ws) == 1) continue;
-        if (sscanf(line, "wsoff %u %llu", &idx, &off) == 2) {
-            assert_int_equal(off % 256, 0);
-            assert_true(off >= last);
-            last = off;
-            sections++;
-        }
-        if (!strncmp(line, "kernel ", 7)) kernels++;
-        if (strstr(line, "kernel ") && !strstr(line, "_quant") && !strstr(line, "_kmean")) {
-            unsigned gx, gy, gz, th, smem;
-            char name[128];
-            assert_int_equal(sscanf(line, "kernel %127s %u %u %u %u %u", name, &gx, &gy, &gz, &th, &smem), 6);
-            assert_int_equal(gx, 2);   /* ceil(100 / 64) */
-            assert_int_equal(gy, 8);
-            assert_int_equal(gz, 2);
-            assert_int_equal(th, 128);
-        }
+    gen_plan_kernel k[4];
+    assert_int_equal(gen_plan_kernels(lp, k, 4), 4);
+    const gen_plan_kernel *attn = &k[3];   /* the last: attention */
+    assert_null(strstr(attn->name, "_quant"));
+    assert_null(strstr(attn->name, "_kmean"));
+    assert_int_equal(attn->grid[0], 2);   /* ceil(100 / 64) */
+    assert_int_equal(attn->grid[1], 8);
+    assert_int_equal(attn->grid[2], 2);
+    assert_int_equal(attn->threads, 128);
+    unsigned long long last = 0;
+    for (int i = 0; i < 8; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "wsoff %d ", i);
+        assert_non_null(strstr(lp, key));
+        unsigned long long off = gen_plan_value(lp, key);
+        assert_int_equal(off % 256, 0);
+        assert_true(off >= last);
+        last = off;
     }
-    assert_int_equal(kernels, 4);
-    assert_int_equal(sections, 8);
+    assert_null(strstr(lp, "wsoff 8 "));
     /* Q codes alone: 2*8 heads x 128 rows x 64 bytes (head dim padded to 128). */
-    assert_true(ws >= 2ull * 8 * 128 * 64);
+    assert_true(gen_plan_value(lp, "workspace ") >= 2ull * 8 * 128 * 64);
     free(lp);
     lp = gen_call(g, "launch", "family=mxfp4 head_dim=64 smooth_k=0", "batch=1 heads_q=1 heads_kv=1 seq_q=1 seq_k=1");
-    kernels = 0;
-    for (char *p = lp; (p = strstr(p, "kernel ")); p++) kernels++;
-    assert_int_equal(kernels, 3);   /* no kmean without smooth-K */
+    assert_int_equal(gen_plan_kernels(lp, k, 4), 3);   /* no kmean without smooth-K */
     free(lp);
 }
 
@@ -106,9 +100,11 @@ static char *compile_ptx(const char *params, const char *arch, int *spills, int 
     char *src = gen_call(g, "render", full, NULL);
     char *canon = gen_call(g, "validate", full, NULL);
     char *lp = gen_call(g, "launch", canon, "batch=1 heads_q=1 heads_kv=1 seq_q=1 seq_k=1");
-    char name[128] = "";
-    for (char *line = strtok(lp, "\n"); line; line = strtok(NULL, "\n"))
-        sscanf(line, "kernel %127s", name);        /* the last kernel: attention */
+    gen_plan_kernel k[8];
+    int n = gen_plan_kernels(lp, k, 8);
+    assert_true(n >= 1 && n <= 8);
+    char name[128];
+    snprintf(name, sizeof name, "%s", k[n - 1].name);   /* the last kernel: attention */
     mx_compile_options opt = {.arch = arch, .want_ptx = 1};
     mx_compile_result r;
     mxattn_status st = mx_nvrtc_compile(src, name, &opt, &r);

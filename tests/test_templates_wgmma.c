@@ -48,16 +48,13 @@ static void test_launch_asks_for_tensor_maps(void **state) {
         char params[256], want[64];
         snprintf(params, sizeof params, "family=f16 head_dim=%d " KNOBS, cases[i].d);
         char *lp = gen_call(g, "launch", params, "batch=3 heads_q=8 heads_kv=2 seq_q=1000 seq_k=17");
-        unsigned gx, gy, gz, threads, smem;
-        char name[128];
-        const char *k = strstr(lp, "kernel ");
-        assert_non_null(k);
-        assert_int_equal(sscanf(k, "kernel %127s %u %u %u %u %u", name, &gx, &gy, &gz, &threads, &smem), 6);
-        assert_int_equal(gx, 8);   /* ceil(1000 / 128) */
-        assert_int_equal(gy, 8);
-        assert_int_equal(gz, 3);
-        assert_int_equal(threads, 256);
-        assert_true(smem <= 227 * 1024);
+        gen_plan_kernel k;
+        assert_int_equal(gen_plan_kernels(lp, &k, 1), 1);
+        assert_int_equal(k.grid[0], 8);   /* ceil(1000 / 128) */
+        assert_int_equal(k.grid[1], 8);
+        assert_int_equal(k.grid[2], 3);
+        assert_int_equal(k.threads, 256);
+        assert_true(k.smem <= 227 * 1024);
         snprintf(want, sizeof want, "tmap 0 q %d 128 %d", cases[i].w, 2 * cases[i].w);
         if (!strstr(lp, want)) fail_msg("D=%d: launch plan lacks '%s':\n%s", cases[i].d, want, lp);
         snprintf(want, sizeof want, "tmap 1 k %d 64 %d", cases[i].w, 2 * cases[i].w);
@@ -363,14 +360,12 @@ static void test_persistent(void **state) {
                        "persistent");
     char *launch = gen_call(g, "launch", "family=f16 head_dim=128 " PP "persistent=1 block_n=128 stages=2",
                             "batch=2 heads_q=8 heads_kv=2 seq_q=1100 seq_k=900");
-    unsigned gx = 0, gy = 0, gz = 0, threads = 0;
-    int smem = 0, resident = 0;
-    const char *k = strstr(launch, "kernel ");
-    assert_non_null(k);
-    assert_non_null(strstr(launch, "workspace 8"));   /* the unit counters */
-    assert_int_equal(sscanf(k, "kernel %*s %u %u %u %u %d %d", &gx, &gy, &gz, &threads, &smem, &resident), 6);
-    assert_int_equal(gx, 9 * 8 * 2);   /* ceil(1100 / 128) row blocks x heads x batch */
-    assert_true(gy == 1 && gz == 1 && threads == 384 && resident == 1);
+    gen_plan_kernel k;
+    assert_int_equal(gen_plan_kernels(launch, &k, 1), 1);
+    assert_int_equal(gen_plan_value(launch, "workspace "), 8);   /* the unit counters */
+    assert_int_equal(k.grid[0], 9 * 8 * 2);   /* ceil(1100 / 128) row blocks x heads x batch */
+    assert_true(k.grid[1] == 1 && k.grid[2] == 1 && k.threads == 384);
+    assert_int_equal(k.resident, 1);   /* one block an SM: the runtime clamps the grid to a wave */
     free(launch);
     static const char *cases[] = {"head_dim=128 block_n=176 stages=2", "head_dim=128 block_n=128 stages=3 causal=1 lse=1",
                                   "head_dim=64 block_n=192 stages=2 dtype=f16 out_dtype=f16",
@@ -458,12 +453,12 @@ static void test_split(void **state) {
     gen_expect_invalid(g, "family=f16 head_dim=128 " PP "persistent=1 split=1 block_n=176 stages=2", "registers");
     char *launch = gen_call(g, "launch", "family=f16 head_dim=128 " PP "persistent=1 split=1 block_n=128 stages=2",
                             "batch=2 heads_q=8 heads_kv=2 seq_q=1100 seq_k=900");
-    unsigned gx = 0;
     /* The unit counters, then 160 pieces x 8 consumer warps of counters and
      * partials: 256 + 160 x 8 x (4 + 32 lanes x (64 + 4) floats x 4). */
-    assert_non_null(strstr(launch, "workspace 11146496"));
-    assert_int_equal(sscanf(strstr(launch, "kernel "), "kernel %*s %u", &gx), 1);
-    assert_int_equal(gx, 9 * 8 * 2 * 8);   /* row blocks x heads x batch, x 8 blocks a unit */
+    assert_int_equal(gen_plan_value(launch, "workspace "), 11146496);
+    gen_plan_kernel k;
+    assert_int_equal(gen_plan_kernels(launch, &k, 1), 1);
+    assert_int_equal(k.grid[0], 9 * 8 * 2 * 8);   /* row blocks x heads x batch, x 8 blocks a unit */
     free(launch);
     static const char *shape = "family=f16 arch=sm_90a head_dim=128 dtype=bf16 out_dtype=bf16 causal=%d lse=0 align=8";
     static const struct { int causal; const char *sizes; int split; } cases[] = {

@@ -17,10 +17,13 @@ char *gen_call(mx_gen *g, const char *fn, const char *a1, const char *a2) {
 int gen_plan_kernels(const char *plan, gen_plan_kernel *out, int max) {
     int n = 0;
     for (const char *k = strstr(plan, "kernel "); k; k = strstr(k + 1, "kernel "), n++) {
-        gen_plan_kernel line;
-        if (sscanf(k, "kernel %127s %u %u %u %u %u", line.name, &line.grid[0], &line.grid[1], &line.grid[2],
-                   &line.threads, &line.smem) != 6)
-            fail_msg("malformed launch plan line: %.80s", k);
+        gen_plan_kernel line = {.resident = 0};
+        /* The optional seventh number must sit on the kernel's own line. */
+        char text[256];
+        snprintf(text, sizeof text, "%.*s", (int)strcspn(k, "\n"), k);
+        int fields = sscanf(text, "kernel %127s %u %u %u %u %u %d", line.name, &line.grid[0], &line.grid[1],
+                            &line.grid[2], &line.threads, &line.smem, &line.resident);
+        if (fields != 6 && fields != 7) fail_msg("malformed launch plan line: %.80s", k);
         if (n < max) out[n] = line;
     }
     return n;

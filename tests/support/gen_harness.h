@@ -8,10 +8,11 @@
 
 /* mx_gen_call(g, fn, a1, a2), failing the test on error; the caller frees the result. */
 char *gen_call(mx_gen *g, const char *fn, const char *a1, const char *a2);
-/* A launch plan's kernel lines ("kernel NAME GX GY GZ THREADS SMEM ..."), in
- * launch order: fills out[0..max-1], fails the test on a malformed line and
- * returns how many kernels the plan names. */
-typedef struct { char name[128]; unsigned grid[3], threads, smem; } gen_plan_kernel;
+/* A launch plan's kernel lines ("kernel NAME GX GY GZ THREADS SMEM [RESIDENT]
+ * ..."), in launch order: fills out[0..max-1], fails the test on a malformed
+ * line and returns how many kernels the plan names.  resident: a persistent
+ * kernel's blocks an SM, 0 for a grid of one block a unit. */
+typedef struct { char name[128]; unsigned grid[3], threads, smem; int resident; } gen_plan_kernel;
 int gen_plan_kernels(const char *plan, gen_plan_kernel *out, int max);
 /* The number after the plan's first `key` ("workspace ", "wsoff 2 "); 0 if absent. */
 unsigned long long gen_plan_value(const char *plan, const char *key);
