@@ -78,10 +78,7 @@ static void test_launch_geometry(void **state) {
                     "batch=3 heads_q=5 heads_kv=1 seq_q=1000 seq_k=17");
     gen_plan_kernel k;
     assert_int_equal(gen_plan_kernels(lp, &k, 1), 1);
-    assert_int_equal(k.grid[0], 16);  /* ceil(1000 / 64) */
-    assert_int_equal(k.grid[1], 5);
-    assert_int_equal(k.grid[2], 3);
-    assert_int_equal(k.threads, 128);
+    expect_plan_kernel(&k, 16, 5, 3, 128);   /* ceil(1000 / 64) row blocks x heads x batch */
     assert_int_equal(k.smem, (64 + 2 * 2 * 64) * (64 + 8) * 2);
     free(lp);
 }

@@ -70,10 +70,7 @@ static void test_launch_plan(void **state) {
     const gen_plan_kernel *attn = &k[3];   /* the last: attention */
     assert_null(strstr(attn->name, "_quant"));
     assert_null(strstr(attn->name, "_kmean"));
-    assert_int_equal(attn->grid[0], 2);   /* ceil(100 / 64) */
-    assert_int_equal(attn->grid[1], 8);
-    assert_int_equal(attn->grid[2], 2);
-    assert_int_equal(attn->threads, 128);
+    expect_plan_kernel(attn, 2, 8, 2, 128);   /* ceil(100 / 64) row blocks x heads x batch */
     unsigned long long last = 0;
     for (int i = 0; i < 8; i++) {
         char key[16];

@@ -50,10 +50,7 @@ static void test_launch_asks_for_tensor_maps(void **state) {
         char *lp = gen_call(g, "launch", params, "batch=3 heads_q=8 heads_kv=2 seq_q=1000 seq_k=17");
         gen_plan_kernel k;
         assert_int_equal(gen_plan_kernels(lp, &k, 1), 1);
-        assert_int_equal(k.grid[0], 8);   /* ceil(1000 / 128) */
-        assert_int_equal(k.grid[1], 8);
-        assert_int_equal(k.grid[2], 3);
-        assert_int_equal(k.threads, 256);
+        expect_plan_kernel(&k, 8, 8, 3, 256);   /* ceil(1000 / 128) row blocks x heads x batch */
         assert_true(k.smem <= 227 * 1024);
         snprintf(want, sizeof want, "tmap 0 q %d 128 %d", cases[i].w, 2 * cases[i].w);
         if (!strstr(lp, want)) fail_msg("D=%d: launch plan lacks '%s':\n%s", cases[i].d, want, lp);
@@ -363,8 +360,7 @@ static void test_persistent(void **state) {
     gen_plan_kernel k;
     assert_int_equal(gen_plan_kernels(launch, &k, 1), 1);
     assert_int_equal(gen_plan_value(launch, "workspace "), 8);   /* the unit counters */
-    assert_int_equal(k.grid[0], 9 * 8 * 2);   /* ceil(1100 / 128) row blocks x heads x batch */
-    assert_true(k.grid[1] == 1 && k.grid[2] == 1 && k.threads == 384);
+    expect_plan_kernel(&k, 9 * 8 * 2, 1, 1, 384);   /* ceil(1100 / 128) row blocks x heads x batch */
     assert_int_equal(k.resident, 1);   /* one block an SM: the runtime clamps the grid to a wave */
     free(launch);
     static const char *cases[] = {"head_dim=128 block_n=176 stages=2", "head_dim=128 block_n=128 stages=3 causal=1 lse=1",

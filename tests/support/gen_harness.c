@@ -29,6 +29,12 @@ int gen_plan_kernels(const char *plan, gen_plan_kernel *out, int max) {
     return n;
 }
 
+void expect_plan_kernel(const gen_plan_kernel *k, unsigned gx, unsigned gy, unsigned gz, unsigned threads) {
+    if (k->grid[0] != gx || k->grid[1] != gy || k->grid[2] != gz || k->threads != threads)
+        fail_msg("%s: grid %u %u %u of %u threads, want %u %u %u of %u", k->name, k->grid[0], k->grid[1], k->grid[2],
+                 k->threads, gx, gy, gz, threads);
+}
+
 unsigned long long gen_plan_value(const char *plan, const char *key) {
     unsigned long long v = 0;
     const char *at = strstr(plan, key);

@@ -14,6 +14,8 @@ char *gen_call(mx_gen *g, const char *fn, const char *a1, const char *a2);
  * kernel's blocks an SM, 0 for a grid of one block a unit. */
 typedef struct { char name[128]; unsigned grid[3], threads, smem; int resident; } gen_plan_kernel;
 int gen_plan_kernels(const char *plan, gen_plan_kernel *out, int max);
+/* Asserts a plan kernel's grid and block size. */
+void expect_plan_kernel(const gen_plan_kernel *k, unsigned gx, unsigned gy, unsigned gz, unsigned threads);
 /* The number after the plan's first `key` ("workspace ", "wsoff 2 "); 0 if absent. */
 unsigned long long gen_plan_value(const char *plan, const char *key);
 /* Asserts that rendering `params` is refused as an invalid value, with a
