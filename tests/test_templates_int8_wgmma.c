@@ -199,7 +199,9 @@ static void test_default_is_wgmma_on_hopper(void **state) {
     static const struct { const char *sizes; const char *want; } by_size[] = {
         {"batch=4 heads_q=32 heads_kv=32 seq_q=16384 seq_k=16384", "block_m=192"},
         {"batch=4 heads_q=32 heads_kv=32 seq_q=1024 seq_k=16384", "block_m=64"},
-        {"batch=4 heads_q=32 heads_kv=32 seq_q=4096 seq_k=2048", "block_m=64"}};
+        {"batch=4 heads_q=32 heads_kv=32 seq_q=4096 seq_k=2048", "block_m=64"},
+        {"batch=4 heads_q=32 heads_kv=32 seq_q=4096 seq_k=4096 sms=132", "block_m=192"},   /* 21 waves */
+        {"batch=1 heads_q=8 heads_kv=8 seq_q=4096 seq_k=4096 sms=132", "block_m=64"}};     /* 1.3 waves */
     for (size_t i = 0; i < sizeof by_size / sizeof *by_size; i++) {
         knobs = gen_call(g, "default_knobs", "family=int8-fp8 head_dim=128", by_size[i].sizes);
         if (!strstr(knobs, by_size[i].want)) fail_msg("D=128 %s: default %s, want %s", by_size[i].sizes, knobs, by_size[i].want);

@@ -200,11 +200,18 @@ function WG.default(t, pr)
   -- 1-4).  Three at D=128: +6-7% at N=16384, +1-3% at N=4096; four at D=64:
   -- +3% at N=16384, -4.5% at N=4096; causal slower at N=4096 (D=128 -7%).
   -- Short query runs keep the 64-row blocks as f16 does (a 192-row block pads
-  -- a 1024-row head by 12%).  Sizes unknown (pr nil): the long choice.
+  -- a 1024-row head by 12%), and so do problems with fewer than two waves of
+  -- shared blocks (one an SM): there the 64-row blocks reach 3-4x the SMs.
+  -- Sizes unknown (pr nil): the long choice.
   local seq_q, seq_k = pr and pr.seq_q, pr and pr.seq_k
   local long_queries = seq_q == nil or seq_q >= 2048
+  local function waves_of(bm)   -- blocks of bm rows over the GPU's SMs; nil when unknown
+    if not (seq_q and pr.sms and pr.sms > 0) then return nil end
+    return U.ceil_div(seq_q, bm) * (pr.heads_q or 1) * (pr.batch or 1) / pr.sms
+  end
   local shared = open and t.causal ~= 1 and long_queries
   if d32(t) <= 64 then
+    shared = shared and (waves_of(256) or 2) >= 2
     if shared and (seq_k == nil or seq_k >= 8192) then   -- 8192 itself not measured
       return { variant = "wgmma", block_m = 256, warps = 16, block_n = 128, stages = 3, rowsum_mma = 1 }
     end
@@ -212,6 +219,7 @@ function WG.default(t, pr)
              rowsum_mma = rowsum }
   end
   if d32(t) <= 128 then
+    shared = shared and (waves_of(192) or 2) >= 2
     if shared and (seq_k == nil or seq_k >= 4096) then
       return { variant = "wgmma", block_m = 192, warps = 12, block_n = 128, stages = 3, rowsum_mma = 1 }
     end
