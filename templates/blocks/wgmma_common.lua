@@ -145,11 +145,12 @@ C.PRODUCER_PERSISTENT = [[
 -- producer warpgroup.  Three consumers share one K/V stream (a third of the
 -- L2 reads of three 64-row blocks); their registers, 168 a thread or 160
 -- beside a producer (24 + 3 x 160 of 128 at launch), are enough for D <= 64
--- (`d`: the head dim as the family pads it), and up to D=128 for int8-fp8
--- without a producer (its S is 8-bit, its P V has its own accumulator; its
--- shared ring and overlap=3's).  The message, or nil.
-function C.check_warpgroups(t, d)
-  local shared_ring = t.family == "int8-fp8" and t.warps == t.block_m // 16 and (t.overlap or 0) == 0
+-- (`d`: the head dim as the family pads it).  A family that runs the tile
+-- as a shared ring (`shared_ring`: int8-fp8's consumers without a producer,
+-- whose S is 8-bit and whose P V has its own accumulator) fits three up to
+-- D=128 and four (block_m=256) up to D=64; overlap=3's ring fits three up to
+-- D=128 too.  The message, or nil.
+function C.check_warpgroups(t, d, shared_ring)
   if t.block_m % 64 ~= 0 or t.block_m > (shared_ring and d <= 64 and 256 or 192) then
     return string.format("variant=wgmma: block_m=%d must be 64, 128 or 192 (64 query rows per consumer warpgroup; 256: int8-fp8's shared ring up to head_dim 64)", t.block_m)
   end

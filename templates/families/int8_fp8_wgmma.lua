@@ -103,7 +103,7 @@ function WG.check(t)
   if t.arch ~= "sm_90a" then
     return string.format("variant=wgmma needs arch=sm_90a (warpgroup MMA and TMA), not arch=%s", t.arch)
   end
-  local why = require("blocks.wgmma_common").check_warpgroups(t, d32(t))
+  local why = require("blocks.wgmma_common").check_warpgroups(t, d32(t), shares_ring(t))
   if why then return why end
   if t.block_n % 32 ~= 0 then
     return string.format("variant=wgmma needs block_n a multiple of 32 (the k32 FP8 MMA reduces 32 keys; V^T's panel is a tile's keys), not block_n=%d",
