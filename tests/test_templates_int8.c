@@ -67,17 +67,11 @@ static void test_launch_plan(void **state) {
     assert_non_null(strstr(k[0].name, "_stats"));
     assert_non_null(strstr(k[1].name, "_quant_q"));
     assert_non_null(strstr(k[2].name, "_quant_kv"));
-    assert_int_equal(k[0].grid[0], 3);                   /* D32 = 96: three 32-channel blocks */
-    assert_int_equal(k[0].grid[1], 2);
-    assert_int_equal(k[1].grid[1], 6);                   /* Q heads */
-    assert_int_equal(k[1].grid[0], 1);                   /* nqp = 128: 8 blocks of 16 rows, 8 warps a block */
-    assert_int_equal(k[1].threads, 256);
-    assert_int_equal(k[2].grid[1], 2);                   /* KV heads */
-    assert_int_equal(k[2].grid[0], 1);                   /* nkp = 32: one 128-key window */
-    assert_int_equal(k[2].threads, 256);              /* per-thread groups: a block spans K's 128-key window */
-    assert_int_equal(k[3].grid[0], 2);                   /* 128 / 64 */
-    assert_int_equal(k[3].grid[1], 6);
-    assert_int_equal(k[3].threads, 128);
+    expect_plan_kernel(&k[0], 3, 2, 2, 256);   /* D32 = 96: three 32-channel blocks, KV heads, batch */
+    expect_plan_kernel(&k[1], 1, 6, 2, 256);   /* nqp = 128: 8 blocks of 16 rows, 8 warps a block; Q heads */
+    /* nkp = 32: one 128-key window (per-thread groups: a block spans K's window); KV heads */
+    expect_plan_kernel(&k[2], 1, 2, 2, 256);
+    expect_plan_kernel(&k[3], 2, 6, 2, 128);   /* 128 / 64 row blocks */
     /* Workspace: q8 2*6*128*96, k8 2*2*32*96, qscale, kscale, kmean, vscale, v8t 2*2*80*32, corr. */
     unsigned long long q8 = 2ull * 6 * 128 * 96, k8 = 2ull * 2 * 32 * 96;
     assert_int_equal(gen_plan_value(lp, "wsoff 1 "), q8);
@@ -97,9 +91,8 @@ static void test_launch_plan(void **state) {
                   "batch=2 heads_q=6 heads_kv=2 seq_q=100 seq_k=17");
     assert_int_equal(gen_plan_kernels(lp, k, 5), 4);
     assert_non_null(strstr(k[1].name, "_quant_q"));
-    assert_int_equal(k[1].grid[0], 2);                   /* nqp = 128: 8 blocks of 16 rows, 4 warps a block */
-    assert_int_equal(k[1].threads, 128);
-    assert_int_equal(k[2].grid[0], 1);                   /* nkp = 32: two 16-key blocks, 4 warps a block */
+    expect_plan_kernel(&k[1], 2, 6, 2, 128);   /* nqp = 128: 8 blocks of 16 rows, 4 warps a block */
+    assert_int_equal(k[2].grid[0], 1);          /* nkp = 32: two 16-key blocks, 4 warps a block */
     free(lp);
 }
 

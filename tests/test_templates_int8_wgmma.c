@@ -122,10 +122,7 @@ static void test_launch_plan_and_tensor_maps(void **state) {
         assert_non_null(strstr(k[0].name, "_stats"));
         assert_non_null(strstr(k[1].name, "_quant_q"));
         assert_non_null(strstr(k[2].name, "_quant_kv"));
-        assert_int_equal(k[3].grid[0], 8);   /* nqp = 1024: 8 blocks of 128 */
-        assert_int_equal(k[3].grid[1], 8);
-        assert_int_equal(k[3].grid[2], 3);
-        assert_int_equal(k[3].threads, 256);
+        expect_plan_kernel(&k[3], 8, 8, 3, 256);   /* nqp = 1024: 8 blocks of 128 */
         assert_true(k[3].smem <= 227 * 1024);
         /* tmapws slot section elem_bytes cols rows heads batch box_cols box_rows swizzle */
         snprintf(want, sizeof want, "tmapws 0 0 1 %d 1024 8 3 %d 128 %d", cases[i].d32, cases[i].w, cases[i].w);
