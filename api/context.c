@@ -133,6 +133,7 @@ static void *background_tune(void *arg) {
     mx_tune_options_init(&opt);
     opt.resume = 1;
     opt.max_candidates = MX_JIT_TUNE_CANDIDATES;
+    opt.settle_ms = MX_JIT_TUNE_SETTLE_MS;
     /* Failures only mean the default stays in use; nobody is waiting to hear. */
     (void)mx_tune_run(&env, job->shape, &job->sizes, &job->key, &opt, &outcome);
     pthread_mutex_lock(&job->ctx->lock);

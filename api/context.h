@@ -30,6 +30,11 @@ struct mxattn_ctx {
 /* Candidates a tuning run inside plan creation measures at most: enough to
  * find the tile shape, few enough to keep a first plan within seconds. */
 #define MX_JIT_TUNE_CANDIDATES 24
+/* ... and times them in bursts (settle_ms 0): 24 candidates settled for
+ * MX_TUNE_SETTLE_MS each would add ~15 s to a first plan, and inside a live
+ * engine the clock follows the engine's whole mix of kernels, not the
+ * candidate's own draw.  Offline tuning (mxattn tune, mxattn_tune) settles. */
+#define MX_JIT_TUNE_SETTLE_MS 0.0
 
 /* Starts tuning `key` on a background thread unless one is running already
  * (then this request is dropped: a later plan of the same problem asks again).

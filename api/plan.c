@@ -74,6 +74,7 @@ static mxattn_status choose_config(mxattn_plan *plan, const char *explicit_confi
     mx_tune_options_init(&opt);
     opt.resume = 1;
     opt.max_candidates = MX_JIT_TUNE_CANDIDATES;
+    opt.settle_ms = MX_JIT_TUNE_SETTLE_MS;
     if (mx_tune_run(&env, shape, &sizes, &key, &opt, &outcome) == MXATTN_OK && outcome.best[0]) {
         snprintf(config, cap, "%s", outcome.best);
         plan->info.config_source = "tuned";

@@ -43,6 +43,9 @@ static void usage(void) {
         "measuring:\n"
         "  --reps N                timed launches per candidate; the median is kept (default 20)\n"
         "  --warmup N              untimed launches first (default 3)\n"
+        "  --settle-ms MS          each candidate's own untimed load before its timing,\n"
+        "                          so it is timed at the clock it holds sustained under\n"
+        "                          the GPU's power limit (default %.0f; 0: burst timing)\n"
         "  --max-candidates N      best N by the analytic prior, default first (default: all;\n"
         "                          %d with --compile-only)\n"
         "  --threads N             CPU threads compiling ahead (default: CPUs - 1)\n"
@@ -53,7 +56,7 @@ static void usage(void) {
         "  --arch sm_90a|sm_100a|sm_120a   target of --compile-only (default sm_90a)\n"
         "output:\n"
         "  --json                  the results as JSON on stdout\n",
-        TOKENS_PER_BATCH, DEFAULT_HEADS, COMPILE_ONLY_CAP);
+        TOKENS_PER_BATCH, DEFAULT_HEADS, MX_TUNE_SETTLE_MS, COMPILE_ONLY_CAP);
 }
 
 typedef struct {
@@ -69,7 +72,7 @@ typedef struct {
     long seq_qs[MAX_LIST];             /* none: seq_q = seq */
     int n_seq_qs;
     long batch, heads, gqa;         /* batch 0: from the seq */
-    long reps, warmup, max_candidates, threads;   /* -1: default */
+    long reps, warmup, max_candidates, threads, settle_ms;   /* -1: default */
     const char *db, *spec, *arch;
     int compile_only, json, fresh;
 } options;
@@ -148,7 +151,7 @@ static void options_init(options *o) {
     o->n_seqs = 3;
     o->heads = DEFAULT_HEADS;
     o->gqa = 1;
-    o->reps = o->warmup = o->max_candidates = o->threads = -1;
+    o->reps = o->warmup = o->max_candidates = o->threads = o->settle_ms = -1;
 }
 
 /* Returns 0 to go on, else the exit status (1 for --help's 0 is signalled by -1). */
@@ -176,6 +179,7 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "--gqa")) ok = cli_parse_long(CMD, a, v, 1, 256, &o->gqa);
         else if (!strcmp(a, "--reps")) ok = cli_parse_long(CMD, a, v, 1, 10000, &o->reps);
         else if (!strcmp(a, "--warmup")) ok = cli_parse_long(CMD, a, v, 0, 1000, &o->warmup);
+        else if (!strcmp(a, "--settle-ms")) ok = cli_parse_long(CMD, a, v, 0, 60000, &o->settle_ms);
         else if (!strcmp(a, "--max-candidates")) ok = cli_parse_long(CMD, a, v, 0, 4096, &o->max_candidates);
         else if (!strcmp(a, "--threads")) ok = cli_parse_long(CMD, a, v, 0, 64, &o->threads);
         else if (!strcmp(a, "--db")) o->db = v;
@@ -429,6 +433,7 @@ static void base_options(const options *o, mx_tune_options *t, progress_state *p
     mx_tune_options_init(t);
     if (o->reps > 0) t->reps = (int)o->reps;
     if (o->warmup >= 0) t->warmup = (int)o->warmup;
+    if (o->settle_ms >= 0) t->settle_ms = (double)o->settle_ms;
     t->compile_threads = default_threads(o);
     t->progress = on_progress;
     t->user = ps;

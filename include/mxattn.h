@@ -152,8 +152,11 @@ mxattn_status mxattn_candidates(mxattn_ctx *ctx, const mxattn_problem *p,
 
 /* Tunes the problem's (family, shape, sequence buckets: max(seq_q, seq_k) and
  * seq_q, so decoding and prefill keep their own winners) on the present GPU and
- * stores the winner in the database.  best_config (may be NULL) receives the
- * winner; speedup (may be NULL) its speed-up over the heuristic default. */
+ * stores the winner in the database.  Each candidate is timed after half a
+ * second of its own sustained load, at the clock the GPU holds under its power
+ * limit for that kernel (tuning inside plan creation times in short bursts).
+ * best_config (may be NULL) receives the winner; speedup (may be NULL) its
+ * speed-up over the heuristic default. */
 mxattn_status mxattn_tune(mxattn_ctx *ctx, const mxattn_problem *p,
                           char *best_config, size_t best_config_len, double *speedup);
 

@@ -70,6 +70,7 @@ static void tune_one(mxattn_ctx *ctx, const mxattn_problem *p) {
     mx_tune_options opt;
     mx_tune_options_init(&opt);
     opt.max_candidates = CAP;
+    opt.settle_ms = 40;   /* the settling path, exercised; not the default's half second a candidate */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     opt.compile_threads = cpus > 2 ? (int)(cpus - 1) : 1;
     opt.resume = 1;

@@ -39,8 +39,9 @@ mxattn_status mx_bench_check_run(mx_bench *b, const mx_launch_plan *lp, const fl
  * ms[] gets the reps times. */
 mxattn_status mx_bench_time(mx_bench *b, const mx_launch_plan *lp, int warmup, int reps, float *ms);
 
-/* Launches the kernel for about `ms` milliseconds so that the GPU's clocks
- * have ramped up before the first timing. */
+/* Launches the kernel, untimed, for at least `ms` milliseconds of the GPU's
+ * time: its clocks ramp up out of idle, and under the power limit settle to
+ * what this kernel's own draw allows. */
 mxattn_status mx_bench_warm_gpu(mx_bench *b, const mx_launch_plan *lp, double ms);
 
 /* After a failed launch: OK when the context still works (a failure such as

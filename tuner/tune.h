@@ -48,6 +48,15 @@
 #define MX_SEQ_BUCKET_MIN 256
 #define MX_SEQ_BUCKET_MAX 65536
 #define MX_Q_BUCKET_MIN 16
+/* Under its power limit (700 W on the H200) the GPU's clock follows the
+ * running kernel's energy per unit of work, within a few hundred ms.  Two
+ * kernels can rank one way in a burst at boost clock and the other way
+ * under sustained load: int8-fp8's shared K/V ring is 3-7% slower than
+ * one-warpgroup blocks in bursts and 6-7% faster sustained at D=128
+ * N=16384 (bench/results/h200-2026-11-30-s20).  Sustained is how attention
+ * runs in training and prefill, so each candidate is timed after this much
+ * of its own load. */
+#define MX_TUNE_SETTLE_MS 500.0
 int mx_seq_bucket(int seq_q, int seq_k);
 int mx_q_bucket(int seq_q);
 
@@ -63,6 +72,11 @@ typedef struct {
 
 typedef struct {
     int warmup;                 /* launches before timing (default 3) */
+    double settle_ms;           /* sustained untimed load of each candidate before its timed
+                                   launches, and before each confirming round (default
+                                   MX_TUNE_SETTLE_MS): the timings then see the clock the GPU
+                                   holds under that kernel's own power draw.  0: the warmup
+                                   launches only (burst timing, at boost clock) */
     int reps;                   /* timed launches per candidate; the median is kept (default 20) */
     int max_candidates;         /* 0: all; the default is always among them */
     int compile_threads;        /* CPU threads compiling ahead of the GPU (default 2) */
