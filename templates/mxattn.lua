@@ -175,10 +175,32 @@ function M.launch(text, problem)
   return table.concat(lines, "\n")
 end
 
--- Every legal knob setting for the shape in `text`, best prior first, one
--- canonical knob string per line; the heuristic default is always first (for
--- the problem's sizes `problem` where the caller has them, as a plan builds
--- it: the tuner then measures against what an untuned plan would run).
+-- The family's defaults for the same shape at other sizes: short and long
+-- rows, one block or thousands.  Each is a tile that measured best somewhere,
+-- so it is the default's likeliest rival here (int8-fp8 at D=128: the shared
+-- ring at long rows, one-warpgroup blocks at short ones, ranked far apart by
+-- the analytic prior).
+local RIVAL_SEQS = { 512, 2048, 8192, 65536 }   -- prefill; and decoding (one query)
+local function rivals(shape_text, pr)
+  local out = {}
+  for i = 0, #RIVAL_SEQS do
+    local sizes = {}
+    for k, v in pairs(pr) do sizes[k] = v end
+    local n = RIVAL_SEQS[i] or sizes.seq_k or 4096
+    sizes.seq_q, sizes.seq_k = i == 0 and 1 or n, n
+    sizes.batch, sizes.heads_q = sizes.batch or 1, sizes.heads_q or 1
+    local ok, t = pcall(complete, shape_text, sizes)
+    if ok then out[#out + 1] = S.canonical(t, S.KNOB_ROLES) end
+  end
+  return out
+end
+
+-- Every legal knob setting for the shape in `text`, one canonical knob string
+-- per line: the heuristic default first (for the problem's sizes `problem`
+-- where the caller has them, as a plan builds it: the tuner then measures
+-- against what an untuned plan would run), then the family's defaults at
+-- other sizes (rivals above), then the rest best prior first.  A tuner that
+-- times only the first few still pits the default against its rivals.
 function M.candidates(text, problem)
   local base = S.parse(text)
   local shape = {}
@@ -190,7 +212,8 @@ function M.candidates(text, problem)
   -- family does not read but the caller set (v_terms=2 for f16) is an error
   -- here, not a silent drop by the canonical text below.
   complete(table.concat(shape, " "))
-  local t, fam = complete(S.canonical(base), parse_numbers(problem))
+  local shape_text = S.canonical(base)   -- before S.enumerate, which fills base in
+  local t, fam = complete(shape_text, parse_numbers(problem))
   local default_knobs = S.canonical(t, S.KNOB_ROLES)
   local all = S.enumerate(base)
   table.sort(all, function(x, y)
@@ -198,11 +221,12 @@ function M.candidates(text, problem)
     if px ~= py then return px > py end
     return S.canonical(x, S.KNOB_ROLES) < S.canonical(y, S.KNOB_ROLES)
   end)
-  local out = { default_knobs }
-  for _, c in ipairs(all) do
-    local k = S.canonical(c, S.KNOB_ROLES)
-    if k ~= default_knobs then out[#out + 1] = k end
+  local out, listed = { default_knobs }, { [default_knobs] = true }
+  local function add(k)
+    if not listed[k] then out[#out + 1] = k; listed[k] = true end
   end
+  for _, k in ipairs(rivals(shape_text, parse_numbers(problem))) do add(k) end
+  for _, c in ipairs(all) do add(S.canonical(c, S.KNOB_ROLES)) end
   return table.concat(out, "\n")
 end
 

@@ -209,6 +209,33 @@ static void test_default_is_wgmma_on_hopper(void **state) {
     free(knobs);
 }
 
+/* The candidate list puts the family's defaults at other sizes right after
+ * this size's default: at long rows the one-warpgroup tile of short rows is
+ * second, at short rows the shared ring of long ones, though the analytic
+ * prior ranks them far apart (a tuner that times 8 candidates must still
+ * time the rival). */
+static void test_candidates_put_rivals_next(void **state) {
+    static const struct { const char *sizes, *first, *second; } cases[] = {
+        {"batch=4 heads_q=32 heads_kv=32 seq_q=16384 seq_k=16384 sms=132", "block_m=192", "block_m=64"},
+        {"batch=4 heads_q=32 heads_kv=32 seq_q=1024 seq_k=1024 sms=132", "block_m=64", "block_m=192"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *list = gen_call(g, "candidates", "family=int8-fp8 head_dim=128", cases[i].sizes);
+        char *first = strtok(list, "\n"), *second = strtok(NULL, "\n");
+        assert_non_null(second);
+        if (!strstr(first, cases[i].first) || !strstr(second, cases[i].second))
+            fail_msg("%s: candidates start '%s', '%s'; want %s, then %s", cases[i].sizes, first, second,
+                     cases[i].first, cases[i].second);
+        int n = 2;
+        while (strtok(NULL, "\n")) n++;
+        free(list);
+        char *plain = gen_call(g, "candidates", "family=int8-fp8 head_dim=128", NULL);
+        int m = 0;
+        for (char *line = strtok(plain, "\n"); line; line = strtok(NULL, "\n")) m++;
+        assert_int_equal(n, m);   /* the same set, only reordered */
+        free(plain);
+    }
+}
+
 /* Compiles the attention kernel (the launch plan's last) with NVRTC; returns
  * 0 (and the caller skips) when NVRTC is absent. */
 static int compile(const char *params, mx_compile_result *r) {
@@ -933,6 +960,7 @@ int main(void) {
         cmocka_unit_test(test_v_terms),
         cmocka_unit_test(test_three_consumers),
         cmocka_unit_test(test_shared_ring),
+        cmocka_unit_test(test_candidates_put_rivals_next),
         cmocka_unit_test(test_fuse_q),
         cmocka_unit_test(test_ring),
         cmocka_unit_test(test_pv_halves),
