@@ -388,6 +388,11 @@ static void format_duration(double s, char *out, size_t cap) {
 static void on_progress(void *user, const mx_tune_progress *p) {
     progress_state *ps = user;
     double now = mx_now_ms();
+    /* A failed candidate says why, always: the database keeps only its status. */
+    if (p->why) {
+        fprintf(stderr, "%s  %s: %s: %s\n", ps->tty ? "\r\033[K" : "", p->current, p->status, p->why);
+        fflush(stderr);
+    }
     int last = p->done >= p->total;
     if (!ps->tty && !last && now - ps->last_print_ms < 2000) return;   /* logs get a line per 2 s */
     ps->last_print_ms = now;

@@ -75,8 +75,8 @@ S.params = {
     help = "keys per inner-loop tile (96|160|176|192: f16 variant=wgmma only)" },
   { name = "warps", role = "knob", values = { 1, 2, 4, 8, 12, 16 },
     help = "warps per thread block; each owns block_m/warps query rows" },
-  { name = "stages", role = "knob", values = { 1, 2, 3, 4 },
-    help = "K/V tiles in flight (cp.async pipeline depth); 4: int8-fp8's shared ring only" },
+  { name = "stages", role = "knob", values = { 1, 2, 3 },
+    help = "K/V tiles in flight (cp.async pipeline depth)" },
 }
 
 S.by_name = {}
@@ -268,20 +268,6 @@ S.constraints = {
     if not require("families.f16_wgmma").deferred_output(t) then
       return string.format("split=1: head_dim=%d with block_n=%d leaves no registers for a piece's output beside O and S (head_dim/2 + block_n/2 + 32 <= 160)",
                            t.head_dim, t.block_n)
-    end
-  end,
-  -- A fourth stage is for warpgroups that drift apart over one shared ring
-  -- (int8-fp8 variant=wgmma, several consumers, no producer, overlap=0:
-  -- families/int8_fp8_wgmma.lua, KERNEL_SHARED), where it is the slack
-  -- between the first warpgroup and the last; elsewhere two or three
-  -- stages measured best, and a fourth would grow every list by a third.
-  function(t)
-    if t.stages ~= 4 then return nil end
-    local shared = t.family == "int8-fp8" and t.variant == "wgmma" and t.block_m >= 128 and
-                   t.warps == t.block_m // 16 and t.overlap == 0
-    if not shared then
-      return string.format("stages=4: only int8-fp8's shared ring (variant=wgmma, block_m>=128, warps=block_m/16, overlap=0) takes a fourth stage (family %s, variant=%s, block_m=%d, warps=%d, overlap=%s)",
-                           t.family, tostring(t.variant), t.block_m, t.warps, tostring(t.overlap))
     end
   end,
   -- The polynomial exponentials relieve the ex2 pipe of the 8-bit warpgroup

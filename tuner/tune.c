@@ -193,7 +193,7 @@ static void record(run *r, const mx_measurement *m) {
     store_measurement(r, m);
 }
 
-static void report(run *r, const char *config, double ms, const char *status) {
+static void report(run *r, const char *config, double ms, const char *status, const char *why) {
     if (!r->opt.progress) return;
     mx_tune_progress p;
     memset(&p, 0, sizeof p);
@@ -202,6 +202,7 @@ static void report(run *r, const char *config, double ms, const char *status) {
     p.current = config;
     p.current_ms = ms;
     p.status = status;
+    p.why = strcmp(status, MX_MEASURE_OK) && why && why[0] ? why : NULL;
     p.best = r->best[0] ? r->best : NULL;
     p.best_ms = r->best_ms;
     p.elapsed_s = (mx_now_ms() - r->t0) / 1e3;
@@ -378,7 +379,7 @@ static mxattn_status measure_all(run *r) {
         }
         record(r, &m);
         r->done++;
-        report(r, m.config, m.median_ms, m.status);
+        report(r, m.config, m.median_ms, m.status, why);
         if (i == 0 && strcmp(m.status, MX_MEASURE_OK) != 0) return default_failed(&m, why);
     }
     return MXATTN_OK;
@@ -454,7 +455,7 @@ static mxattn_status compile_all(run *r) {
         count_compile(r->out, s);
         if (s->st == MXATTN_OK && s->res.spill_bytes > 0) r->out->pruned++;
         r->done++;
-        report(r, s->config, 0, s->st == MXATTN_OK ? MX_MEASURE_OK : MX_MEASURE_COMPILE_FAILED);
+        report(r, s->config, 0, s->st == MXATTN_OK ? MX_MEASURE_OK : MX_MEASURE_COMPILE_FAILED, s->error);
     }
     return MXATTN_OK;
 }

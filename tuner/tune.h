@@ -65,6 +65,8 @@ typedef struct {
     const char *current;        /* the candidate just measured */
     double current_ms;          /* its median, 0 if it failed */
     const char *status;         /* its status (MX_MEASURE_*) */
+    const char *why;            /* why it failed (differs from the default by ..., the
+                                   compiler's message, ...); NULL when it did not */
     const char *best;           /* best config so far, NULL before the first success */
     double best_ms;
     double elapsed_s, eta_s;
