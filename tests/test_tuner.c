@@ -145,30 +145,61 @@ static void test_stats_median_and_spread(void **state) {
 
 /* ---- output check --------------------------------------------------------------- */
 
+/* The bounds follow P's format: a difference two correct int8-fp8 kernels
+ * show (an E4M3 step of one weight, 0.047 in the GPU's check) passes there
+ * but not for f16; an MXFP4 family takes the most; garbage fails everywhere. */
+static void test_tolerance_follows_p_format(void **state) {
+    mx_tune_tolerance f16, fp8, nv, mx, unknown;
+    mx_tune_tolerance_of("f16", 0, &f16);
+    mx_tune_tolerance_of("int8-fp8", 0, &fp8);
+    mx_tune_tolerance_of("nvfp4", 0, &nv);
+    mx_tune_tolerance_of("mxfp4", 1, &mx);
+    mx_tune_tolerance_of("no-such-family", 0, &unknown);
+    assert_float_equal(unknown.rel_l1, f16.rel_l1, 0);
+    assert_true(f16.rel_l1 < fp8.rel_l1 && fp8.rel_l1 < nv.rel_l1 && nv.rel_l1 < mx.rel_l1);
+    enum { N = 4096 };
+    static float ref[N], got[N];
+    for (int i = 0; i < N; i++) ref[i] = got[i] = sinf((float)i);
+    got[77] = ref[77] + 0.047f;
+    mx_output_diff d;
+    mx_tune_compare(ref, got, N, &f16, &d);
+    assert_false(d.ok);
+    mx_tune_compare(ref, got, N, &fp8, &d);
+    assert_true(d.ok);
+    for (int i = 0; i < N; i++) got[i] = -ref[i];
+    const mx_tune_tolerance *all[] = {&f16, &fp8, &nv, &mx};
+    for (int k = 0; k < 4; k++) {
+        mx_tune_compare(ref, got, N, all[k], &d);
+        assert_false(d.ok);
+    }
+}
+
 static void test_compare_tolerance(void **state) {
     enum { N = 4096 };
     static float ref[N], got[N];
+    mx_tune_tolerance f16;
+    mx_tune_tolerance_of("f16", 0, &f16);
     for (int i = 0; i < N; i++) ref[i] = got[i] = sinf((float)i) * 1.5f;
     mx_output_diff d;
-    mx_tune_compare(ref, got, N, &d);
+    mx_tune_compare(ref, got, N, &f16, &d);
     assert_true(d.ok);
     assert_float_equal(d.max_abs, 0, 0);
 
     /* bf16-sized noise (one ulp here and there) passes. */
     for (int i = 0; i < N; i += 7) got[i] = ref[i] * (1 + 1.0f / 256);
-    mx_tune_compare(ref, got, N, &d);
+    mx_tune_compare(ref, got, N, &f16, &d);
     assert_true(d.ok);
 
     /* One unwritten (poisoned) element fails. */
     got[100] = NAN;
-    mx_tune_compare(ref, got, N, &d);
+    mx_tune_compare(ref, got, N, &f16, &d);
     assert_false(d.ok);
     assert_int_equal(d.nonfinite, 1);
     got[100] = ref[100];
 
     /* One wrong element well outside atol + rtol|ref| fails, though rel-L1 is tiny. */
     got[5] = ref[5] + 0.2f;
-    mx_tune_compare(ref, got, N, &d);
+    mx_tune_compare(ref, got, N, &f16, &d);
     assert_false(d.ok);
     assert_true(d.rel_l1 < MX_TUNE_REL_L1);
     assert_int_equal(d.first_bad, 5);
@@ -176,7 +207,7 @@ static void test_compare_tolerance(void **state) {
 
     /* A 1% bias everywhere is inside the element tolerance but not rel-L1. */
     for (int i = 0; i < N; i++) got[i] = ref[i] * 1.01f;
-    mx_tune_compare(ref, got, N, &d);
+    mx_tune_compare(ref, got, N, &f16, &d);
     assert_false(d.ok);
     assert_true(d.max_excess <= 0);
 
@@ -184,7 +215,7 @@ static void test_compare_tolerance(void **state) {
     for (int i = 0; i < N; i++) got[i] = ref[i];
     ref[9] = INFINITY;
     got[9] = 0;
-    mx_tune_compare(ref, got, N, &d);
+    mx_tune_compare(ref, got, N, &f16, &d);
     assert_true(d.ok);
 }
 
@@ -550,6 +581,7 @@ int main(void) {
         cmocka_unit_test(test_prune_by_resources),
         cmocka_unit_test(test_stats_median_and_spread),
         cmocka_unit_test(test_compare_tolerance),
+        cmocka_unit_test(test_tolerance_follows_p_format),
         cmocka_unit_test(test_winner_is_fastest_ok),
         cmocka_unit_test(test_failed_candidates_never_win),
         cmocka_unit_test(test_all_failed_has_no_winner),

@@ -160,6 +160,7 @@ typedef struct {
     mx_bench *bench;
     float *ref;                 /* the default's output */
     float *times;
+    mx_tune_tolerance tolerance; /* a candidate's output against the default's (tune_logic.h) */
     int gpu_warm;
     mx_measurement *fresh;      /* this run's measurements, for a run without a cache */
     int n_fresh;
@@ -232,7 +233,7 @@ static mxattn_status check_output(run *r, int is_default, const float *got, int 
         return MXATTN_OK;
     }
     mx_output_diff d;
-    mx_tune_compare(r->ref, got, n, &d);
+    mx_tune_compare(r->ref, got, n, &r->tolerance, &d);
     *ok = d.ok;
     if (!d.ok)
         snprintf(why, why_len, "differs from the default: max |diff| %.3g, rel-L1 %.3g, %zu non-finite, first at %zu",
@@ -615,6 +616,10 @@ mxattn_status mx_tune_run(const mx_jit_env *env, const char *shape_params, const
     r->opt = *opt;
     r->out = out;
     mx_tune_sizes_text(sizes, r->sizes_text, sizeof r->sizes_text);
+    char family[32] = "", p_scale[16] = "";
+    mx_params_get(shape_params, "family", family, sizeof family);
+    mx_params_get(shape_params, "p_scale", p_scale, sizeof p_scale);
+    mx_tune_tolerance_of(family, !strcmp(p_scale, "direct"), &r->tolerance);
     r->pool.env = *env;
     r->pool.env.dev = NULL;
     r->pool.env.whole_module = 1;   /* the pool's threads already fill the cores */

@@ -1,4 +1,6 @@
 #include "tuner/tune_logic.h"
+#include "numerics/numerics.h"
+#include "util/err.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,7 +99,25 @@ void mx_tune_stats(float *ms, int n, mx_timing_stats *out) {
     out->spread = out->median > 0 ? (out->p90 - out->p10) / out->median : 0;
 }
 
-void mx_tune_compare(const float *ref, const float *got, size_t n, mx_output_diff *d) {
+void mx_tune_tolerance_of(const char *family, int direct_p, mx_tune_tolerance *out) {
+    *out = (mx_tune_tolerance){MX_TUNE_ATOL, MX_TUNE_RTOL, MX_TUNE_REL_L1};
+    mx_ref_config c;
+    if (!family || mx_ref_family_config(family, direct_p, 1, MXATTN_BF16, &c) != MXATTN_OK) {
+        mx_clear_error();
+        return;
+    }
+    switch (c.p) {
+    case MX_P_E4M3: *out = (mx_tune_tolerance){0.1, 0.1, 1e-2}; break;
+    case MX_P_NVFP4_DIRECT:
+    case MX_P_NVFP4_TWO_LEVEL: *out = (mx_tune_tolerance){0.1, 0.1, 3e-2}; break;
+    case MX_P_MXFP4_DIRECT:
+    case MX_P_MXFP4_TWO_LEVEL: *out = (mx_tune_tolerance){0.3, 0.3, 0.15}; break;
+    default: break;
+    }
+}
+
+void mx_tune_compare(const float *ref, const float *got, size_t n, const mx_tune_tolerance *tol,
+                     mx_output_diff *d) {
     double sum_diff = 0, sum_ref = 0;
     memset(d, 0, sizeof *d);
     d->max_excess = -INFINITY;
@@ -110,7 +130,7 @@ void mx_tune_compare(const float *ref, const float *got, size_t n, mx_output_dif
             if (d->first_bad == (size_t)-1) d->first_bad = i;
             continue;
         }
-        double diff = fabs(g - r), excess = diff - (MX_TUNE_ATOL + MX_TUNE_RTOL * fabs(r));
+        double diff = fabs(g - r), excess = diff - (tol->atol + tol->rtol * fabs(r));
         if (diff > d->max_abs) d->max_abs = diff;
         if (excess > d->max_excess) d->max_excess = excess;
         if (excess > 0 && d->first_bad == (size_t)-1) d->first_bad = i;
@@ -118,7 +138,7 @@ void mx_tune_compare(const float *ref, const float *got, size_t n, mx_output_dif
         sum_ref += fabs(r);
     }
     d->rel_l1 = sum_ref > 0 ? sum_diff / sum_ref : (sum_diff > 0 ? INFINITY : 0);
-    d->ok = d->nonfinite == 0 && d->max_excess <= 0 && d->rel_l1 <= MX_TUNE_REL_L1;
+    d->ok = d->nonfinite == 0 && d->max_excess <= 0 && d->rel_l1 <= tol->rel_l1;
 }
 
 /* 1 when a should be preferred over b among exactly equal medians. */
