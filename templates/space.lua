@@ -371,22 +371,41 @@ function S.enumerate(t)
       knobs[#knobs + 1] = unread and { name = p.name, values = { p.default } } or p
     end
   end
+  -- Each leaf runs the constraints on one working table, and only a legal
+  -- one is copied out: S.validate's per-value checks (the knobs' values come
+  -- from their own lists; the shape's are checked once, here) and a fresh
+  -- table per leaf were 80% of a walk of ~500k leaves (int8-fp8: 12 s).
+  for _, p in ipairs(S.params) do
+    if p.role ~= "knob" then
+      if t[p.name] == nil then invalid("parameter %s: missing (%s)", p.name, p.help) end
+      check_value(p, t[p.name])
+    end
+  end
+  local work = {}
+  for k, v in pairs(t) do work[k] = v end
+  local function legal()
+    for _, c in ipairs(S.constraints) do
+      if c(work) then return false end
+    end
+    return true
+  end
   local out = {}
-  local function walk(i, cur)
+  local function walk(i)
     if i > #knobs then
-      local c = {}
-      for k, v in pairs(t) do c[k] = v end
-      for k, v in pairs(cur) do c[k] = v end
-      if pcall(S.validate, c) then out[#out + 1] = c end
+      local ok, yes = pcall(legal)
+      if ok and yes then
+        local c = {}
+        for k, v in pairs(work) do c[k] = v end
+        out[#out + 1] = c
+      end
       return
     end
     for _, v in ipairs(knobs[i].values) do
-      cur[knobs[i].name] = v
-      walk(i + 1, cur)
+      work[knobs[i].name] = v
+      walk(i + 1)
     end
-    cur[knobs[i].name] = nil
   end
-  walk(1, {})
+  walk(1)
   return out
 end
 
