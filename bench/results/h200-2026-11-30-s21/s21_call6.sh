@@ -25,7 +25,7 @@ block_m=192 warps=12 block_n=128 stages=3 rowsum_mma=1|--family int8-fp8 --head-
 EOR
 (cd $B && timeout 250 ctest -L gpu -j8 --output-on-failure > "$L/ctest.log" 2>&1); r=$?
 stamp "ctest -L gpu rc=$r: $(grep -E 'tests passed|tests failed' "$L/ctest.log") $(grep -E '^\s+[0-9]+ - ' "$L/ctest.log" | tr -s ' ' | tr '\n' ' ')"
-AB_TEMPLATES="- $B/tpl/0772449/templates" AB_ROUNDS=3 AB_RUNS="--family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32
+AB_TEMPLATES="- $B/tpl/0772449fdceb1b2887b89e12a87ee0e68876ac58/templates" AB_ROUNDS=3 AB_RUNS="--family int8-fp8 --head-dim 128 --seq 4096 --batch 4 --heads 32
 --family int8-fp8 --head-dim 128 --seq 16384 --batch 4 --heads 32
 --family f16 --head-dim 64 --seq 4096 --batch 4 --heads 32" MXATTN_BUILD=$B OUT=$L/ab bash scripts/device.sh --ab > "$L/ab.log" 2>&1
 grep "median best" "$L/ab.log" >> "$S"
