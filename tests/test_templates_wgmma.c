@@ -163,13 +163,10 @@ static unsigned long long fnv1a(const char *s) {
  * (the three pinned kernels' PTX byte-identical to 9c76c53's).  Re-pinned in
  * the seventeenth session: every kernel sits between #if guards so that a
  * module's kernels can be compiled apart (templates/mxattn.lua; the three
- * kernels' PTX byte-identical to b1341c1's).  Re-pinned in the twenty-first
- * session: without a mask, where BM does not divide seq_q, the partial row
- * blocks run last (blocks/wgmma_common.lua BLOCK_SETUP), a change of what
- * every non-persistent wgmma kernel computes first. */
-#define PIN_D128 0x0ee6f5a662e2f709ull
-#define PIN_D64 0xfd2ea0dd312523ecull
-#define PIN_D128_WARPS8 0x67d189cb4bd5621cull
+ * kernels' PTX byte-identical to b1341c1's). */
+#define PIN_D128 0x1c2cd50c6be1dbb7ull
+#define PIN_D64 0x5f518efe4a3d17a8ull
+#define PIN_D128_WARPS8 0xbcb60f6c9949b466ull
 static void test_overlap0_source_is_pinned(void **state) {
     static const struct { const char *params; unsigned long long hash; } pins[] = {
         {"family=f16 head_dim=128 variant=wgmma q_regs=0 block_m=128 warps=12 block_n=128 stages=3", PIN_D128},

@@ -67,26 +67,9 @@ C.SMEM_SETUP = [[
   // it jump over whole (the copies' issue below).
   const int warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
 ]]
--- Which row block a block takes (grid: row blocks, heads, batch).  Causal
--- grids run the longest rows first.  Without a mask, where BM does not
--- divide seq_q, the last row block of every head (its rows past the queries
--- idle: a third of a block's work at BM=192 and seq_q=4096) runs after all
--- the full ones: short jobs last fill the grid's final wave, which in row
--- order leaves most SMs idle for a block's time (a list-scheduling model of
--- B=4 H=32 on 132 SMs: -2% at N=4096, -0.5% at N=16384).
 C.BLOCK_SETUP = C.SMEM_SETUP .. [[
-  int m_block = blockIdx.x, head = blockIdx.y, batch = blockIdx.z;
-  if (CAUSAL) {
-    m_block = gridDim.x - 1 - blockIdx.x;
-  } else if (a.seq_q % BM != 0) {      // the partial row blocks last
-    const int full = gridDim.x - 1, n_full = full * gridDim.y * gridDim.z;
-    const int lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    const int hb = lin < n_full ? lin / full : lin - n_full;   // batch * heads + head
-    m_block = lin < n_full ? lin % full : full;
-    head = hb % gridDim.y;
-    batch = hb / gridDim.y;
-  }
-  const int kv_head = head / a.gqa;
+  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
   const int m0 = m_block * BM;
 ${where}  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
 
