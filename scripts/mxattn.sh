@@ -33,7 +33,10 @@ have_gpu() { "$BUILD/mxattn" info 2>/dev/null | grep -qE '^gpu +[0-9]'; }
 main_job() {
   if have_gpu; then
     echo "== tuning on this GPU (results in the database; see: $BUILD/mxattn query)"
-    "$BUILD/mxattn" tune --family f16 --head-dims 64,128 --seqs 4096
+    # The 48 likeliest candidates a shape (the default, its rivals, then by the
+    # prior): each now settles for half a second first, so all ~300 a shape
+    # would take ~10 minutes; `mxattn tune` without --max-candidates times all.
+    "$BUILD/mxattn" tune --family f16 --head-dims 64,128 --seqs 4096 --max-candidates 48
   else
     echo "== no GPU here: filling the kernel cache for sm_90a ahead of time (compile-only)"
     "$BUILD/mxattn" tune --arch sm_90a --compile-only --family f16 --head-dims 64,128
