@@ -46,6 +46,8 @@ static void usage(void) {
         "  --settle-ms MS          each candidate's own untimed load before its timing,\n"
         "                          so it is timed at the clock it holds sustained under\n"
         "                          the GPU's power limit (default %.0f; 0: burst timing)\n"
+        "  --scores-std S          the inputs' scores ~ N(0, S^2) (default %.1f: a peaked\n"
+        "                          softmax; bench/attention.py's randn inputs give ~1)\n"
         "  --max-candidates N      best N by the analytic prior, default first (default: all;\n"
         "                          %d with --compile-only)\n"
         "  --threads N             CPU threads compiling ahead (default: CPUs - 1)\n"
@@ -56,7 +58,7 @@ static void usage(void) {
         "  --arch sm_90a|sm_100a|sm_120a   target of --compile-only (default sm_90a)\n"
         "output:\n"
         "  --json                  the results as JSON on stdout\n",
-        TOKENS_PER_BATCH, DEFAULT_HEADS, MX_TUNE_SETTLE_MS, COMPILE_ONLY_CAP);
+        TOKENS_PER_BATCH, DEFAULT_HEADS, MX_TUNE_SETTLE_MS, MX_TUNE_SCORES_STD, COMPILE_ONLY_CAP);
 }
 
 typedef struct {
@@ -74,6 +76,7 @@ typedef struct {
     long batch, heads, gqa;         /* batch 0: from the seq */
     long reps, warmup, max_candidates, threads, settle_ms;   /* -1: default */
     const char *db, *spec, *arch;
+    double scores_std;                 /* 0: default */
     int compile_only, json, fresh;
 } options;
 
@@ -180,6 +183,12 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "--reps")) ok = cli_parse_long(CMD, a, v, 1, 10000, &o->reps);
         else if (!strcmp(a, "--warmup")) ok = cli_parse_long(CMD, a, v, 0, 1000, &o->warmup);
         else if (!strcmp(a, "--settle-ms")) ok = cli_parse_long(CMD, a, v, 0, 60000, &o->settle_ms);
+        else if (!strcmp(a, "--scores-std")) {
+            char *end;
+            o->scores_std = strtod(v, &end);
+            if (*end || !(o->scores_std > 0 && o->scores_std <= 100))
+                return cli_usage_error(CMD, "--scores-std must be a number in (0, 100], got '%s'", v);
+        }
         else if (!strcmp(a, "--max-candidates")) ok = cli_parse_long(CMD, a, v, 0, 4096, &o->max_candidates);
         else if (!strcmp(a, "--threads")) ok = cli_parse_long(CMD, a, v, 0, 64, &o->threads);
         else if (!strcmp(a, "--db")) o->db = v;
@@ -439,6 +448,7 @@ static void base_options(const options *o, mx_tune_options *t, progress_state *p
     if (o->reps > 0) t->reps = (int)o->reps;
     if (o->warmup >= 0) t->warmup = (int)o->warmup;
     if (o->settle_ms >= 0) t->settle_ms = (double)o->settle_ms;
+    if (o->scores_std > 0) t->scores_std = o->scores_std;
     t->compile_threads = default_threads(o);
     t->progress = on_progress;
     t->user = ps;

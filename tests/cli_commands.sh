@@ -61,6 +61,8 @@ check "run bad causal"          "1|2" "$MX" run --family f16 --head-dim 64 --cau
 check "tune bad dims"           "1|2" "$MX" tune --head-dims 64,x
 check "tune seq-q zero"         "1|2" "$MX" tune --seq-q 0 --compile-only
 check "tune settle negative"    "1|2" "$MX" tune --settle-ms -5 --compile-only
+check "tune scores-std zero"    "1|2" "$MX" tune --scores-std 0 --compile-only
+check "tune scores-std text"    "1|2" "$MX" tune --scores-std abc --compile-only
 echo "family=f16 head_dim=64 seq=256" > "$tmp/spec"
 check "tune seq-q with spec"    "1|2" "$MX" tune --seq-q 1 --spec "$tmp/spec" --compile-only
 check "unknown command"         "1|2" "$MX" frobnicate

@@ -513,6 +513,10 @@ static void test_run_rejects_bad_arguments(void **state) {
     opt.settle_ms = NAN;
     assert_int_equal(mx_tune_run(&f.env, SHAPE, &s, NULL, &opt, &out), MXATTN_ERROR_INVALID_VALUE);
     mx_tune_options_init(&opt);
+    opt.scores_std = 0;
+    assert_int_equal(mx_tune_run(&f.env, SHAPE, &s, NULL, &opt, &out), MXATTN_ERROR_INVALID_VALUE);
+    assert_non_null(strstr(mx_error_message(), "scores_std"));
+    mx_tune_options_init(&opt);
     opt.compile_only = 1;
     assert_int_equal(mx_tune_run(&f.env, "family=nope head_dim=64", &s, NULL, &opt, &out),
                      MXATTN_ERROR_INVALID_VALUE);

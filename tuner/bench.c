@@ -74,7 +74,7 @@ static int param_is(const char *params, const char *key, const char *value) {
 }
 
 /* Uploads Q, K, V (the same values into every set). */
-static mxattn_status upload_inputs(mx_bench *b, int in_bf16) {
+static mxattn_status upload_inputs(mx_bench *b, int in_bf16, float scores_std) {
     mxattn_status st = MXATTN_OK;
     size_t most = b->q_elems > b->kv_elems ? b->q_elems : b->kv_elems;
     uint16_t *host = malloc(most * sizeof *host);
@@ -82,7 +82,7 @@ static mxattn_status upload_inputs(mx_bench *b, int in_bf16) {
     mx_rng rng;
     mx_rng_seed(&rng, 0x6d786174746eULL);  /* fixed: every run measures the same data */
     float scale = b->args.sm_scale * sqrtf((float)b->sizes.head_dim);
-    float q_std = scale > 0 ? 2.5f / scale : 2.5f;   /* scores ~ N(0, 2.5^2) */
+    float q_std = scale > 0 ? scores_std / scale : scores_std;   /* scores ~ N(0, scores_std^2) */
     struct { size_t elems, offset; float std; } t[3] = {
         {b->q_elems, offsetof(buffer_set, q), q_std},
         {b->kv_elems, offsetof(buffer_set, k), 1.0f},
@@ -116,7 +116,7 @@ fail:
 }
 
 mxattn_status mx_bench_open(const mx_device *dev, const char *shape_params, const mx_tune_sizes *sizes,
-                            mx_bench **out) {
+                            double scores_std, mx_bench **out) {
     mxattn_status st = MXATTN_OK;
     *out = NULL;
     mx_bench *b = calloc(1, sizeof *b);
@@ -140,7 +140,7 @@ mxattn_status mx_bench_open(const mx_device *dev, const char *shape_params, cons
     MX_TRY(alloc_sets(b));
     if (param_is(shape_params, "lse", "1"))
         MX_TRY(mx_mem_alloc(dev, (size_t)s->batch * s->heads_q * s->seq_q * sizeof(float), (void **)&b->lse));
-    MX_TRY(upload_inputs(b, in_bf16));
+    MX_TRY(upload_inputs(b, in_bf16, (float)scores_std));
     *out = b;
     return MXATTN_OK;
 fail:

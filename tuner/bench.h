@@ -21,10 +21,11 @@ typedef struct mx_bench mx_bench;
 /* At most this many buffer sets, whatever the L2. */
 #define MX_BENCH_MAX_SETS 64
 
-/* Allocates and fills the inputs.  shape_params supplies dtype, out_dtype,
- * layout and lse. */
+/* Allocates and fills the inputs: K and V ~ N(0, 1), Q scaled so that the
+ * scores (with the problem's sm_scale) are ~ N(0, scores_std^2).
+ * shape_params supplies dtype, out_dtype, layout and lse. */
 mxattn_status mx_bench_open(const mx_device *dev, const char *shape_params, const mx_tune_sizes *sizes,
-                            mx_bench **out);
+                            double scores_std, mx_bench **out);
 void mx_bench_close(mx_bench *b); /* NULL is a no-op */
 int mx_bench_sets(const mx_bench *b);
 size_t mx_bench_output_elems(const mx_bench *b);

@@ -20,6 +20,7 @@ void mx_tune_options_init(mx_tune_options *o) {
     memset(o, 0, sizeof *o);
     o->warmup = 3;
     o->settle_ms = MX_TUNE_SETTLE_MS;
+    o->scores_std = MX_TUNE_SCORES_STD;
     o->reps = 20;
     o->compile_threads = 2;
 }
@@ -542,6 +543,8 @@ static mxattn_status check_arguments(const mx_jit_env *env, const char *shape, c
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "mx_tune_run: reps must be >= 1, warmup and max_candidates >= 0");
     if (!(opt->settle_ms >= 0 && opt->settle_ms <= 60000))
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "mx_tune_run: settle_ms must be 0 to 60000, not %g", opt->settle_ms);
+    if (!(opt->scores_std > 0 && opt->scores_std <= 100))
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "mx_tune_run: scores_std must be in (0, 100], not %g", opt->scores_std);
     return MXATTN_OK;
 }
 
@@ -565,7 +568,7 @@ static mxattn_status start_measuring(run *r) {
         return mx_fail(MXATTN_ERROR_NO_DEVICE,
                        "tuning measures on a GPU and none is open; compile-only fills the kernel cache without one");
     mx_resource_limits_of(r->env->dev, &r->limits);
-    mxattn_status st = mx_bench_open(r->env->dev, r->shape, r->sizes, &r->bench);
+    mxattn_status st = mx_bench_open(r->env->dev, r->shape, r->sizes, r->opt.scores_std, &r->bench);
     if (st != MXATTN_OK) return mx_fail_context(st, "tuner: preparing inputs");
     r->out->input_sets = mx_bench_sets(r->bench);
     r->ref = malloc(mx_bench_output_elems(r->bench) * sizeof *r->ref);

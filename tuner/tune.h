@@ -57,6 +57,12 @@
  * runs in training and prefill, so each candidate is timed after this much
  * of its own load. */
 #define MX_TUNE_SETTLE_MS 500.0
+/* The tuner's inputs: K, V ~ N(0, 1) and scores ~ N(0, 2.5^2), a peaked
+ * softmax as trained models' heads often have.  Power, and so the clock
+ * under the limit, depends on the data too (P's zeros, the bits that
+ * toggle): a team tuning for its model can match its scores' spread
+ * (bench/attention.py's randn inputs: ~1). */
+#define MX_TUNE_SCORES_STD 2.5
 int mx_seq_bucket(int seq_q, int seq_k);
 int mx_q_bucket(int seq_q);
 
@@ -79,6 +85,8 @@ typedef struct {
                                    MX_TUNE_SETTLE_MS): the timings then see the clock the GPU
                                    holds under that kernel's own power draw.  0: the warmup
                                    launches only (burst timing, at boost clock) */
+    double scores_std;          /* standard deviation of the scores the inputs give (default
+                                   MX_TUNE_SCORES_STD) */
     int reps;                   /* timed launches per candidate; the median is kept (default 20) */
     int max_candidates;         /* 0: all; the default is always among them */
     int compile_threads;        /* CPU threads compiling ahead of the GPU (default 2) */
