@@ -180,15 +180,15 @@ end
 -- so it is the default's likeliest rival here (int8-fp8 at D=128: the shared
 -- ring at long rows, one-warpgroup blocks at short ones, ranked far apart by
 -- the analytic prior).
-local RIVAL_SEQS = { 512, 2048, 8192, 65536 }   -- prefill; and decoding (one query)
+local RIVAL_SEQS = { 512, 2048, 8192, 65536 }   -- prefill lengths
 local function rivals(shape_text, pr)
+  local probes = { { seq_q = 1, seq_k = pr.seq_k or 4096 } }   -- decoding
+  for _, n in ipairs(RIVAL_SEQS) do probes[#probes + 1] = { seq_q = n, seq_k = n } end
   local out = {}
-  for i = 0, #RIVAL_SEQS do
-    local sizes = {}
+  for _, probe in ipairs(probes) do
+    local sizes = { batch = 1, heads_q = 1 }
     for k, v in pairs(pr) do sizes[k] = v end
-    local n = RIVAL_SEQS[i] or sizes.seq_k or 4096
-    sizes.seq_q, sizes.seq_k = i == 0 and 1 or n, n
-    sizes.batch, sizes.heads_q = sizes.batch or 1, sizes.heads_q or 1
+    sizes.seq_q, sizes.seq_k = probe.seq_q, probe.seq_k
     local ok, t = pcall(complete, shape_text, sizes)
     if ok then out[#out + 1] = S.canonical(t, S.KNOB_ROLES) end
   end
@@ -213,7 +213,8 @@ function M.candidates(text, problem)
   -- here, not a silent drop by the canonical text below.
   complete(table.concat(shape, " "))
   local shape_text = S.canonical(base)   -- before S.enumerate, which fills base in
-  local t, fam = complete(shape_text, parse_numbers(problem))
+  local sizes = parse_numbers(problem)
+  local t, fam = complete(shape_text, sizes)
   local default_knobs = S.canonical(t, S.KNOB_ROLES)
   local all = S.enumerate(base)
   table.sort(all, function(x, y)
@@ -225,7 +226,7 @@ function M.candidates(text, problem)
   local function add(k)
     if not listed[k] then out[#out + 1] = k; listed[k] = true end
   end
-  for _, k in ipairs(rivals(shape_text, parse_numbers(problem))) do add(k) end
+  for _, k in ipairs(rivals(shape_text, sizes)) do add(k) end
   for _, c in ipairs(all) do add(S.canonical(c, S.KNOB_ROLES)) end
   return table.concat(out, "\n")
 end

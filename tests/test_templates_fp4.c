@@ -97,11 +97,8 @@ static char *compile_ptx(const char *params, const char *arch, int *spills, int 
     char *src = gen_call(g, "render", full, NULL);
     char *canon = gen_call(g, "validate", full, NULL);
     char *lp = gen_call(g, "launch", canon, "batch=1 heads_q=1 heads_kv=1 seq_q=1 seq_k=1");
-    gen_plan_kernel k[8];
-    int n = gen_plan_kernels(lp, k, 8);
-    assert_true(n >= 1 && n <= 8);
     char name[128];
-    snprintf(name, sizeof name, "%s", k[n - 1].name);   /* the last kernel: attention */
+    gen_plan_last_kernel(lp, name, sizeof name);   /* the attention kernel */
     mx_compile_options opt = {.arch = arch, .want_ptx = 1};
     mx_compile_result r;
     mxattn_status st = mx_nvrtc_compile(src, name, &opt, &r);

@@ -100,10 +100,8 @@ static void test_launch_plan(void **state) {
 static char *compile(const char *params, const char *arch, mx_ptxas_usage *usage) {
     char *src = gen_call(g, "render", params, NULL);
     char *lp = gen_call(g, "launch", params, "batch=1 heads_q=1 heads_kv=1 seq_q=128 seq_k=128 head_dim=64");
-    char name[128] = "";
-    const char *k = strstr(lp, "kernel ");
-    for (const char *next; k && (next = strstr(k + 1, "kernel ")); k = next) {}
-    sscanf(k, "kernel %127s", name);
+    char name[128];
+    gen_plan_last_kernel(lp, name, sizeof name);
     free(lp);
     mx_compile_options opt = {.arch = arch, .want_ptx = 1};
     mx_compile_result r;

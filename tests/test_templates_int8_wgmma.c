@@ -241,10 +241,8 @@ static void test_candidates_put_rivals_next(void **state) {
 static int compile(const char *params, mx_compile_result *r) {
     char *src = gen_call(g, "render", params, NULL);
     char *lp = gen_call(g, "launch", params, "batch=1 heads_q=1 heads_kv=1 seq_q=128 seq_k=128");
-    char kernel[128] = "";
-    const char *k = strstr(lp, "kernel ");
-    for (const char *next; k && (next = strstr(k + 1, "kernel ")); k = next) {}
-    if (k) sscanf(k, "kernel %127s", kernel);
+    char kernel[128];
+    gen_plan_last_kernel(lp, kernel, sizeof kernel);
     free(lp);
     mx_compile_options opt = {.arch = "sm_90a", .want_ptx = 1};
     mxattn_status st = mx_nvrtc_compile(src, kernel, &opt, r);

@@ -29,6 +29,13 @@ int gen_plan_kernels(const char *plan, gen_plan_kernel *out, int max) {
     return n;
 }
 
+void gen_plan_last_kernel(const char *plan, char *name, size_t cap) {
+    gen_plan_kernel k[16];
+    int n = gen_plan_kernels(plan, k, 16);
+    if (n < 1 || n > 16) fail_msg("launch plan with %d kernels: %.80s", n, plan);
+    snprintf(name, cap, "%s", k[n - 1].name);
+}
+
 void expect_plan_kernel(const gen_plan_kernel *k, unsigned gx, unsigned gy, unsigned gz, unsigned threads) {
     if (k->grid[0] != gx || k->grid[1] != gy || k->grid[2] != gz || k->threads != threads)
         fail_msg("%s: grid %u %u %u of %u threads, want %u %u %u of %u", k->name, k->grid[0], k->grid[1], k->grid[2],

@@ -14,6 +14,9 @@ char *gen_call(mx_gen *g, const char *fn, const char *a1, const char *a2);
  * kernel's blocks an SM, 0 for a grid of one block a unit. */
 typedef struct { char name[128]; unsigned grid[3], threads, smem; int resident; } gen_plan_kernel;
 int gen_plan_kernels(const char *plan, gen_plan_kernel *out, int max);
+/* The name of the plan's last kernel (the attention kernel), into name[cap];
+ * fails the test when the plan names none. */
+void gen_plan_last_kernel(const char *plan, char *name, size_t cap);
 /* Asserts a plan kernel's grid and block size. */
 void expect_plan_kernel(const gen_plan_kernel *k, unsigned gx, unsigned gy, unsigned gz, unsigned threads);
 /* The number after the plan's first `key` ("workspace ", "wsoff 2 "); 0 if absent. */
