@@ -69,6 +69,9 @@ S.params = {
   { name = "pv_halves", role = "knob", values = { 0, 1 }, default = 0,
     families = { ["int8-fp8"] = true }, quiet_default = true,
     help = "wgmma, overlap=0|3, head_dim<=128: P V as two column halves in two commit groups, the first half folded into O under the second's MMAs (on the H200 level or slower: a tuner candidate)" },
+  { name = "cluster", role = "knob", values = { 1, 2 }, default = 1,
+    families = { ["int8-fp8"] = true }, quiet_default = true,
+    help = "wgmma, consumer warpgroups sharing one K/V ring (block_m>=128 without a producer, overlap=0): blocks of adjacent query rows in clusters of 2, each K/V tile read from L2 once for both by TMA multicast" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 192, 256 },
     help = "query rows per thread block" },
   { name = "block_n", role = "knob", values = { 16, 32, 64, 96, 128, 160, 176, 192 },
@@ -214,6 +217,21 @@ S.constraints = {
     if t.block_m and t.warps and t.warps ~= t.block_m // 16 then
       return string.format("fuse_q=1: every warp must be a consumer (warps = block_m/16 = %d), not warps=%d (a producer warpgroup)",
                            t.block_m // 16, t.warps)
+    end
+  end,
+  -- cluster=2 pairs the shared ring's blocks (families/int8_fp8_wgmma.lua,
+  -- KERNEL_SHARED); its padding block past the queries leaves at once,
+  -- which fuse_q's block barrier would not allow.
+  function(t)
+    if (t.cluster or 1) == 1 then return nil end
+    local shared = t.variant == "wgmma" and t.overlap == 0 and t.block_m and t.block_m >= 128
+                   and t.warps == t.block_m // 16
+    if not shared then
+      return string.format("cluster=%d: only variant=wgmma with consumer warpgroups sharing one K/V ring (overlap=0, block_m>=128, warps=block_m/16: no producer), not variant=%s overlap=%d block_m=%s warps=%s",
+                           t.cluster, tostring(t.variant), t.overlap or 0, tostring(t.block_m), tostring(t.warps))
+    end
+    if (t.fuse_q or 0) == 1 then
+      return string.format("cluster=%d: not with fuse_q=1 (a padding block of the cluster leaves before fuse_q's block barrier)", t.cluster)
     end
   end,
   -- pv_halves splits tile_pv's one P V (the overlap=0 and ring kernels'); the

@@ -360,7 +360,7 @@ static void speed_sweep(const char *label, const char *const *configs, size_t n_
     static const int dims[] = {128, 64}, seqs[] = {4096, 16384};
     for (int di = 0; di < 2; di++)
         for (int ni = 0; ni < 2; ni++)
-            for (int causal = 0; causal < 2; causal++) {
+            for (int causal = MXATTN_CAUSAL_NONE; causal <= MXATTN_CAUSAL_BOTTOM_RIGHT; causal++) {
                 const int D = dims[di], N = seqs[ni];
                 mxattn_problem p;
                 mxattn_problem_init(&p, "int8-fp8", D);
@@ -703,6 +703,29 @@ static void test_shared_ring(void **state) {
     assert_int_equal(failures, 0);
 }
 
+/* cluster=2: pairs of shared-ring blocks, each K/V tile multicast into both:
+ * a refill before both blocks are done with a slot, a tile sent to a block
+ * that does not wait for it, or a count that expects the wrong blocks reads
+ * as wrong rows or a hang.  Three and four consumers, two (D=40), V in two
+ * terms (D=96), f16; the lengths cases (causal pairs whose blocks see
+ * different numbers of key tiles, rows past the queries, the LSE); then 11
+ * row blocks a head (a padding block in each head's last cluster), without
+ * and with a causal mask, and GQA. */
+static void test_cluster_pair(void **state) {
+    static const char *configs[] = {WG "block_m=192 warps=12 block_n=128 stages=3 rowsum_mma=1 cluster=2",
+                                    WG "block_m=256 warps=16 block_n=128 stages=3 rowsum_mma=1 cluster=2",
+                                    WG "block_m=192 warps=12 block_n=64 stages=2 cluster=2",
+                                    WG "block_m=128 warps=8 block_n=64 stages=3 cluster=2"};
+    static const int dims[] = {128, 64, 96, 40};
+    int failures = check_config_sweep(configs, dims, 4, 2, 2500);
+    for (int causal = 0; causal < 2; causal++) {
+        gpu_case c = {.family = "int8-fp8", .batch = 2, .heads_q = 4, .heads_kv = 2, .seq_q = 1930, .seq_k = 2177,
+                      .head_dim = 128, .dtype = MXATTN_BF16, .layout = MXATTN_LAYOUT_BNHD, .lse = 1, .causal = (mxattn_causal)causal};
+        failures += check_case(&c, configs[0], gpu_seed_base() + 2590 + causal);
+    }
+    assert_int_equal(failures, 0);
+}
+
 /* pv_halves=1: P V as two half-width MMAs, the first half folded while the
  * second runs: a half folded before its MMA completes, or into the other
  * half's columns, reads as wrong output columns.  D=128 and 64 first (the
@@ -813,6 +836,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_fuse_q),
         cmocka_unit_test(test_ring),
         cmocka_unit_test(test_shared_ring),
+        cmocka_unit_test(test_cluster_pair),
         cmocka_unit_test(test_pv_halves),
         cmocka_unit_test(test_exp_poly),
         cmocka_unit_test(test_long_rows),

@@ -859,6 +859,47 @@ static void test_shared_ring(void **state) {
     mx_compile_result_free(&one);
 }
 
+/* cluster=2: only the shared ring (and not with fuse_q); the grid is padded
+ * to whole clusters (11 row blocks of 192 at seq_q=1930 -> 12); the kernel
+ * declares its cluster, multicasts each K/V tile and counts the pair's
+ * releases at cluster scope, without spills; cluster=1 is the kernel as it
+ * was, with none of it. */
+static void test_cluster_pair(void **state) {
+    static const char *const ok[] = {"head_dim=128 variant=wgmma block_m=192 warps=12 block_n=128 stages=3 cluster=2",
+                                     "head_dim=64 variant=wgmma block_m=256 warps=16 block_n=64 stages=3 causal=1 cluster=2",
+                                     "head_dim=96 variant=wgmma block_m=128 warps=8 block_n=64 stages=2 v_terms=2 cluster=2"};
+    gen_expect_valid(g, "family=int8-fp8", ok, sizeof ok / sizeof *ok, "cluster=2");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma block_m=64 warps=4 block_n=128 stages=2 cluster=2",
+                       "cluster=2");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma block_m=128 warps=12 block_n=64 stages=2 cluster=2",
+                       "no producer");
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma block_m=192 warps=12 block_n=128 stages=3 fuse_q=1 cluster=2",
+                       "fuse_q");
+    gen_expect_invalid(g, "family=f16 head_dim=128 variant=wgmma block_m=128 warps=8 block_n=64 stages=2 cluster=2", "cluster");
+
+    const char *pair = "family=int8-fp8 head_dim=128 variant=wgmma block_m=192 warps=12 block_n=128 stages=3 rowsum_mma=1 cluster=2";
+    const char *problem = "batch=2 heads_q=4 heads_kv=4 seq_q=1930 seq_k=2177";
+    for (int c = 1; c <= 2; c++) {
+        char params[256];
+        snprintf(params, sizeof params, "%.*s cluster=%d", (int)(strstr(pair, " cluster=") - pair), pair, c);
+        char *lp = gen_call(g, "launch", params, problem);
+        gen_plan_kernel k[4];
+        assert_int_equal(gen_plan_kernels(lp, k, 4), 4);
+        expect_plan_kernel(&k[3], c == 2 ? 12 : 11, 4, 2, 384);
+        free(lp);
+        mx_compile_result r;
+        if (!compile(params, &r)) skip();
+        expect_lean_wgmma_kernel(params, params + strlen("family=int8-fp8 "), &r);
+        const char *kernel = last_entry(r.ptx);
+        static const char *const paired[] = {".reqnctapercluster 2, 1, 1", "multicast::cluster", "mapa.shared::cluster",
+                                             "atom.acq_rel.cluster.shared::cluster.add.u32", "barrier.cluster.wait"};
+        for (size_t i = 0; i < sizeof paired / sizeof *paired; i++)
+            if ((strstr(kernel, paired[i]) != NULL) != (c == 2))
+                fail_msg("cluster=%d: the kernel %s '%s'", c, c == 2 ? "lacks" : "has", paired[i]);
+        mx_compile_result_free(&r);
+    }
+}
+
 static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
 static int teardown(void **state) { mx_gen_close(g); return 0; }
 
@@ -958,6 +999,7 @@ int main(void) {
         cmocka_unit_test(test_v_terms),
         cmocka_unit_test(test_three_consumers),
         cmocka_unit_test(test_shared_ring),
+        cmocka_unit_test(test_cluster_pair),
         cmocka_unit_test(test_candidates_put_rivals_next),
         cmocka_unit_test(test_fuse_q),
         cmocka_unit_test(test_ring),

@@ -76,6 +76,8 @@ local ONES_BYTES = 1024
 -- Several consumer warpgroups without a producer (and no ping-pong, ring or
 -- pipeline) share the TMA ring through release counters (KERNEL_SHARED).
 local function shares_ring(t) return consumers(t) > 1 and not has_producer(t) and t.overlap == 0 end
+-- Blocks a cluster (the knob cluster; 2 only with the shared ring, space.lua).
+local function cluster(t) return t.cluster or 1 end
 
 -- Layout of the dynamic shared memory, in bytes from a 1024-aligned base.
 -- Every tile is a multiple of 512 bytes and each panel a multiple of its
@@ -90,7 +92,7 @@ local function layout(t)
   l.bar = U.round_up((t.rowsum_mma or 0) == 1 and l.ones + ONES_BYTES or v_end, 8)
   l.total = l.bar + 8 * (1 + 3 * t.stages)   -- q, full_k, full_v, empty
   l.released = l.total                       -- KERNEL_SHARED's release counters, a u32 a slot
-  if shares_ring(t) then l.total = l.total + 4 * t.stages end
+  if shares_ring(t) then l.total = l.total + 4 * t.stages * cluster(t) end   -- (cluster=2: and the pair's)
   return l
 end
 
@@ -271,8 +273,11 @@ function WG.prior(t)
   -- predicted from call 7's ablation of the fold): eight half-width P V
   -- MMAs read P from registers twice.  Below the twin.
   local halves = (t.pv_halves or 0) == 1 and 0.97 or 1
+  -- cluster=2 (two shared-ring blocks a K/V stream) is not yet measured
+  -- against its twin: ranked just above it, so the tuner times it early.
+  local paired = cluster(t) == 2 and 1.01 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
-         * (1 - 0.08 * t.exp_poly) * three * pipelined * more_blocks * summed * fused * halves
+         * (1 - 0.08 * t.exp_poly) * three * pipelined * more_blocks * summed * fused * halves * paired
 end
 
 -- The int8/e4m3 operands' pieces of a key tile, shared by attend_tile and
@@ -904,6 +909,19 @@ ${EPILOGUE}
 -- multi-consumer kernels keep theirs.)  Warpgroups whose 64 rows all lie
 -- past the queries leave at once and count out of the releases, unless
 -- FUSE_Q (its block barrier needs every consumer).
+--
+-- Step 2c (cluster=2): two blocks of adjacent query rows of one head, a
+-- thread block cluster, share each K/V tile as well: one TMA copy,
+-- multicast into both blocks' rings, half the L2-to-SM bytes of the two
+-- blocks apart.  A slot is refilled once every warp of both blocks is done
+-- with it: each block counts its own warps as above, and the warp that
+-- completes its block's count adds one to the pair's count, which the lead
+-- block keeps (the one with more key tiles: it needs the ring to the end, so
+-- it is alive for every arrival); the arrival that completes the pair's
+-- count arms both blocks' barriers and issues the copy.  Under a causal mask,
+-- and at the grid's end (the grid is padded to whole clusters), the two see
+-- different numbers of tiles: a tile goes to the blocks that need it, and
+-- the pair's count expects the blocks that used each tile of the slot.
 local KERNEL_SHARED = GRID_NOTE .. [[
 // A warp is done with a ring slot's tile: one more on the slot's count
 // (acq_rel: this warp's reads of the slot, complete at its MMA wait, happen
@@ -913,24 +931,70 @@ MX_INLINE u32 release_slot(u32 counter) {
   asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(counter) : "memory");
   return old;
 }
-extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
+// Warpgroups of the block at m0 with query rows (0: a cluster's padding block).
+MX_INLINE int live_warpgroups(int m0, int seq_q) { return m0 < seq_q ? min(CONSUMERS, (seq_q - m0 + 63) / 64) : 0; }
+// Uses of tile t's ring slot, up to and including t, by a block of n key tiles.
+MX_INLINE u32 slot_uses_through(int n, int t) {
+  const int slot = t % STAGES;
+  return n > slot ? min(t / STAGES + 1, (n - slot + STAGES - 1) / STAGES) : 0;
+}
+// This block is done with tile t: one more on the pair's count for t's slot
+// (a cluster address in the lead block; acq_rel at cluster scope carries the
+// block's own releases to the refill).  True for the arrival that completes
+// the count: every use of the slot so far by both blocks.
+MX_INLINE bool release_pair_slot(u32 count, int t, const int (&tiles)[2]) {
+  u32 old;
+  asm volatile("atom.acq_rel.cluster.shared::cluster.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(count) : "memory");
+  return old + 1 == slot_uses_through(tiles[0], t) + slot_uses_through(tiles[1], t);
+}
+extern "C" __global__ void __launch_bounds__(THREADS, 1) ${CLUSTER_DIMS}${NAME}(const __grid_constant__ mx_kernel_args a) {
 ${SETUP}
-  const u32 released = base + SM_RELEASED;     // a u32 a slot: warps done with the slot's current tile
-  if (threadIdx.x < STAGES) asm volatile("st.shared.u32 [%0], 0;" :: "r"(released + 4 * threadIdx.x) : "memory");
+  const u32 released = base + SM_RELEASED;     // a u32 a slot: warps done with the slot's current tile; then the pair's
+  if (threadIdx.x < CLUSTER * STAGES) asm volatile("st.shared.u32 [%0], 0;" :: "r"(released + 4 * threadIdx.x) : "memory");
   __syncthreads();
-  const int live = FUSE_Q ? CONSUMERS : min(CONSUMERS, (a.seq_q - m0 + 63) / 64);   // >= 1: m0 < seq_q
-  if (warp == 0 && elect_one()) {
-    load_q();
-    for (int s = 0; s < STAGES && s < n_tiles; s++) load_kv(s);
+  const int live = FUSE_Q ? CONSUMERS : live_warpgroups(m0, a.seq_q);   // >= 1 but in a cluster's padding block
+  // Key tiles of each block of the pair (0: no rows); without a cluster, this block's.
+  const u32 rank = CLUSTER > 1 ? cluster_rank() : 0;
+  int tiles[2] = {n_tiles, 0};
+  if (CLUSTER > 1) {
+    for (int r = 0; r < 2; r++) {
+      const int mb = blockIdx.x - rank + r, m0_r = (CAUSAL ? gridDim.x - 1 - mb : mb) * BM;
+      tiles[r] = live_warpgroups(m0_r, a.seq_q) > 0 ? key_tiles(m0_r, a) : 0;
+    }
+    cluster_sync();      // both blocks' barriers and counts are set before either writes the other's
   }
-  if (warp / 4 >= live) return;                // rows past the queries (never warpgroup 0, whose warp 0 loads)
+  const u32 lead = CLUSTER > 1 && tiles[1] > tiles[0] ? 1 : 0;
+  const int ring_tiles = CLUSTER > 1 ? max(tiles[0], tiles[1]) : n_tiles;   // tiles the ring carries
+  // Tile `tile` into its slot of every block of the pair that needs it.
+  auto load_kv_shared = [&](int tile) {
+    if (CLUSTER == 1) { load_kv(tile); return; }
+    const int s = tile % STAGES;
+    const u16 mask = (tile < tiles[0] ? 1 : 0) | (tile < tiles[1] ? 2 : 0);
+    for (u32 r = 0; r < 2; r++)
+      if (mask >> r & 1) {
+        mbar_expect_tx_cluster(cluster_addr(bar_k(s), r), K_BYTES);
+        mbar_expect_tx_cluster(cluster_addr(bar_v(s), r), V_BYTES);
+      }
+#pragma unroll
+    for (int p = 0; p < PANELS_QK; p++)
+      tma_load_4d_multicast(sK + s * K_BYTES + p * BN * WQK, map_k, p * WQK, tile * BN, kv_head, batch, bar_k(s), mask);
+    tma_load_4d_multicast(sV + s * V_BYTES, map_v, tile * BN, 0, kv_head, batch, bar_v(s), mask);
+  };
+  if (live > 0 && warp == 0 && elect_one()) {
+    load_q();
+    if (rank == lead)
+      for (int s = 0; s < STAGES && s < ring_tiles; s++) load_kv_shared(s);
+  }
+  if (warp / 4 >= live) return;                // rows past the queries (never warpgroup 0 of a live block, whose warp 0 loads)
 ${CONSUME}
+  const u32 pair_count = CLUSTER > 1 ? cluster_addr(released + 4 * STAGES, lead) : 0;
   for (int t = 0; t < n_tiles; t++) {
     const int slot = t % STAGES;
     attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * (K_BYTES / 16), desc_v + slot * (V_BYTES / 16),
                 bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, qscale, ks, desc_ones, a);
-    if (t + STAGES < n_tiles && elect_one() && release_slot(released + 4 * slot) % (4 * live) == 4 * live - 1)
-      load_kv(t + STAGES);
+    if (t + STAGES < ring_tiles && elect_one() && release_slot(released + 4 * slot) % (4 * live) == 4 * live - 1 &&
+        (CLUSTER == 1 || release_pair_slot(pair_count + 4 * slot, t, tiles)))
+      load_kv_shared(t + STAGES);
   }
 ${EPILOGUE}
 }
@@ -978,12 +1042,14 @@ constexpr bool PER_THREAD = true;
 constexpr int KS_N = PER_THREAD ? 1 : BN / 16, NT_G = NT / KS_N;
 constexpr int V_SLOTS = ${V_SLOTS};     // V^T ring slots: STAGES, or 1 (v_slots says when)
 constexpr bool FUSE_Q = ${FUSE_Q};      // the consumers quantize Q themselves (FUSED_Q)
+constexpr int CLUSTER = ${CLUSTER};     // blocks a cluster sharing each K/V tile (KERNEL_SHARED)
 enum { ${WS} };                         // workspace sections
 ]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps, STAGES = t.stages,
       PRODUCER = ws_producer, REGS_P = regs_p, REGS_C = regs_c, WQK = w, SWZ_QK = SWIZZLE_MODE[w],
       SWZ_V = SWIZZLE_MODE[t.block_n] or 3, Q_BYTES = l.q_bytes, K_BYTES = l.k_bytes, V_BYTES = l.v_bytes,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_ONES = l.ones, SM_BAR = l.bar, SM_RELEASED = l.released, ROWSUM_MMA = t.rowsum_mma == 1, ONES_BYTES = ONES_BYTES, CAUSAL = t.causal == 1, LSE = t.lse == 1,
       SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t), PV_HALVES = t.pv_halves == 1, FUSE_Q = t.fuse_q == 1,
+      CLUSTER = cluster(t),
       WS = table.concat(ws, ", ") })
   local pp = t.overlap == 1
   local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 2 and KERNEL_PIPE or t.overlap == 3 and KERNEL_RING
@@ -991,6 +1057,7 @@ enum { ${WS} };                         // workspace sections
                         { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
                           k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, desc_ones, ",
                           min_blocks = min_blocks(t), v_slot = "(slot % V_SLOTS)",
+                          CLUSTER_DIMS = cluster(t) > 1 and string.format("__cluster_dims__(%d, 1, 1) ", cluster(t)) or "",
                           load_next = "if (warp == 0 && elect_one()) load_next(t, n_tiles);" })
   return table.concat({
     "// mxattn generated kernels. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
@@ -1020,6 +1087,7 @@ function WG.launches(t, pr, canonical)
   local plan = MMA.launches(t, pr, canonical)
   local attn = plan.kernels[#plan.kernels]
   attn.block, attn.smem = 32 * t.warps, WG.smem_bytes(t)
+  attn.grid[1] = U.round_up(attn.grid[1], cluster(t))   -- whole clusters (KERNEL_SHARED's padding block)
   local nqp, nkp = U.round_up(pr.seq_q, t.block_m), U.round_up(pr.seq_k, t.block_n)
   local w = panel_qk(t)
   plan.tmaps = {
