@@ -892,7 +892,7 @@ static void test_cluster_pair(void **state) {
         expect_lean_wgmma_kernel(params, params + strlen("family=int8-fp8 "), &r);
         const char *kernel = last_entry(r.ptx);
         static const char *const paired[] = {".reqnctapercluster 2, 1, 1", "multicast::cluster", "mapa.shared::cluster",
-                                             "atom.acq_rel.cluster.shared::cluster.add.u32", "barrier.cluster.wait"};
+                                             "atom.relaxed.cluster.shared::cluster.add.u32", "barrier.cluster.wait"};
         for (size_t i = 0; i < sizeof paired / sizeof *paired; i++)
             if ((strstr(kernel, paired[i]) != NULL) != (c == 2))
                 fail_msg("cluster=%d: the kernel %s '%s'", c, c == 2 ? "lacks" : "has", paired[i]);

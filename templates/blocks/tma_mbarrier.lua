@@ -73,13 +73,8 @@ MX_INLINE u32 cluster_addr(u32 local, u32 rank) {
 MX_INLINE void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
-// mbar_expect_tx on a barrier of any block of the cluster (a cluster_addr):
-// the issuer of a multicast copy arms each destination's barrier.  The copy
-// may land first; the phase still waits for this arrival.
-MX_INLINE void mbar_expect_tx_cluster(u32 cluster_bar, u32 bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [%0], %1;"
-               :: "r"(cluster_bar), "r"(bytes) : "memory");
-}
+// The arrival alone, for threads that leave before the barrier's wait.
+MX_INLINE void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 MX_INLINE void tma_prefetch_map(const void *map) {
   asm volatile("prefetch.tensormap [%0];" :: "l"(map) : "memory");
 }

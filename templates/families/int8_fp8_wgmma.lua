@@ -915,10 +915,11 @@ ${EPILOGUE}
 -- multicast into both blocks' rings, half the L2-to-SM bytes of the two
 -- blocks apart.  A slot is refilled once every warp of both blocks is done
 -- with it: each block counts its own warps as above, and the warp that
--- completes its block's count adds one to the pair's count, which the lead
--- block keeps (the one with more key tiles: it needs the ring to the end, so
--- it is alive for every arrival); the arrival that completes the pair's
--- count arms both blocks' barriers and issues the copy.  Under a causal mask,
+-- completes its block's count arms its block's barriers for the slot's next
+-- tile and adds one to the pair's count, which the lead block keeps (the one
+-- with more key tiles); the arrival that completes the pair's count issues
+-- the copy.  Each block waits for the other before it leaves, since either
+-- may still reach into the other's shared memory.  Under a causal mask,
 -- and at the grid's end (the grid is padded to whole clusters), the two see
 -- different numbers of tiles: a tile goes to the blocks that need it, and
 -- the pair's count expects the blocks that used each tile of the slot.
@@ -939,12 +940,14 @@ MX_INLINE u32 slot_uses_through(int n, int t) {
   return n > slot ? min(t / STAGES + 1, (n - slot + STAGES - 1) / STAGES) : 0;
 }
 // This block is done with tile t: one more on the pair's count for t's slot
-// (a cluster address in the lead block; acq_rel at cluster scope carries the
-// block's own releases to the refill).  True for the arrival that completes
-// the count: every use of the slot so far by both blocks.
+// (a cluster address in the lead block).  True for the arrival that completes
+// the count: every use of the slot so far by both blocks.  Relaxed: the
+// block's reads of the slot completed at its warps' MMA waits, before their
+// acq_rel releases that this warp acquired, and the copy is issued only on
+// the returned count.
 MX_INLINE bool release_pair_slot(u32 count, int t, const int (&tiles)[2]) {
   u32 old;
-  asm volatile("atom.acq_rel.cluster.shared::cluster.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(count) : "memory");
+  asm volatile("atom.relaxed.cluster.shared::cluster.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(count) : "memory");
   return old + 1 == slot_uses_through(tiles[0], t) + slot_uses_through(tiles[1], t);
 }
 extern "C" __global__ void __launch_bounds__(THREADS, 1) ${CLUSTER_DIMS}${NAME}(const __grid_constant__ mx_kernel_args a) {
@@ -956,25 +959,28 @@ ${SETUP}
   // Key tiles of each block of the pair (0: no rows); without a cluster, this block's.
   const u32 rank = CLUSTER > 1 ? cluster_rank() : 0;
   int tiles[2] = {n_tiles, 0};
+  // A block of a pair arms its own barriers for the next tile of a slot.
+  auto arm_slot = [&](int s) {
+    mbar_expect_tx(bar_k(s), K_BYTES);
+    mbar_expect_tx(bar_v(s), V_BYTES);
+  };
   if (CLUSTER > 1) {
     for (int r = 0; r < 2; r++) {
       const int mb = blockIdx.x - rank + r, m0_r = (CAUSAL ? gridDim.x - 1 - mb : mb) * BM;
       tiles[r] = live_warpgroups(m0_r, a.seq_q) > 0 ? key_tiles(m0_r, a) : 0;
     }
+    if (threadIdx.x == 0)  // this block's barriers for the first tiles (the lead's copies may land first)
+      for (int s = 0; s < STAGES && s < tiles[rank]; s++) arm_slot(s);
     cluster_sync();      // both blocks' barriers and counts are set before either writes the other's
   }
   const u32 lead = CLUSTER > 1 && tiles[1] > tiles[0] ? 1 : 0;
   const int ring_tiles = CLUSTER > 1 ? max(tiles[0], tiles[1]) : n_tiles;   // tiles the ring carries
-  // Tile `tile` into its slot of every block of the pair that needs it.
+  // Tile `tile` into its slot of every block of the pair that needs it (each
+  // has armed its own barriers: arm_slot).
   auto load_kv_shared = [&](int tile) {
     if (CLUSTER == 1) { load_kv(tile); return; }
     const int s = tile % STAGES;
     const u16 mask = (tile < tiles[0] ? 1 : 0) | (tile < tiles[1] ? 2 : 0);
-    for (u32 r = 0; r < 2; r++)
-      if (mask >> r & 1) {
-        mbar_expect_tx_cluster(cluster_addr(bar_k(s), r), K_BYTES);
-        mbar_expect_tx_cluster(cluster_addr(bar_v(s), r), V_BYTES);
-      }
 #pragma unroll
     for (int p = 0; p < PANELS_QK; p++)
       tma_load_4d_multicast(sK + s * K_BYTES + p * BN * WQK, map_k, p * WQK, tile * BN, kv_head, batch, bar_k(s), mask);
@@ -985,18 +991,23 @@ ${SETUP}
     if (rank == lead)
       for (int s = 0; s < STAGES && s < ring_tiles; s++) load_kv_shared(s);
   }
-  if (warp / 4 >= live) return;                // rows past the queries (never warpgroup 0 of a live block, whose warp 0 loads)
+  if (warp / 4 >= live) {                      // rows past the queries (never warpgroup 0 of a live block, whose warp 0 loads)
+    if (CLUSTER > 1) cluster_arrive();         // the pair's last barrier, which these warps do not wait for
+    return;
+  }
 ${CONSUME}
   const u32 pair_count = CLUSTER > 1 ? cluster_addr(released + 4 * STAGES, lead) : 0;
   for (int t = 0; t < n_tiles; t++) {
     const int slot = t % STAGES;
     attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * (K_BYTES / 16), desc_v + slot * (V_BYTES / 16),
                 bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, qscale, ks, desc_ones, a);
-    if (t + STAGES < ring_tiles && elect_one() && release_slot(released + 4 * slot) % (4 * live) == 4 * live - 1 &&
-        (CLUSTER == 1 || release_pair_slot(pair_count + 4 * slot, t, tiles)))
-      load_kv_shared(t + STAGES);
+    if (t + STAGES < ring_tiles && elect_one() && release_slot(released + 4 * slot) % (4 * live) == 4 * live - 1) {
+      if (CLUSTER > 1 && t + STAGES < n_tiles) arm_slot(slot);
+      if (CLUSTER == 1 || release_pair_slot(pair_count + 4 * slot, t, tiles)) load_kv_shared(t + STAGES);
+    }
   }
 ${EPILOGUE}
+  if (CLUSTER > 1) cluster_sync();             // the other block may still count in, or copy into, this one
 }
 ]]
 
