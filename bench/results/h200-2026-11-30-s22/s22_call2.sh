@@ -11,7 +11,7 @@
 cd "$(dirname "$0")/../../.."
 source scripts/call_prelude.sh
 stamp start
-OLD=$(ls -d $B/tpl/*/templates | head -1)
+OLD=$PWD/$(ls -d $B/tpl/*/templates | head -1)
 C3="variant=wgmma block_m=192 warps=12 block_n=128 stages=3 rowsum_mma=1"
 C4="variant=wgmma block_m=256 warps=16 block_n=128 stages=3 rowsum_mma=1"
 while IFS='|' read -r cfg args; do
