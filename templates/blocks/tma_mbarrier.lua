@@ -73,8 +73,13 @@ MX_INLINE u32 cluster_addr(u32 local, u32 rank) {
 MX_INLINE void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
-// The arrival alone, for threads that leave before the barrier's wait.
-MX_INLINE void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+// A cluster barrier that publishes nothing (relaxed: no memory fence), only
+// keeps each block alive until every block has arrived; and its arrival
+// alone, for threads that leave without waiting.
+MX_INLINE void cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); }
+MX_INLINE void cluster_sync_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
 MX_INLINE void tma_prefetch_map(const void *map) {
   asm volatile("prefetch.tensormap [%0];" :: "l"(map) : "memory");
 }

@@ -992,7 +992,7 @@ ${SETUP}
       for (int s = 0; s < STAGES && s < ring_tiles; s++) load_kv_shared(s);
   }
   if (warp / 4 >= live) {                      // rows past the queries (never warpgroup 0 of a live block, whose warp 0 loads)
-    if (CLUSTER > 1) cluster_arrive();         // the pair's last barrier, which these warps do not wait for
+    if (CLUSTER > 1) cluster_arrive_relaxed(); // the pair's last barrier, which these warps do not wait for
     return;
   }
 ${CONSUME}
@@ -1007,7 +1007,7 @@ ${CONSUME}
     }
   }
 ${EPILOGUE}
-  if (CLUSTER > 1) cluster_sync();             // the other block may still count in, or copy into, this one
+  if (CLUSTER > 1) cluster_sync_relaxed();     // the other block may still count in, or copy into, this one
 }
 ]]
 
