@@ -273,9 +273,11 @@ function WG.prior(t)
   -- predicted from call 7's ablation of the fold): eight half-width P V
   -- MMAs read P from registers twice.  Below the twin.
   local halves = (t.pv_halves or 0) == 1 and 0.97 or 1
-  -- cluster=2 (two shared-ring blocks a K/V stream) is not yet measured
-  -- against its twin: ranked just above it, so the tuner times it early.
-  local paired = cluster(t) == 2 and 1.01 or 1
+  -- cluster=2 (two shared-ring blocks a K/V stream) measured 7-8% slower
+  -- than its twin in bursts at D=128 (1.63 vs 1.52 ms at N=4096, 21.4 vs
+  -- 20.0 at 16384) and 4-6% under the power cap, where it gets 3% more clock
+  -- (h200-2026-11-30-s22 calls 2-3): below the twin, a tuner candidate.
+  local paired = cluster(t) == 2 and 0.95 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
          * (1 - 0.08 * t.exp_poly) * three * pipelined * more_blocks * summed * fused * halves * paired
 end
