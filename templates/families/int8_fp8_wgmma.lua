@@ -934,8 +934,41 @@ MX_INLINE u32 release_slot(u32 counter) {
   asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(counter) : "memory");
   return old;
 }
-// Warpgroups of the block at m0 with query rows (0: a cluster's padding block).
-MX_INLINE int live_warpgroups(int m0, int seq_q) { return m0 < seq_q ? min(CONSUMERS, (seq_q - m0 + 63) / 64) : 0; }
+${PAIR_HELPERS}extern "C" __global__ void __launch_bounds__(THREADS, 1) ${CLUSTER_DIMS}${NAME}(const __grid_constant__ mx_kernel_args a) {
+${SETUP}
+  const u32 released = base + SM_RELEASED;     // a u32 a slot: warps done with the slot's current tile${PAIR_COUNTS}
+  if (threadIdx.x < ${COUNTERS}) asm volatile("st.shared.u32 [%0], 0;" :: "r"(released + 4 * threadIdx.x) : "memory");
+  __syncthreads();
+  const int live = FUSE_Q ? CONSUMERS : min(CONSUMERS, (a.seq_q - m0 + 63) / 64);   // >= 1: m0 < seq_q${PAIR_PADDING}
+${FIRST_LOADS}
+  if (warp / 4 >= live) ${LEAVE}                // rows past the queries (never warpgroup 0, whose warp 0 loads)
+${CONSUME}
+  for (int t = 0; t < n_tiles; t++) {
+    const int slot = t % STAGES;
+    attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * (K_BYTES / 16), desc_v + slot * (V_BYTES / 16),
+                bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, qscale, ks, desc_ones, a);
+${RELEASE}
+  }
+${EPILOGUE}${LAST}
+}
+]]
+
+-- KERNEL_SHARED's hooks: one block (cluster=1), or a pair (cluster=2).
+local SHARED_ONE = {
+  PAIR_HELPERS = "", PAIR_COUNTS = "", COUNTERS = "STAGES", PAIR_PADDING = "", LAST = "", LEAVE = "return;",
+  FIRST_LOADS = [[
+  if (warp == 0 && elect_one()) {
+    load_q();
+    for (int s = 0; s < STAGES && s < n_tiles; s++) load_kv(s);
+  }]],
+  RELEASE = [[
+    if (t + STAGES < n_tiles && elect_one() && release_slot(released + 4 * slot) % (4 * live) == 4 * live - 1)
+      load_kv(t + STAGES);]],
+}
+local SHARED_PAIR = {
+  PAIR_HELPERS = [[
+// Key tiles of the block at m0 (0 where it has no rows: a pair's padding block).
+MX_INLINE int block_tiles(int m0, const mx_kernel_args &a) { return m0 < a.seq_q ? key_tiles(m0, a) : 0; }
 // Uses of tile t's ring slot, up to and including t, by a block of n key tiles.
 MX_INLINE u32 slot_uses_through(int n, int t) {
   const int slot = t % STAGES;
@@ -946,41 +979,35 @@ MX_INLINE u32 slot_uses_through(int n, int t) {
 // the count: every use of the slot so far by both blocks.  Relaxed: the
 // block's reads of the slot completed at its warps' MMA waits, before their
 // acq_rel releases that this warp acquired, and the copy is issued only on
-// the returned count.
+// the returned count (acq_rel at cluster scope, a fence a tile, made the
+// pair 40-50% slower: h200-2026-11-30-s22 call 1).
 MX_INLINE bool release_pair_slot(u32 count, int t, const int (&tiles)[2]) {
   u32 old;
   asm volatile("atom.relaxed.cluster.shared::cluster.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(count) : "memory");
   return old + 1 == slot_uses_through(tiles[0], t) + slot_uses_through(tiles[1], t);
 }
-extern "C" __global__ void __launch_bounds__(THREADS, 1) ${CLUSTER_DIMS}${NAME}(const __grid_constant__ mx_kernel_args a) {
-${SETUP}
-  const u32 released = base + SM_RELEASED;     // a u32 a slot: warps done with the slot's current tile; then the pair's
-  if (threadIdx.x < CLUSTER * STAGES) asm volatile("st.shared.u32 [%0], 0;" :: "r"(released + 4 * threadIdx.x) : "memory");
-  __syncthreads();
-  const int live = FUSE_Q ? CONSUMERS : live_warpgroups(m0, a.seq_q);   // >= 1 but in a cluster's padding block
-  // Key tiles of each block of the pair (0: no rows); without a cluster, this block's.
-  const u32 rank = CLUSTER > 1 ? cluster_rank() : 0;
-  int tiles[2] = {n_tiles, 0};
-  // A block of a pair arms its own barriers for the next tile of a slot.
+]],
+  PAIR_COUNTS = "; then the pair's", COUNTERS = "2 * STAGES",
+  PAIR_PADDING = [[
+  (<= 0: a pair's padding block)
+  // Key tiles of each block of the pair (the rank's neighbour has the other
+  // row block of the cluster); the lead keeps the pair's counts.
+  const u32 rank = cluster_rank();
+  int tiles[2];
+  for (int r = 0; r < 2; r++) {
+    const int mb = blockIdx.x - rank + r;
+    tiles[r] = block_tiles((CAUSAL ? gridDim.x - 1 - mb : mb) * BM, a);
+  }
+  const u32 lead = tiles[1] > tiles[0] ? 1 : 0;
+  const int ring_tiles = max(tiles[0], tiles[1]);
+  const u32 pair_count = cluster_addr(released + 4 * STAGES, lead);
+  // A block arms its own barriers for a slot's next tile (the lead's copy may land first).
   auto arm_slot = [&](int s) {
     mbar_expect_tx(bar_k(s), K_BYTES);
     mbar_expect_tx(bar_v(s), V_BYTES);
   };
-  if (CLUSTER > 1) {
-    for (int r = 0; r < 2; r++) {
-      const int mb = blockIdx.x - rank + r, m0_r = (CAUSAL ? gridDim.x - 1 - mb : mb) * BM;
-      tiles[r] = live_warpgroups(m0_r, a.seq_q) > 0 ? key_tiles(m0_r, a) : 0;
-    }
-    if (threadIdx.x == 0)  // this block's barriers for the first tiles (the lead's copies may land first)
-      for (int s = 0; s < STAGES && s < tiles[rank]; s++) arm_slot(s);
-    cluster_sync();      // both blocks' barriers and counts are set before either writes the other's
-  }
-  const u32 lead = CLUSTER > 1 && tiles[1] > tiles[0] ? 1 : 0;
-  const int ring_tiles = CLUSTER > 1 ? max(tiles[0], tiles[1]) : n_tiles;   // tiles the ring carries
-  // Tile `tile` into its slot of every block of the pair that needs it (each
-  // has armed its own barriers: arm_slot).
-  auto load_kv_shared = [&](int tile) {
-    if (CLUSTER == 1) { load_kv(tile); return; }
+  // Tile `tile` into its slot of every block of the pair that needs it.
+  auto load_kv_pair = [&](int tile) {
     const int s = tile % STAGES;
     const u16 mask = (tile < tiles[0] ? 1 : 0) | (tile < tiles[1] ? 2 : 0);
 #pragma unroll
@@ -988,30 +1015,25 @@ ${SETUP}
       tma_load_4d_multicast(sK + s * K_BYTES + p * BN * WQK, map_k, p * WQK, tile * BN, kv_head, batch, bar_k(s), mask);
     tma_load_4d_multicast(sV + s * V_BYTES, map_v, tile * BN, 0, kv_head, batch, bar_v(s), mask);
   };
+  if (threadIdx.x == 0)
+    for (int s = 0; s < STAGES && s < tiles[rank]; s++) arm_slot(s);
+  cluster_sync();       // both blocks' barriers and counts are set before either writes the other's]],
+  FIRST_LOADS = [[
   if (live > 0 && warp == 0 && elect_one()) {
     load_q();
     if (rank == lead)
-      for (int s = 0; s < STAGES && s < ring_tiles; s++) load_kv_shared(s);
-  }
-  if (warp / 4 >= live) {                      // rows past the queries (never warpgroup 0 of a live block, whose warp 0 loads)
-    if (CLUSTER > 1) cluster_arrive_relaxed(); // the pair's last barrier, which these warps do not wait for
-    return;
-  }
-${CONSUME}
-  const u32 pair_count = CLUSTER > 1 ? cluster_addr(released + 4 * STAGES, lead) : 0;
-  for (int t = 0; t < n_tiles; t++) {
-    const int slot = t % STAGES;
-    attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * (K_BYTES / 16), desc_v + slot * (V_BYTES / 16),
-                bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, qscale, ks, desc_ones, a);
+      for (int s = 0; s < STAGES && s < ring_tiles; s++) load_kv_pair(s);
+  }]],
+  LEAVE = "{ cluster_arrive_relaxed(); return; }",   -- the pair's last barrier, not waited for
+  RELEASE = [[
     if (t + STAGES < ring_tiles && elect_one() && release_slot(released + 4 * slot) % (4 * live) == 4 * live - 1) {
-      if (CLUSTER > 1 && t + STAGES < n_tiles) arm_slot(slot);
-      if (CLUSTER == 1 || release_pair_slot(pair_count + 4 * slot, t, tiles)) load_kv_shared(t + STAGES);
-    }
-  }
-${EPILOGUE}
-  if (CLUSTER > 1) cluster_sync_relaxed();     // the other block may still count in, or copy into, this one
+      if (t + STAGES < n_tiles) arm_slot(slot);
+      if (release_pair_slot(pair_count + 4 * slot, t, tiles)) load_kv_pair(t + STAGES);
+    }]],
+  LAST = [[
+
+  cluster_sync_relaxed();      // the other block may still count in, or copy into, this one]],
 }
-]]
 
 function WG.kernel_name(t, canonical) return MMA.kernel_name(t, canonical) end
 
@@ -1055,23 +1077,22 @@ constexpr bool PER_THREAD = true;
 constexpr int KS_N = PER_THREAD ? 1 : BN / 16, NT_G = NT / KS_N;
 constexpr int V_SLOTS = ${V_SLOTS};     // V^T ring slots: STAGES, or 1 (v_slots says when)
 constexpr bool FUSE_Q = ${FUSE_Q};      // the consumers quantize Q themselves (FUSED_Q)
-constexpr int CLUSTER = ${CLUSTER};     // blocks a cluster sharing each K/V tile (KERNEL_SHARED)
 enum { ${WS} };                         // workspace sections
 ]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps, STAGES = t.stages,
       PRODUCER = ws_producer, REGS_P = regs_p, REGS_C = regs_c, WQK = w, SWZ_QK = SWIZZLE_MODE[w],
       SWZ_V = SWIZZLE_MODE[t.block_n] or 3, Q_BYTES = l.q_bytes, K_BYTES = l.k_bytes, V_BYTES = l.v_bytes,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_ONES = l.ones, SM_BAR = l.bar, SM_RELEASED = l.released, ROWSUM_MMA = t.rowsum_mma == 1, ONES_BYTES = ONES_BYTES, CAUSAL = t.causal == 1, LSE = t.lse == 1,
       SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t), PV_HALVES = t.pv_halves == 1, FUSE_Q = t.fuse_q == 1,
-      CLUSTER = cluster(t),
       WS = table.concat(ws, ", ") })
   local pp = t.overlap == 1
+  local hooks = { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
+                  k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, desc_ones, ",
+                  min_blocks = min_blocks(t), v_slot = "(slot % V_SLOTS)",
+                  CLUSTER_DIMS = cluster(t) > 1 and string.format("__cluster_dims__(%d, 1, 1) ", cluster(t)) or "",
+                  load_next = "if (warp == 0 && elect_one()) load_next(t, n_tiles);" }
+  for k, v in pairs(cluster(t) > 1 and SHARED_PAIR or SHARED_ONE) do hooks[k] = v end
   local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 2 and KERNEL_PIPE or t.overlap == 3 and KERNEL_RING
-                        or ws_producer and WC.KERNEL_WS or shares_ring(t) and KERNEL_SHARED or WC.KERNEL,
-                        { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
-                          k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, desc_ones, ",
-                          min_blocks = min_blocks(t), v_slot = "(slot % V_SLOTS)",
-                          CLUSTER_DIMS = cluster(t) > 1 and string.format("__cluster_dims__(%d, 1, 1) ", cluster(t)) or "",
-                          load_next = "if (warp == 0 && elect_one()) load_next(t, n_tiles);" })
+                        or ws_producer and WC.KERNEL_WS or shares_ring(t) and KERNEL_SHARED or WC.KERNEL, hooks)
   return table.concat({
     "// mxattn generated kernels. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
     require("blocks.prelude")(t),
