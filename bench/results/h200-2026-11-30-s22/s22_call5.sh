@@ -23,8 +23,10 @@ C3="variant=wgmma block_m=192 warps=12 block_n=128 stages=3 rowsum_mma=1"
 sanitize_each "" <<EOR
 $C3 cluster=2|--family int8-fp8 --head-dim 128 --seq-q 1930 --seq-k 700 --batch 1 --heads 2 --causal bottom-right
 EOR
-timeout 150 $B/tests/gpu_int8_wgmma "*_[cs][lh]*r*" > "$L/gpu_cluster.log" 2>&1
-stamp "gpu_int8_wgmma cluster+shared rc=$?: $(grep -E '^\[ +(OK|FAILED|PASSED) ' "$L/gpu_cluster.log" | tr -s ' ' | tr '\n' ' ')"
+for f in cluster shared_ring; do
+  timeout 100 $B/tests/gpu_int8_wgmma "*$f*" > "$L/gpu_$f.log" 2>&1
+  stamp "gpu_int8_wgmma *$f* rc=$?: $(grep -E '^\[ +(OK|FAILED|PASSED) ' "$L/gpu_$f.log" | tr -s ' ' | tr '\n' ' ')"
+done
 BENCH_ARGS="--families f16,int8-fp8 --dims 128,64 --seqs 4096,16384 --causal both --baselines sdpa-cudnn --rounds 7 --rep-ms 1200 --clocks" \
   BENCH_TIMEOUT=$((450 - SECONDS)) MXATTN_BUILD=$B OUT=$L/bench7 bash scripts/device.sh --bench > "$L/bench7.log" 2>&1
 stamp "bench #7: $(grep '^## bench' "$L/bench7.log")"
