@@ -273,10 +273,11 @@ function WG.prior(t)
   -- predicted from call 7's ablation of the fold): eight half-width P V
   -- MMAs read P from registers twice.  Below the twin.
   local halves = (t.pv_halves or 0) == 1 and 0.97 or 1
-  -- cluster=2 (two shared-ring blocks a K/V stream) measured 7-8% slower
-  -- than its twin in bursts at D=128 (1.63 vs 1.52 ms at N=4096, 21.4 vs
-  -- 20.0 at 16384) and 4-6% under the power cap, where it gets 3% more clock
-  -- (h200-2026-11-30-s22 calls 2-3): below the twin, a tuner candidate.
+  -- cluster=2 (two shared-ring blocks a K/V stream) measured 10-14% slower
+  -- than its twin in bursts at D=128 (1.62 vs 1.47 ms at N=4096, 21.5 vs
+  -- 18.9 at 16384) with half its L2 traffic, and slower under the power cap
+  -- too, where it ran 3% faster clocks (h200-2026-11-30-s22 calls 2-6): six
+  -- warpgroups on two SMs release each slot.  Below the twin.
   local paired = cluster(t) == 2 and 0.95 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
          * (1 - 0.08 * t.exp_poly) * three * pipelined * more_blocks * summed * fused * halves * paired
@@ -939,7 +940,7 @@ ${SETUP}
   const u32 released = base + SM_RELEASED;     // a u32 a slot: warps done with the slot's current tile${PAIR_COUNTS}
   if (threadIdx.x < ${COUNTERS}) asm volatile("st.shared.u32 [%0], 0;" :: "r"(released + 4 * threadIdx.x) : "memory");
   __syncthreads();
-  const int live = FUSE_Q ? CONSUMERS : min(CONSUMERS, (a.seq_q - m0 + 63) / 64);   // >= 1: m0 < seq_q${PAIR_PADDING}
+  const int live = FUSE_Q ? CONSUMERS : min(CONSUMERS, (a.seq_q - m0 + 63) / 64);   // >= 1: m0 < seq_q${PAIR_SETUP}
 ${FIRST_LOADS}
   if (warp / 4 >= live) ${LEAVE}                // rows past the queries (never warpgroup 0, whose warp 0 loads)
 ${CONSUME}
@@ -955,7 +956,7 @@ ${EPILOGUE}${LAST}
 
 -- KERNEL_SHARED's hooks: one block (cluster=1), or a pair (cluster=2).
 local SHARED_ONE = {
-  PAIR_HELPERS = "", PAIR_COUNTS = "", COUNTERS = "STAGES", PAIR_PADDING = "", LAST = "", LEAVE = "return;",
+  PAIR_HELPERS = "", PAIR_COUNTS = "", COUNTERS = "STAGES", PAIR_SETUP = "", LAST = "", LEAVE = "return;",
   FIRST_LOADS = [[
   if (warp == 0 && elect_one()) {
     load_q();
@@ -988,10 +989,11 @@ MX_INLINE bool release_pair_slot(u32 count, int t, const int (&tiles)[2]) {
 }
 ]],
   PAIR_COUNTS = "; then the pair's", COUNTERS = "2 * STAGES",
-  PAIR_PADDING = [[
-  (<= 0: a pair's padding block)
-  // Key tiles of each block of the pair (the rank's neighbour has the other
-  // row block of the cluster); the lead keeps the pair's counts.
+  PAIR_SETUP = [[
+
+  // (live <= 0: the padding block of a grid's last cluster.)  Key tiles of
+  // each block of the pair, the neighbouring row blocks; the lead keeps the
+  // pair's counts.
   const u32 rank = cluster_rank();
   int tiles[2];
   for (int r = 0; r < 2; r++) {
