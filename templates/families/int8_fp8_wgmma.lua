@@ -1017,8 +1017,9 @@ MX_INLINE bool release_pair_slot(u32 count, int t, const int (&tiles)[2]) {
       tma_load_4d_multicast(sK + s * K_BYTES + p * BN * WQK, map_k, p * WQK, tile * BN, kv_head, batch, bar_k(s), mask);
     tma_load_4d_multicast(sV + s * V_BYTES, map_v, tile * BN, 0, kv_head, batch, bar_v(s), mask);
   };
+  const int own_tiles = rank ? tiles[1] : tiles[0];   // (an index by rank would put tiles on the stack)
   if (threadIdx.x == 0)
-    for (int s = 0; s < STAGES && s < tiles[rank]; s++) arm_slot(s);
+    for (int s = 0; s < STAGES && s < own_tiles; s++) arm_slot(s);
   cluster_sync();       // both blocks' barriers and counts are set before either writes the other's]],
   FIRST_LOADS = [[
   if (live > 0 && warp == 0 && elect_one()) {
@@ -1105,7 +1106,7 @@ enum { ${WS} };                         // workspace sections
     require("blocks.pv_fp8")(t),                       -- pack_e4m3x4 and pv_finish
     require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = true, fuse_q = t.fuse_q == 1 }),
     FUSED_Q,
-    require("blocks.tma_mbarrier")(t),
+    require("blocks.tma_mbarrier")(t) .. (cluster(t) > 1 and "\n" .. require("blocks.cluster")() or ""),
     require("blocks.wgmma_int8")({ bn = t.block_n, dv = dv(t) // pv_slices(t),
                                    dv_half = t.pv_halves == 1 and dv(t) // 2 or nil }),   -- tile_pv's halves
     require("blocks.softmax")(t, { split = true }),   -- rescale_o
