@@ -71,7 +71,7 @@ S.params = {
     help = "wgmma, overlap=0|3, head_dim<=128: P V as two column halves in two commit groups, the first half folded into O under the second's MMAs (on the H200 level or slower: a tuner candidate)" },
   { name = "cluster", role = "knob", values = { 1, 2 }, default = 1,
     families = { ["int8-fp8"] = true }, quiet_default = true,
-    help = "wgmma, consumer warpgroups sharing one K/V ring (block_m>=128 without a producer, overlap=0): blocks of adjacent query rows in clusters of 2, each K/V tile read from L2 once for both by TMA multicast (on the H200 10-14% slower than 1 at D=128: a tuner candidate)" },
+    help = "wgmma, consumer warpgroups sharing one K/V ring (block_m>=128 without a producer, overlap=0): blocks of adjacent query rows in clusters of 2, each K/V tile read from L2 once for both by TMA multicast (on the H200 10-12% slower than 1 at D=128: a tuner candidate)" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 192, 256 },
     help = "query rows per thread block" },
   { name = "block_n", role = "knob", values = { 16, 32, 64, 96, 128, 160, 176, 192 },

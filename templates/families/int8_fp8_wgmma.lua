@@ -273,10 +273,10 @@ function WG.prior(t)
   -- predicted from call 7's ablation of the fold): eight half-width P V
   -- MMAs read P from registers twice.  Below the twin.
   local halves = (t.pv_halves or 0) == 1 and 0.97 or 1
-  -- cluster=2 (two shared-ring blocks a K/V stream) measured 10-14% slower
-  -- than its twin in bursts at D=128 (1.62 vs 1.47 ms at N=4096, 21.5 vs
+  -- cluster=2 (two shared-ring blocks a K/V stream) measured 10-12% slower
+  -- than its twin in bursts at D=128 (1.62 vs 1.47 ms at N=4096, 21.2 vs
   -- 18.9 at 16384) with half its L2 traffic, and slower under the power cap
-  -- too, where it ran 3% faster clocks (h200-2026-11-30-s22 calls 2-6): six
+  -- too, where it ran 3% faster clocks (h200-2026-11-30-s22 calls 2-9): six
   -- warpgroups on two SMs release each slot.  Below the twin.
   local paired = cluster(t) == 2 and 0.95 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
