@@ -937,8 +937,9 @@ MX_INLINE u32 release_slot(u32 counter) {
 }
 // The count before the last arrival on tile t's slot: each use of a slot
 // takes one arrival from each of the live warpgroups' warps, and the counts
-// never reset.  (A test of count % (4 * live) divided by a run-time value
-// every tile: ~20 instructions a warp, ~4% of a tile's.)
+// never reset.  (A test of count % (4 * live) divides by a run-time value
+// every tile: ~20 instructions a warp, ~4% of a tile's; RELEASE_BY_REMAINDER
+// says where it stays.)
 MX_INLINE u32 last_release(int t, int live) { return (u32)(4 * live * (t / STAGES + 1) - 1); }
 ${PAIR_HELPERS}extern "C" __global__ void __launch_bounds__(THREADS, 1) ${CLUSTER_DIMS}${NAME}(const __grid_constant__ mx_kernel_args a) {
 ${SETUP}
@@ -971,6 +972,12 @@ local SHARED_ONE = {
     if (t + STAGES < n_tiles && elect_one() && release_slot(released + 4 * slot) == last_release(t, live))
       load_kv(t + STAGES);]],
 }
+-- Three consumers keep the remainder test: with last_release ptxas scheduled
+-- D=128's loop 3.6% slower at N=16384 (1.0% faster at N=4096), where four
+-- consumers (D<=64) ran 3.9% faster (h200-2026-11-30-s22 call 10).
+local RELEASE_BY_REMAINDER = [[
+    if (t + STAGES < n_tiles && elect_one() && release_slot(released + 4 * slot) % (4 * live) == 4 * live - 1)
+      load_kv(t + STAGES);]]
 local SHARED_PAIR = {
   PAIR_HELPERS = [[
 // Key tiles of the block at m0 (0 where it has no rows: a pair's padding block).
@@ -1099,6 +1106,7 @@ enum { ${WS} };                         // workspace sections
                   CLUSTER_DIMS = cluster(t) > 1 and string.format("__cluster_dims__(%d, 1, 1) ", cluster(t)) or "",
                   load_next = "if (warp == 0 && elect_one()) load_next(t, n_tiles);" }
   for k, v in pairs(cluster(t) > 1 and SHARED_PAIR or SHARED_ONE) do hooks[k] = v end
+  if cluster(t) == 1 and consumers(t) < 4 then hooks.RELEASE = RELEASE_BY_REMAINDER end
   local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 2 and KERNEL_PIPE or t.overlap == 3 and KERNEL_RING
                         or ws_producer and WC.KERNEL_WS or shares_ring(t) and KERNEL_SHARED or WC.KERNEL, hooks)
   return table.concat({
