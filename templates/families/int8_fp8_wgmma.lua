@@ -937,9 +937,7 @@ MX_INLINE u32 release_slot(u32 counter) {
 }
 // The count before the last arrival on tile t's slot: each use of a slot
 // takes one arrival from each of the live warpgroups' warps, and the counts
-// never reset.  (A test of count % (4 * live) divides by a run-time value
-// every tile: ~20 instructions a warp, ~4% of a tile's; RELEASE_BY_REMAINDER
-// says where it stays.)
+// never reset (the pair's test; one block keeps a running last_count).
 MX_INLINE u32 last_release(int t, int live) { return (u32)(4 * live * (t / STAGES + 1) - 1); }
 ${PAIR_HELPERS}extern "C" __global__ void __launch_bounds__(THREADS, 1) ${CLUSTER_DIMS}${NAME}(const __grid_constant__ mx_kernel_args a) {
 ${SETUP}
@@ -949,7 +947,7 @@ ${SETUP}
   const int live = FUSE_Q ? CONSUMERS : min(CONSUMERS, (a.seq_q - m0 + 63) / 64);   // >= 1: m0 < seq_q${PAIR_SETUP}
 ${FIRST_LOADS}
   if (warp / 4 >= live) ${LEAVE}                // rows past the queries (never warpgroup 0, whose warp 0 loads)
-${CONSUME}
+${CONSUME}${LOOP_STATE}
   for (int t = 0; t < n_tiles; t++) {
     const int slot = t % STAGES;
     attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * (K_BYTES / 16), desc_v + slot * (V_BYTES / 16),
@@ -968,16 +966,18 @@ local SHARED_ONE = {
     load_q();
     for (int s = 0; s < STAGES && s < n_tiles; s++) load_kv(s);
   }]],
+  -- last_count: the count before the last arrival of the current use of
+  -- tile t's slot, one more use every STAGES tiles.  A remainder by the
+  -- run-time live (count % (4 * live)) cost ~20 instructions a warp and a
+  -- tile; last_release(t, live) spends a multiply instead, which ptxas
+  -- scheduled 3.4% slower at D=128 N=16384, the running count 0.5% (and
+  -- 2.2% faster at N=4096; h200-2026-11-30-s22 calls 10-12).
+  LOOP_STATE = "\n  u32 last_count = 4 * live - 1;",
   RELEASE = [[
-    if (t + STAGES < n_tiles && elect_one() && release_slot(released + 4 * slot) == last_release(t, live))
-      load_kv(t + STAGES);]],
+    if (t + STAGES < n_tiles && elect_one() && release_slot(released + 4 * slot) == last_count)
+      load_kv(t + STAGES);
+    if (slot == STAGES - 1) last_count += 4 * live;]],
 }
--- Three consumers keep the remainder test: with last_release ptxas scheduled
--- D=128's loop 3.6% slower at N=16384 (1.0% faster at N=4096), where four
--- consumers (D<=64) ran 3.9% faster (h200-2026-11-30-s22 call 10).
-local RELEASE_BY_REMAINDER = [[
-    if (t + STAGES < n_tiles && elect_one() && release_slot(released + 4 * slot) % (4 * live) == 4 * live - 1)
-      load_kv(t + STAGES);]]
 local SHARED_PAIR = {
   PAIR_HELPERS = [[
 // Key tiles of the block at m0 (0 where it has no rows: a pair's padding block).
@@ -1000,7 +1000,7 @@ MX_INLINE bool release_pair_slot(u32 count, int t, const int (&tiles)[2]) {
   return old + 1 == slot_uses_through(tiles[0], t) + slot_uses_through(tiles[1], t);
 }
 ]],
-  PAIR_COUNTS = "; then the pair's", COUNTERS = "2 * STAGES",
+  PAIR_COUNTS = "; then the pair's", COUNTERS = "2 * STAGES", LOOP_STATE = "",
   PAIR_SETUP = [[
 
   // (live <= 0: the padding block of a grid's last cluster.)  Key tiles of
@@ -1106,7 +1106,6 @@ enum { ${WS} };                         // workspace sections
                   CLUSTER_DIMS = cluster(t) > 1 and string.format("__cluster_dims__(%d, 1, 1) ", cluster(t)) or "",
                   load_next = "if (warp == 0 && elect_one()) load_next(t, n_tiles);" }
   for k, v in pairs(cluster(t) > 1 and SHARED_PAIR or SHARED_ONE) do hooks[k] = v end
-  if cluster(t) == 1 and consumers(t) < 4 then hooks.RELEASE = RELEASE_BY_REMAINDER end
   local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 2 and KERNEL_PIPE or t.overlap == 3 and KERNEL_RING
                         or ws_producer and WC.KERNEL_WS or shares_ring(t) and KERNEL_SHARED or WC.KERNEL, hooks)
   return table.concat({
