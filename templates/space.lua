@@ -224,8 +224,8 @@ S.constraints = {
   -- which fuse_q's block barrier would not allow.
   function(t)
     if (t.cluster or 1) == 1 then return nil end
-    local shared = t.variant == "wgmma" and t.overlap == 0 and t.block_m and t.block_m >= 128
-                   and t.warps == t.block_m // 16
+    local shared = t.variant == "wgmma" and t.block_m and t.warps
+                   and require("families.int8_fp8_wgmma").shares_ring(t)
     if not shared then
       return string.format("cluster=%d: only variant=wgmma with consumer warpgroups sharing one K/V ring (overlap=0, block_m>=128, warps=block_m/16: no producer), not variant=%s overlap=%d block_m=%s warps=%s",
                            t.cluster, tostring(t.variant), t.overlap or 0, tostring(t.block_m), tostring(t.warps))

@@ -76,6 +76,7 @@ local ONES_BYTES = 1024
 -- Several consumer warpgroups without a producer (and no ping-pong, ring or
 -- pipeline) share the TMA ring through release counters (KERNEL_SHARED).
 local function shares_ring(t) return consumers(t) > 1 and not has_producer(t) and t.overlap == 0 end
+WG.shares_ring = shares_ring   -- (space.lua: cluster=2 needs it)
 -- Blocks a cluster (the knob cluster; 2 only with the shared ring, space.lua).
 local function cluster(t) return t.cluster or 1 end
 
@@ -935,10 +936,6 @@ MX_INLINE u32 release_slot(u32 counter) {
   asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(counter) : "memory");
   return old;
 }
-// The count before the last arrival on tile t's slot: each use of a slot
-// takes one arrival from each of the live warpgroups' warps, and the counts
-// never reset (the pair's test; one block keeps a running last_count).
-MX_INLINE u32 last_release(int t, int live) { return (u32)(4 * live * (t / STAGES + 1) - 1); }
 ${PAIR_HELPERS}extern "C" __global__ void __launch_bounds__(THREADS, 1) ${CLUSTER_DIMS}${NAME}(const __grid_constant__ mx_kernel_args a) {
 ${SETUP}
   const u32 released = base + SM_RELEASED;     // a u32 a slot: warps done with the slot's current tile${PAIR_COUNTS}
@@ -980,6 +977,10 @@ local SHARED_ONE = {
 }
 local SHARED_PAIR = {
   PAIR_HELPERS = [[
+// The count before the last arrival on tile t's slot of this block: each use
+// of a slot takes one arrival from each of the live warpgroups' warps, and
+// the counts never reset.  (One block keeps a running last_count instead.)
+MX_INLINE u32 last_release(int t, int live) { return (u32)(4 * live * (t / STAGES + 1) - 1); }
 // Key tiles of the block at m0 (0 where it has no rows: a pair's padding block).
 MX_INLINE int block_tiles(int m0, const mx_kernel_args &a) { return m0 < a.seq_q ? key_tiles(m0, a) : 0; }
 // Uses of tile t's ring slot, up to and including t, by a block of n key tiles.
