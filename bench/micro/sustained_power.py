@@ -55,19 +55,19 @@ class Sampler:
         self.proc.terminate()
 
 
-def impl(name):
+def impl(name, causal):
     """"sdpa-cudnn", a family ("f16"), or a family with a pinned configuration
     ("f16[persistent=0 ...]", as bench/attention.py's rows)."""
     if name == "sdpa-cudnn":
-        return cudnn
+        return lambda q, k, v: cudnn(q, k, v, causal)
     family, _, config = name.partition("[")
     config = config.rstrip("]") or None
-    return lambda q, k, v: mxattn.attention(q, k, v, family=family, config=config)
+    return lambda q, k, v: mxattn.attention(q, k, v, family=family, causal=causal, config=config)
 
 
-def cudnn(q, k, v):
+def cudnn(q, k, v, causal):
     with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-        return F.scaled_dot_product_attention(q, k, v)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
 def sustained(fn, sets, seconds, sampler):
@@ -92,8 +92,9 @@ def sustained(fn, sets, seconds, sampler):
     t_end = time.time()
     ms = ev0.elapsed_time(ev1) / (calls - kept_from)
     samples = sampler.window(t_keep, t_end)
-    mhz = sum(s[1] for s in samples) / len(samples)
-    watts = sum(s[2] for s in samples) / len(samples)
+    count = max(1, len(samples))   # none: nvidia-smi failed; the time still stands
+    mhz = sum(s[1] for s in samples) / count
+    watts = sum(s[2] for s in samples) / count
     reasons = 0
     for s in samples:
         reasons |= s[3]
@@ -105,23 +106,25 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dims", default="128")
     ap.add_argument("--seqs", default="4096,16384")
+    ap.add_argument("--causal", default="no", help="no, yes or no,yes")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--impls", default="sdpa-cudnn;f16;int8-fp8",
                     help="';'-separated: sdpa-cudnn, a family, or family[config]")
     args = ap.parse_args()
     sampler = Sampler()
-    print("| impl | D | N | ms a call | MHz | W (instant) | J a call | samples | throttle reasons |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| impl | D | N | causal | ms a call | MHz | W (instant) | J a call | samples | throttle reasons |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for d in map(int, args.dims.split(",")):
         for n in map(int, args.seqs.split(",")):
             set_bytes = 3 * 4 * 32 * n * d * 2
             count = max(2, -(-2 * 50 * 2**20 // set_bytes))
             sets = [tuple(torch.randn(4, 32, n, d, dtype=torch.bfloat16, device="cuda") for _ in range(3))
                     for _ in range(count)]
-            for name in args.impls.split(";"):
-                ms, mhz, watts, count_s, reasons = sustained(impl(name), sets, args.seconds, sampler)
-                print(f"| {name} | {d} | {n} | {ms:.4f} | {mhz:.0f} | {watts:.0f} | {watts * ms / 1e3:.3f} | "
-                      f"{count_s} | {reasons} |", flush=True)
+            for causal in [c == "yes" for c in args.causal.split(",")]:
+                for name in args.impls.split(";"):
+                    ms, mhz, watts, count_s, reasons = sustained(impl(name, causal), sets, args.seconds, sampler)
+                    print(f"| {name} | {d} | {n} | {'yes' if causal else 'no'} | {ms:.4f} | {mhz:.0f} | {watts:.0f} | "
+                          f"{watts * ms / 1e3:.3f} | {count_s} | {reasons} |", flush=True)
             del sets
             torch.cuda.empty_cache()
     sampler.stop()
