@@ -88,6 +88,10 @@ def parse_args():
                         help=f"timing per config in ms, split over its rounds (default {REP_MS}); runs at "
                              "the board's power limit drift by a few percent between calls, and a longer "
                              "rep with more rounds narrows a row's median")
+    parser.add_argument("--settle-ms", type=float, default=0,
+                        help="before each timing, the implementation's own untimed load for this "
+                             "long, so that each is timed in its sustained state under the power "
+                             "limit (default 0: timed right after the previous row)")
     parser.add_argument("--clocks", action="store_true",
                         help="sample the SM clock, power and temperature with nvidia-smi while "
                              "timing (bench/clock_log.py); each row gets their means over its "
@@ -104,6 +108,8 @@ def parse_args():
         parser.error("--rounds must be at least 1")
     if args.rep_ms <= 0:
         parser.error("--rep-ms must be positive")
+    if args.settle_ms < 0:
+        parser.error("--settle-ms must not be negative")
     args.families += [name for name in args.extra if name not in args.families]
     unknown = [b for b in args.baselines if b not in SDPA_BACKENDS]
     if unknown:
@@ -148,7 +154,7 @@ def environment(args):
         "mxattn": mxattn.version(),
         "mxattn_lib": mxattn.library_path(),
         "command": command,
-        "timer": timer_name(args.rounds, args.rep_ms),
+        "timer": timer_name(args.rounds, args.rep_ms, args.settle_ms),
     }
 
 
@@ -162,20 +168,23 @@ def _triton_do_bench():
         return None
 
 
-def timer_name(rounds, rep_ms=REP_MS):
+def timer_name(rounds, rep_ms=REP_MS, settle_ms=0):
     timer = "triton.testing.do_bench" if _triton_do_bench() else "CUDA events"
-    return (f"{timer} median (warmup {WARMUP_MS} ms, rep {rep_ms / rounds:g} ms) in each of "
+    settled = f", each after {settle_ms:g} ms of its own untimed load" if settle_ms > 0 else ""
+    return (f"{timer} median (warmup {WARMUP_MS} ms, rep {rep_ms / rounds:g} ms{settled}) in each of "
             f"{rounds} interleaved rounds; the median of the rounds")
 
 
-def median_ms(fn, input_sets, rep_ms=REP_MS):
+def median_ms(fn, input_sets, rep_ms=REP_MS, settle_ms=0):
     """Median time of fn(q, k, v) in ms, cycling through the input sets so
-    that each call reads inputs that are not already in L2."""
+    that each call reads inputs that are not already in L2; with settle_ms,
+    after that long of fn's own untimed load (_settle says why)."""
     sets = itertools.cycle(input_sets)
 
     def step():
         fn(*next(sets))
 
+    _settle(step, settle_ms)
     estimate_ms = _estimate_ms(step)
     rep_ms = max(rep_ms, MIN_REPS * estimate_ms)
     do_bench = _triton_do_bench()
@@ -185,6 +194,25 @@ def median_ms(fn, input_sets, rep_ms=REP_MS):
         except TypeError:  # a triton without return_mode
             pass
     return _events_median_ms(step, estimate_ms, rep_ms)
+
+
+def _settle(step, settle_ms):
+    """Calls step back to back for settle_ms of wall time.  Why: under the
+    board's power limit the clock a kernel gets depends on the load before
+    it, and a row timed right after another row (or after input sets were
+    made) runs partly in the power controller's transient.  On the H200 at
+    D=128 N=4096 cuDNN's rows read 1780-1800 MHz that way where, held for
+    seconds, it runs at ~1650 (bench/NOTES.md, twenty-third session).
+    Settling times each implementation in its own sustained state, as
+    `mxattn tune --settle-ms` times candidates."""
+    if settle_ms <= 0:
+        return
+    torch.cuda.synchronize()
+    begin = time.perf_counter()
+    while (time.perf_counter() - begin) * 1e3 < settle_ms:
+        for _ in range(4):   # a few launches ahead, not the whole settle queued
+            step()
+        torch.cuda.synchronize()
 
 
 def _estimate_ms(step):
@@ -358,9 +386,9 @@ def prepare(name, cfg, input_sets, reference):
     _peak_bytes = max(_peak_bytes, peak)
     row["peak_mem_gb"] = round(peak / 2**30, 2)
 
-    def time_once(rep_ms):
+    def time_once(rep_ms, settle_ms=0):
         with context():
-            return median_ms(lambda q, k, v: run(q, k, v, causal), input_sets, rep_ms)
+            return median_ms(lambda q, k, v: run(q, k, v, causal), input_sets, rep_ms, settle_ms)
     return row, time_once
 
 
@@ -396,7 +424,7 @@ def context_is_broken():
         return True
 
 
-def run_config(cfg, names, l2_bytes, rounds, clock_log=None, rep_ms=REP_MS):
+def run_config(cfg, names, l2_bytes, rounds, clock_log=None, rep_ms=REP_MS, settle_ms=0):
     """Rows for every implementation on cfg; failures become rows with error.
 
     The implementations are timed in interleaved rounds (A B C, B C A, ...)
@@ -404,7 +432,9 @@ def run_config(cfg, names, l2_bytes, rounds, clock_log=None, rep_ms=REP_MS):
     over a run, and timed in order the same kernel read up to 7% apart
     (bench/results/h200-2026-11-29-s6/call1), more than the differences the
     tuner's choices and these ratios are about.  With a clock_log, each row
-    also gets the clock and power sampled during its own timed calls."""
+    also gets the clock and power sampled during its own timed calls.  With
+    settle_ms, each timing is preceded by that long of the same
+    implementation's untimed load (_settle)."""
     rows, timers, spans = [], {}, {}
     input_sets = make_input_sets(cfg, l2_bytes)
     reference = reference_slice(*input_sets[0], cfg["causal"])
@@ -423,7 +453,7 @@ def run_config(cfg, names, l2_bytes, rounds, clock_log=None, rep_ms=REP_MS):
             if row["error"]:
                 continue
             begin = time.time()
-            ms, row["error"] = guarded(name, cfg, lambda: timer(rep_ms / rounds))
+            ms, row["error"] = guarded(name, cfg, lambda: timer(rep_ms / rounds, settle_ms))
             spans.setdefault(name, []).append((begin, time.time()))
             if ms is not None:
                 round_ms.append(ms)
@@ -608,7 +638,7 @@ def main():
             print(f"{config_label(cfg)} (B={cfg['batch']} H={cfg['heads']} "
                   f"Hkv={cfg['heads_kv']}):", flush=True)
             try:
-                rows += run_config(cfg, names, l2_bytes, args.rounds, clock_log, args.rep_ms)
+                rows += run_config(cfg, names, l2_bytes, args.rounds, clock_log, args.rep_ms, args.settle_ms)
             except ContextBroken as error:
                 print(f"stopping: {error}", flush=True)
                 break
