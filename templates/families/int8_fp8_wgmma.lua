@@ -871,29 +871,37 @@ ${SETUP}
     for (int s = 0; s < STAGES && s < n_tiles; s++) load_kv(s);
   }
 ${CONSUME}
-  const bool refills = warp == 4 && elect_one();   // warpgroup 1's: its P V(t) is each tile's last
-  const auto pass = [&] { ring_pass(wg); };
-  if (wg == 2) ring_pass(wg);                        // the kick-off: warpgroup 0 takes the first turn
-  if (wg == 1) { ring_wait(wg); ring_pass(wg); }     // its late start
-  for (int t = 0; t < n_tiles; t++) {
-    const int slot = t % STAGES;
-    const u32 parity = (t / STAGES) & 1;
-    u32 pa[BN / 32][4];
-    float alphas[1][2];
-    ring_wait(wg);
-    tile_scores(pa, alphas, row_max, row_sum, desc_q, desc_k + slot * (K_BYTES / 16), bar_k(slot), parity, t,
-                warp_row0, qscale, ks, a, pass);
-    ring_wait(wg);
-    tile_pv(o, row_sum, pa, alphas, desc_v + slot * (V_BYTES / 16), bar_v(slot), parity, desc_ones, pass);
-    mbar_arrive(bar_empty(slot));                      // this thread is done with the slot's K and V
-    if (refills && t + STAGES < n_tiles) {
-      mbar_wait(bar_empty(slot), parity);
-      load_kv(t + STAGES);
+  // Merged turns (branch ring-merged): a warpgroup's turn is P(t-1) V(t-1)
+  // issued, waited for and folded, then S(t) issued; the token moves on
+  // there, so a warpgroup's softmax has the two other warpgroups' turns
+  // (each a P V and an S: 512 tensor clocks at D=128) before its next turn.
+  // Warpgroup 2's turn is each tile's last P V: it refills the slot.
+  const bool refills = warp == 8 && elect_one();
+  int t = 0;
+  const auto pass = [&] {
+    ring_pass(wg);
+    if (refills && t > 0 && t - 1 + STAGES < n_tiles) {
+      mbar_wait(bar_empty((t - 1) % STAGES), ((t - 1) / STAGES) & 1);
+      load_kv(t - 1 + STAGES);
     }
-  }
-  if (wg != 1) {                                     // the balancing last turn
+  };
+  if (wg == 2) ring_pass(wg);                        // the kick-off: warpgroup 0 takes the first turn
+  u32 pa[BN / 32][4];
+  float alphas[1][2];
+  for (; t <= n_tiles; t++) {
     ring_wait(wg);
-    if (wg == 0) ring_pass(wg);
+    if (t > 0) {
+      const int ps = (t - 1) % STAGES;
+      tile_pv(o, row_sum, pa, alphas, desc_v + ps * (V_BYTES / 16), bar_v(ps), ((t - 1) / STAGES) & 1, desc_ones, [] {});
+      mbar_arrive(bar_empty(ps));                    // this thread is done with the slot's K and V
+    }
+    if (t == n_tiles) {
+      if (wg != 2) ring_pass(wg);                    // warpgroup 2's would be one pass too many
+      break;
+    }
+    const int slot = t % STAGES;
+    tile_scores(pa, alphas, row_max, row_sum, desc_q, desc_k + slot * (K_BYTES / 16), bar_k(slot), (t / STAGES) & 1, t,
+                warp_row0, qscale, ks, a, pass);
   }
 ${EPILOGUE}
 }
