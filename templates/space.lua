@@ -47,7 +47,7 @@ S.params = {
     help = "mma: keep Q's fragments in registers across key tiles (1) or reload them from shared memory (0)" },
   { name = "overlap", role = "knob", values = { 0, 1, 2, 3 }, default = 0,
     families = { f16 = true, ["int8-fp8"] = true },
-    help = "wgmma: 1 ping-pongs two consumer warpgroups so one's softmax runs under the other's MMAs; 2 (int8-fp8, one warpgroup) issues the next tile's S with this tile's P V and runs its softmax under the P V; 3 (int8-fp8) passes the tensor pipe around three consumer warpgroups of one block, a turn for each S and each P V, so one softmax runs during each turn (on the H200 2 and 3 measured slower than 0: tuner candidates)" },
+    help = "wgmma: 1 ping-pongs two consumer warpgroups so one's softmax runs under the other's MMAs; 2 (int8-fp8, one warpgroup) issues the next tile's S with this tile's P V and runs its softmax under the P V; 3 (int8-fp8) passes the tensor pipe around three consumer warpgroups of one block, a turn being one tile's P V and the next tile's S, so each softmax runs under the other two's turns (on the H200 2 measured slower than 0: a tuner candidate; 3 is the heuristic default at head_dim 65-128 without a mask from 16384 keys)" },
   { name = "persistent", role = "knob", values = { 0, 1 }, default = 0,
     families = { f16 = true }, quiet_default = true,
     help = "wgmma overlap=1: one block per SM loops over the row blocks, loading the next one's Q, K and V under the last one's output" },

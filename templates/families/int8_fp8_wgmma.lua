@@ -223,7 +223,13 @@ function WG.default(t, pr)
   end
   if d32(t) <= 128 then
     shared = shared and (waves_of(192) or 2) >= 2
-    if shared and (seq_k == nil or seq_k >= 4096) then
+    -- From 16384 keys the same three warpgroups take turns on the tensor
+    -- pipe (overlap=3: KERNEL_RING): 1-3% faster than the shared ring there,
+    -- 2% slower at 4096 (h200-2026-11-30-s23 calls 6-7; 8192 not measured).
+    if shared and (seq_k == nil or seq_k >= 16384) then
+      return { variant = "wgmma", overlap = 3, block_m = 192, warps = 12, block_n = 128, stages = 3, rowsum_mma = 1 }
+    end
+    if shared and seq_k >= 4096 then
       return { variant = "wgmma", block_m = 192, warps = 12, block_n = 128, stages = 3, rowsum_mma = 1 }
     end
     return { variant = "wgmma", block_m = 64, warps = 4, block_n = 128, stages = 2, rowsum_mma = rowsum }
@@ -244,13 +250,14 @@ function WG.prior(t)
   -- below the same tile without it.
   -- Three consumers (block_m=192) measured 4-25% slower than the default's
   -- one-warpgroup blocks at D=64 (h200-2026-11-29-s8 call 2), and the ring
-  -- (overlap=3) 10-14% slower at D=128 and 21-25% at D=64 (s14 call 2): one
-  -- softmax at a time paces it (~1100 clocks a tile).  Ranked below every
-  -- one-warpgroup tile, except:
-  -- the shared ring (KERNEL_SHARED) above D=64 measured faster than the
-  -- one-warpgroup blocks under the power cap without a mask (WG.default): ranked
-  -- above them, so the tuner tries it first.
-  local three = consumers(t) == 3 and (shares_ring(t) and d32(t) > 64 and 1.2 or 0.3) or 1
+  -- (overlap=3) 12% slower than the shared ring at D=64 (s23 call 6).
+  -- Ranked below every one-warpgroup tile, except above D=64:
+  -- the shared ring (KERNEL_SHARED) and the ring measured faster than the
+  -- one-warpgroup blocks under the power cap without a mask (WG.default),
+  -- each by 1-3% where the other is slower: ranked above them, the shared
+  -- ring a hair first, so the tuner tries both early.
+  local wide = d32(t) > 64
+  local three = consumers(t) == 3 and (shares_ring(t) and wide and 1.2 or t.overlap == 3 and wide and 1.19 or 0.3) or 1
   -- overlap=2 measured slower than overlap=0 on the same tile at B=4 H=32
   -- (h200-2026-11-29-s11 call 4): D=64 +15-16%, D=128 level at 128 keys and
   -- +20% at 64, against three blocks an SM of the default; with the
@@ -561,9 +568,10 @@ MX_INLINE void own_q_corrections(const mx_kernel_args &a, int warp_row0, int bat
 
 -- One key tile for one warpgroup, in two halves: tile_scores (S = Q K^T,
 -- the softmax, P packed) and tile_pv (O += P V).  attend_tile runs both, for
--- the overlap=0 kernels; the ring (overlap=3) takes a turn for each.  The
--- hook after_issue runs once a half's MMAs are issued, before their wait
--- (the ring hands its turn on there; a no-op lambda in attend_tile).
+-- the overlap=0 kernels; the ring (overlap=3) runs tile_pv(t-1) and the
+-- issue of tile_scores(t) in one turn.  The hook after_issue runs once a
+-- half's MMAs are issued, before their wait (the ring hands its turn on
+-- after S's; a no-op lambda elsewhere).
 local ATTEND = [[
 // S = Q K^T (dequantized, base 2), mask, online softmax for key tile t, whose
 // K8 sits in the ring slot desc_k points at (its barrier bar_k); P packed
@@ -841,21 +849,24 @@ ${EPILOGUE}
 -- Step 4 (overlap=3): three consumer warpgroups of one block (block_m=192,
 -- warps=12, no producer) take turns on the tensor pipe, a token passed
 -- around named barriers RING_BAR + w (256 threads: the warpgroup's own 128
--- bar.sync, the previous one's 128 bar.arrive).  Each tile is two turns,
--- S(t) (tile_scores) and P(t) V(t) (tile_pv); the token moves on as soon as
--- a turn's MMAs are issued.  Warpgroup 1 starts one turn late (an empty
--- turn), which orders the block's turns A.S(t), B.PV(t-1), C.S(t), A.PV(t),
--- B.S(t), C.PV(t): between a warpgroup's S and its P V two other turns run
--- (512 clocks of the tensor pipe at BN=128, D=128), and exactly one
--- warpgroup computes exponentials during each turn, so MUFU (512 clocks a
--- softmax) and the tensor pipe can both stay busy.  Three free blocks an SM
--- measured ~1040 clocks a tile, the two units' sum (bench/NOTES.md, "The
--- next lever"): they ran in step.  Turns balance: warpgroups 0 and 2 end
--- with an empty turn, warpgroup 2 kicks off (an arrive on warpgroup 0's
--- barrier) and skips the block's last pass, so each barrier sees as many
--- arrives as syncs.  The ring's slots are freed through the empty mbarriers
--- (a block barrier would put the warpgroups back in step); warpgroup 1,
--- whose P V(t) comes last, refills them.
+-- bar.sync, the previous one's 128 bar.arrive).  A warpgroup's turn for tile
+-- t issues P(t-1) V(t-1), waits for it and folds it into O, then issues S(t)
+-- and passes the token on; S(t)'s wait and the softmax run outside the turn,
+-- under the other two warpgroups' turns (each a P V and an S: 512 tensor
+-- clocks at BN=128, D=128).  The block's turns run A(t), B(t), C(t), A(t+1):
+-- warpgroup 2 kicks off (an arrive on warpgroup 0's barrier) and skips the
+-- block's last pass, so each barrier sees as many arrives as syncs; each
+-- warpgroup's last turn is its last P V.  The ring's slots are freed through
+-- the empty mbarriers (a block barrier would put the warpgroups back in
+-- step); warpgroup 2, whose turn has each tile's last P V, refills them as
+-- it passes the token.  Three free blocks an SM measured ~1040 clocks a
+-- tile, the tensor pipe's and MUFU's sum (bench/NOTES.md, "The next lever").
+-- The first form of the ring, a turn for each S and each P V (A.S(t),
+-- B.PV(t-1), C.S(t), A.PV(t), ...), gave each softmax two half turns (512
+-- clocks) where it takes ~1000, and measured 7-8% slower than this one at
+-- D=128 and 10% at D=64 (h200-2026-11-30-s23 call 6); this one measured
+-- 1-3% faster than the shared ring at D=128 N=16384 and 2% slower at
+-- N=4096 (calls 6-7; WG.default).
 local RING = [[
 constexpr int RING_BAR = 1;   // named barriers RING_BAR + consumer warpgroup (0 is __syncthreads')
 MX_INLINE void ring_wait(int wg) { asm volatile("bar.sync %0, 256;" :: "r"(RING_BAR + wg) : "memory"); }
@@ -871,11 +882,6 @@ ${SETUP}
     for (int s = 0; s < STAGES && s < n_tiles; s++) load_kv(s);
   }
 ${CONSUME}
-  // Merged turns (branch ring-merged): a warpgroup's turn is P(t-1) V(t-1)
-  // issued, waited for and folded, then S(t) issued; the token moves on
-  // there, so a warpgroup's softmax has the two other warpgroups' turns
-  // (each a P V and an S: 512 tensor clocks at D=128) before its next turn.
-  // Warpgroup 2's turn is each tile's last P V: it refills the slot.
   const bool refills = warp == 8 && elect_one();
   int t = 0;
   const auto pass = [&] {
