@@ -7,7 +7,10 @@ run may not run at the same clock.  Sampling the clock beside the timings
 says whether a ratio is the kernels' or the power state's.
 
 nvidia-smi samples in the background (its -lms loop) and stamps each sample
-itself; a reader thread keeps them.  window(spans) averages the samples that
+itself; a reader thread keeps them.  Its power.draw is, on the H200 with
+driver 580, an average over the last second, so a row timed ~170 ms at a
+time reads partly its neighbours' power (the clock is instantaneous);
+bench/micro/sustained_power.py reads power.draw.instant for that reason.  window(spans) averages the samples that
 fall inside the given wall-clock spans (time.time() values), so a row's
 timed calls, interleaved with other rows' in rounds, each get their own.
 """
