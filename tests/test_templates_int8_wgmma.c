@@ -234,6 +234,18 @@ static void test_candidates_put_rivals_next(void **state) {
         assert_int_equal(n, m);   /* the same set, only reordered */
         free(plain);
     }
+    /* At 16384 keys the default is the ring (overlap=3) and its rival at
+     * 8192, the shared ring (overlap=0, block_m=192), is among the first
+     * four: a tune of four candidates times both. */
+    char *list = gen_call(g, "candidates", "family=int8-fp8 head_dim=128",
+                          "batch=4 heads_q=32 heads_kv=32 seq_q=16384 seq_k=16384 sms=132");
+    int shared_at = 0, i = 0;
+    for (char *line = strtok(list, "\n"); line && i < 4; line = strtok(NULL, "\n"), i++) {
+        if (i == 0 && !strstr(line, "overlap=3")) fail_msg("16384 keys: default '%s', want the ring (overlap=3)", line);
+        if (strstr(line, "overlap=0") && strstr(line, "block_m=192") && strstr(line, "warps=12")) shared_at = i + 1;
+    }
+    if (!shared_at) fail_msg("16384 keys: the shared ring is not among the first four candidates");
+    free(list);
 }
 
 /* Compiles the attention kernel (the launch plan's last) with NVRTC; returns
