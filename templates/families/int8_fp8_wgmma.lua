@@ -882,8 +882,8 @@ ${SETUP}
     for (int s = 0; s < STAGES && s < n_tiles; s++) load_kv(s);
   }
 ${CONSUME}
-  const bool refills = warp == 8 && elect_one();
-  int t = 0;
+  const bool refills = warp == 8 && elect_one();   // warpgroup 2's: its turn holds each tile's last P V
+  int t = 0;                                         // the loop's, read by pass (the refill after S(t)'s issue)
   const auto pass = [&] {
     ring_pass(wg);
     if (refills && t > 0 && t - 1 + STAGES < n_tiles) {
