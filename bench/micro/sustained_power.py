@@ -9,7 +9,8 @@ bench's watts are nvidia-smi's power.draw, a one-second average that smears rows
 apart, so they cannot say which kernel spends more energy.  Here each implementation runs
 alone, back to back, for --seconds (inputs rotating among sets larger than L2, as the bench),
 while nvidia-smi samples the instant power, the SM clock and the throttle reasons every 20 ms;
-the first second is dropped (the power controller settling).  Printed per implementation: ms a
+the first second is dropped (the power controller settling).  Rows and input sets are
+bench/attention.py's.  Printed per implementation: ms a
 call (events over the kept span), mean MHz, mean instant W, joules a call (W x ms), and the
 union of the throttle reasons seen.  A question for the design, not a benchmark.
 """
@@ -21,11 +22,10 @@ import threading
 import time
 
 import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-import mxattn  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+# bench/attention.py's rows: the same names, configurations and input sets (it also puts python/ on the path)
+from attention import DEFAULT_L2_BYTES, SDPA_BACKENDS, make_input_sets, mxattn_impl, sdpa_impl  # noqa: E402
 
 QUERY = "timestamp,clocks.sm,power.draw.instant,clocks_event_reasons.active"
 # clocks_event_reasons bits (nvml's nvmlClocksEventReason*)
@@ -56,18 +56,14 @@ class Sampler:
 
 
 def impl(name, causal):
-    """"sdpa-cudnn", a family ("f16"), or a family with a pinned configuration
-    ("f16[persistent=0 ...]", as bench/attention.py's rows)."""
-    if name == "sdpa-cudnn":
-        return lambda q, k, v: cudnn(q, k, v, causal)
-    family, _, config = name.partition("[")
-    config = config.rstrip("]") or None
-    return lambda q, k, v: mxattn.attention(q, k, v, family=family, causal=causal, config=config)
+    """fn(q, k, v) for a bench row name: an SDPA backend ("sdpa-cudnn"), a
+    family ("f16"), or a family with a pinned configuration ("f16[persistent=0 ...]")."""
+    context, run = sdpa_impl(name) if name in SDPA_BACKENDS else mxattn_impl(name)
 
-
-def cudnn(q, k, v, causal):
-    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    def call(q, k, v):
+        with context():
+            return run(q, k, v, causal)
+    return call
 
 
 def sustained(fn, sets, seconds, sampler):
@@ -111,15 +107,14 @@ def main():
     ap.add_argument("--impls", default="sdpa-cudnn;f16;int8-fp8",
                     help="';'-separated: sdpa-cudnn, a family, or family[config]")
     args = ap.parse_args()
+    l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or DEFAULT_L2_BYTES
     sampler = Sampler()
     print("| impl | D | N | causal | ms a call | MHz | W (instant) | J a call | samples | throttle reasons |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for d in map(int, args.dims.split(",")):
         for n in map(int, args.seqs.split(",")):
-            set_bytes = 3 * 4 * 32 * n * d * 2
-            count = max(2, -(-2 * 50 * 2**20 // set_bytes))
-            sets = [tuple(torch.randn(4, 32, n, d, dtype=torch.bfloat16, device="cuda") for _ in range(3))
-                    for _ in range(count)]
+            cfg = {"batch": 4, "heads": 32, "heads_kv": 32, "seq_len": n, "head_dim": d, "dtype": torch.bfloat16}
+            sets = make_input_sets(cfg, l2_bytes)
             for causal in [c == "yes" for c in args.causal.split(",")]:
                 for name in args.impls.split(";"):
                     ms, mhz, watts, count_s, reasons = sustained(impl(name, causal), sets, args.seconds, sampler)
