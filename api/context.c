@@ -166,3 +166,33 @@ void mx_ctx_tune_in_background(mxattn_ctx *ctx, const mx_device *dev, const char
     pthread_mutex_unlock(&ctx->lock);
     if (!started) free(job);
 }
+
+mxattn_status mxattn_cache_get_info(mxattn_ctx *ctx, mxattn_cache_info *info) {
+    if (!ctx || !info) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mxattn_cache_get_info: NULL argument");
+    memset(info, 0, sizeof *info);
+    if (ctx->no_cache) {
+        snprintf(info->note, sizeof info->note, "the context was created with no_cache");
+        return mx_fail(MXATTN_ERROR_NOT_FOUND, "no database: the context was created with no_cache");
+    }
+    mx_cache *cache = mx_ctx_cache(ctx);
+    if (!cache) {
+        char path[1024] = "";
+        if (ctx->db_path[0]) snprintf(path, sizeof path, "%s", ctx->db_path);
+        else if (mx_cache_default_path(path, sizeof path) != MXATTN_OK) path[0] = 0;
+        snprintf(info->path, sizeof info->path, "%s", path);
+        snprintf(info->note, sizeof info->note, "the database could not be opened");
+        return mx_fail(MXATTN_ERROR_CACHE, "the database '%s' could not be opened", path);
+    }
+    snprintf(info->path, sizeof info->path, "%s", mx_cache_path(cache));
+    info->open = 1;
+    const char *note = mx_cache_recovered(cache);
+    if (note) snprintf(info->note, sizeof info->note, "%s", note);
+    mx_cache_counts counts;
+    if (mx_cache_count(cache, &counts) == MXATTN_OK) {
+        info->kernels = counts.kernels;
+        info->tunings = counts.tune_results;
+        info->measurements = counts.measurements;
+    }
+    mx_clear_error();
+    return MXATTN_OK;
+}

@@ -28,6 +28,11 @@ const char *mxattn_status_string(mxattn_status s) {
     case MXATTN_ERROR_NOT_FOUND: return "not found";
     case MXATTN_ERROR_WRONG_RESULT: return "wrong result";
     case MXATTN_ERROR_INTERNAL: return "internal error";
+    case MXATTN_ERROR_CACHE_READ_ONLY: return "cache read-only";
+    case MXATTN_ERROR_CACHE_FULL: return "cache disk full";
+    case MXATTN_ERROR_CACHE_BUSY: return "cache busy";
+    case MXATTN_ERROR_CACHE_FOREIGN: return "not an mxattn database";
+    case MXATTN_ERROR_UNTRUSTED: return "untrusted kernel";
     }
     return "unknown status";
 }

@@ -46,7 +46,13 @@ typedef enum {
     MXATTN_ERROR_IO,              /* a file could not be read or written */
     MXATTN_ERROR_NOT_FOUND,       /* a lookup found nothing */
     MXATTN_ERROR_WRONG_RESULT,    /* a kernel's output failed its check against the reference */
-    MXATTN_ERROR_INTERNAL
+    MXATTN_ERROR_INTERNAL,
+    /* Added after 0.1.0; the numbers above keep their values. */
+    MXATTN_ERROR_CACHE_READ_ONLY, /* the database (file, directory or mount) is read-only: reads are served, this write was not stored */
+    MXATTN_ERROR_CACHE_FULL,      /* the disk or quota is full: this write was not stored */
+    MXATTN_ERROR_CACHE_BUSY,      /* another process held the write lock past the bounded wait: not stored */
+    MXATTN_ERROR_CACHE_FOREIGN,   /* the file is not an mxattn database; it was left untouched */
+    MXATTN_ERROR_UNTRUSTED        /* a kernel binary not compiled here and not signed by a trusted key */
 } mxattn_status;
 
 typedef enum { MXATTN_F16 = 0, MXATTN_BF16 = 1 } mxattn_dtype;
@@ -109,7 +115,19 @@ typedef struct {
     double create_ms;          /* wall time of mxattn_plan_create */
     int registers, shared_bytes, spill_bytes;
     size_t workspace_bytes;
+    int cubin_stored;          /* 1: the binary is in the database (found there or written now); 0: not (see note) */
+    char note[512];            /* "" or why: a tuned row that was ignored, a binary that could not be stored */
 } mxattn_plan_info;
+
+/* The database a context uses, opened on first need. */
+typedef struct {
+    char path[1024];
+    int open;                  /* 1: in use; 0: none (disabled, or it could not be opened: see note) */
+    int read_only;             /* 1: reads are served, writes are refused with CACHE_READ_ONLY */
+    char note[1024];           /* "" or what happened: moved aside and rebuilt (with how many rows kept),
+                                  why it could not be opened, the last write that failed */
+    long kernels, tunings, measurements;
+} mxattn_cache_info;
 
 const char *mxattn_version(void);
 const char *mxattn_status_string(mxattn_status s);
@@ -164,6 +182,12 @@ mxattn_status mxattn_tune(mxattn_ctx *ctx, const mxattn_problem *p,
  * filter is NULL or "key=value ..." over gpu, family, head_dim, dtype, causal.
  * *json is freed with mxattn_free. */
 mxattn_status mxattn_query(mxattn_ctx *ctx, const char *filter, char **json);
+
+/* Opens the context's database if it is not open yet and says what it is:
+ * its path, whether it is read-only, and whether opening it found damage
+ * (then note says where the original was kept and how much was salvaged).
+ * Returns OK when a database is in use, else the status that kept it closed. */
+mxattn_status mxattn_cache_get_info(mxattn_ctx *ctx, mxattn_cache_info *info);
 
 void mxattn_free(void *p);
 

@@ -33,6 +33,11 @@ class Status(enum.IntEnum):
     ERROR_NOT_FOUND = 16
     ERROR_WRONG_RESULT = 17
     ERROR_INTERNAL = 18
+    ERROR_CACHE_READ_ONLY = 19
+    ERROR_CACHE_FULL = 20
+    ERROR_CACHE_BUSY = 21
+    ERROR_CACHE_FOREIGN = 22
+    ERROR_UNTRUSTED = 23
 
 
 # Other enums of the header, as the ints C sees.
@@ -121,6 +126,8 @@ class PlanInfo(ctypes.Structure):
         ("shared_bytes", ctypes.c_int),
         ("spill_bytes", ctypes.c_int),
         ("workspace_bytes", ctypes.c_size_t),
+        ("cubin_stored", ctypes.c_int),
+        ("note", ctypes.c_char * 512),
     ]
 
 
