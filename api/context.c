@@ -177,7 +177,7 @@ mxattn_status mxattn_cache_get_info(mxattn_ctx *ctx, mxattn_cache_info *info) {
     mx_cache *cache = mx_ctx_cache(ctx);
     if (!cache) {
         char path[1024] = "";
-        if (ctx->db_path[0]) snprintf(path, sizeof path, "%s", ctx->db_path);
+        if (ctx->db_path[0]) snprintf(path, sizeof path, "%.1000s", ctx->db_path);
         else if (mx_cache_default_path(path, sizeof path) != MXATTN_OK) path[0] = 0;
         snprintf(info->path, sizeof info->path, "%s", path);
         snprintf(info->note, sizeof info->note, "the database could not be opened");
