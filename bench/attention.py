@@ -202,7 +202,7 @@ def _settle(step, settle_ms):
     it, and a row timed right after another row (or after input sets were
     made) runs partly in the power controller's transient.  On the H200 at
     D=128 N=4096 cuDNN's rows read 1780-1800 MHz that way where, held for
-    seconds, it runs at ~1650 (bench/NOTES.md, twenty-third session).
+    seconds, it runs at ~1650 (bench/NOTES.md, set 23).
     Settling times each implementation in its own sustained state, as
     `mxattn tune --settle-ms` times candidates."""
     if settle_ms <= 0:

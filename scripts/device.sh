@@ -23,7 +23,7 @@
 #              arguments) under each folder of $AB_TEMPLATES -> $OUT/kt_*.log, one
 #              summary line each
 # Tests come first so the later steps can depend on them.  $OUT returns at
-# most 8 files (scripts/device_session.sh packs its logs into one).  A short
+# most 8 files (pack the logs into one file).  A short
 # summary prints last.
 set -uo pipefail
 cd "$(dirname "$0")/.."

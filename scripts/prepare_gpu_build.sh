@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepares build-gpu/ for a session's device calls: build-dev built from the checked-out
+# Prepares build-gpu/ for a set's device calls: build-dev built from the checked-out
 # revision, without object files or CPU test binaries (the carry limit is 64 MiB), its ctest
 # files (DartConfiguration.tcl too: `ctest -V` reads it) pointed at build-gpu, and optionally the template folders of other revisions for an A/B
 # (scripts/ab_templates.sh; AB_TEMPLATES then names build-gpu/tpl/REV/templates).
