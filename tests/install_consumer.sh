@@ -31,6 +31,13 @@ if readelf -d "$p/$libdir/libmxattn.so.$version" | grep -qE '\((RPATH|RUNPATH)\)
   [ -f "$p/$libdir/liblua5.4.so.0" ] || fail "the installed library has an RPATH but nothing beside it: $(readelf -d "$p/$libdir/libmxattn.so.$version" | grep -E 'RPATH|RUNPATH')"
 fi
 [ "$("$p/bin/mxattn" --version)" = "mxattn $version" ] || fail "the installed mxattn does not say 'mxattn $version'"
+# The shipped tuning results import with the documented command, every row taken.
+for db in "$p"/share/mxattn/tuned/*.db; do
+  out=$("$p/bin/mxattn" db import "$db" --db "$tmp/user.db") || fail "mxattn db import $db failed"
+  [[ $out =~ :\ ([0-9]+)\ tuning\ results\ read,\ ([0-9]+)\ taken ]] && [ "${BASH_REMATCH[1]}" -gt 0 ] &&
+    [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ] || fail "importing $db: $out"
+  rm -f "$tmp/user.db"
+done
 
 needs_libmxattn() { readelf -d "$1" | grep -q 'NEEDED.*libmxattn\.so'; }
 run() {  # run NAME PROGRAM
