@@ -222,10 +222,11 @@ int main(void) {
         checksum += x;
     }
 
-    /* A few rows of every head against softmax(Q K^T / sqrt(D)) V in double.
-     * bf16 output alone rounds by up to 2^-9 relative; 1% of the largest
-     * value is far above that and far below what a wrong kernel gives. */
-    double max_err = 0, max_ref = 0, ref[DIM];
+    /* A few rows of every head against softmax(Q K^T / sqrt(D)) V in double,
+     * as a relative L1 error: rounding P and O to bf16 costs ~2e-3 (the
+     * library's own tests hold bf16 to 3e-3); a wrong kernel is off by tens
+     * of percent. */
+    double err_sum = 0, ref_sum = 0, max_err = 0, ref[DIM];
     for (int h = 0; h < HEADS; h++) {
         size_t head = (size_t)h * SEQ * DIM;
         for (int s = 0; s < SAMPLE_ROWS; s++) {
@@ -233,16 +234,17 @@ int main(void) {
             reference_row(q + head + (size_t)row * DIM, k + head, v + head, ref);
             for (int d = 0; d < DIM; d++) {
                 double err = fabs(from_bf16(o[head + (size_t)row * DIM + d]) - ref[d]);
+                err_sum += err;
+                ref_sum += fabs(ref[d]);
                 if (err > max_err) max_err = err;
-                if (fabs(ref[d]) > max_ref) max_ref = fabs(ref[d]);
             }
         }
     }
-    double tolerance = 0.01 * max_ref + 1e-4;
-    printf("check    %d rows against a CPU reference: max |error| %.2e (tolerance %.2e): %s\n",
-           HEADS * SAMPLE_ROWS, max_err, tolerance, max_err <= tolerance ? "ok" : "FAILED");
+    double rel_l1 = err_sum / ref_sum, tolerance = 1e-2;
+    printf("check    %d rows against a CPU reference: relative L1 error %.2e (tolerance %.0e), max |error| %.2e: %s\n",
+           HEADS * SAMPLE_ROWS, rel_l1, tolerance, max_err, rel_l1 < tolerance ? "ok" : "FAILED");
     printf("checksum %.6f\n", checksum);
-    rc = max_err <= tolerance ? 0 : 1;
+    rc = rel_l1 < tolerance ? 0 : 1;
 
 done:
     mxattn_plan_destroy(plan);
