@@ -14,7 +14,9 @@ fail() { echo "install_consumer: $*" >&2; exit 1; }
 cmake --install "$build" --prefix "$tmp/made" >"$tmp/install.log" || { cat "$tmp/install.log"; fail "cmake --install failed"; }
 mv "$tmp/made" "$tmp/prefix"
 p=$tmp/prefix
-libdir=$(cd "$p" && ls -d lib*/pkgconfig | head -1 | xargs dirname)   # lib, or lib/<multiarch>
+pc=$(cd "$p" && find . -name mxattn.pc -path '*/pkgconfig/*' | head -1)
+[ -n "$pc" ] || fail "the install lacks mxattn.pc"
+libdir=$(dirname "$(dirname "${pc#./}")")   # lib, or lib/<multiarch> for a /usr prefix
 
 for f in include/mxattn.h "$libdir/libmxattn.so.$version" "$libdir/libmxattn.a" bin/mxattn \
          "$libdir/pkgconfig/mxattn.pc" "$libdir/cmake/mxattn/mxattnConfig.cmake" \
