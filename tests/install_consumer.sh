@@ -40,6 +40,13 @@ for db in "$p"/share/mxattn/tuned/*.db; do
     [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ] || fail "importing $db: $out"
   rm -f "$tmp/user.db"
 done
+# --shipped finds the same files from where the program lies, in the moved prefix.
+out=$("$p/bin/mxattn" db import --shipped --db "$tmp/user.db") || fail "mxattn db import --shipped failed: $out"
+[ "$(grep -c '^imported .*: [1-9][0-9]* tuning results read' <<<"$out")" = "$(ls "$p"/share/mxattn/tuned/*.db | wc -l)" ] ||
+  fail "mxattn db import --shipped did not take every shipped file: $out"
+# A program with nothing installed beside it says so, and fails.
+if out=$("$build/mxattn" db import --shipped --db "$tmp/user.db" 2>&1); then fail "--shipped in a build tree succeeded: $out"; fi
+[[ $out == *"no shipped tuning results"* ]] || fail "--shipped in a build tree: $out"
 
 needs_libmxattn() { readelf -d "$1" | grep -q 'NEEDED.*libmxattn\.so'; }
 run() {  # run NAME PROGRAM
