@@ -1,9 +1,9 @@
 /* `mxattn db import --shipped`: the tuning results installed with mxattn.
  *
- * cmake --install puts them in <prefix>/share/mxattn/tuned/ (every .db file there) beside
- * <prefix>/bin/mxattn, so they are found from where the running program lies
- * (/proc/self/exe): any prefix works, and a moved one too, with no path
- * compiled in. */
+ * cmake --install puts them (every .db file) in <prefix>/share/mxattn/tuned,
+ * beside <prefix>/bin/mxattn, so they are found from where the running
+ * program lies (/proc/self/exe): any prefix works, a moved one too, with no
+ * path compiled in. */
 #include "cli/shipped.h"
 #include <dirent.h>
 #include <errno.h>
