@@ -150,8 +150,10 @@ static void reference_row(const uint16_t *q, const uint16_t *k, const uint16_t *
 
 int main(void) {
     char why[512];
-    if (!open_driver(why, sizeof why) || cu.Init(0) != 0) {
-        if (cu.Init) snprintf(why, sizeof why, "cuInit found no usable GPU");
+    int opened = open_driver(why, sizeof why);
+    CUresult init = opened ? cu.Init(0) : 0;
+    if (opened && init != 0) snprintf(why, sizeof why, "cuInit failed with %s", cu_name(init));
+    if (!opened || init != 0) {
         printf("quickstart: no NVIDIA GPU here (%s): nothing to run\n", why);
         return 0;
     }
