@@ -1,12 +1,13 @@
 /* mxattn db: export, import, merge, vacuum or check the database. */
 #include "cli.h"
 #include "cache/cache.h"
+#include "cli/shipped.h"
 #include <string.h>
 
 static const char USAGE[] =
     "usage: mxattn db export FILE [--with-kernels] [--db PATH]\n"
-    "       mxattn db import FILE [--with-kernels] [--db PATH]\n"
-    "       mxattn db merge FILE [--db PATH]\n"
+    "       mxattn db import FILE|--shipped [--with-kernels] [--db PATH]\n"
+    "       mxattn db merge FILE|--shipped [--db PATH]\n"
     "       mxattn db vacuum [--db PATH]\n"
     "       mxattn db check [--db PATH]\n"
     "export writes the tuning results (and with --with-kernels the compiled kernels) to\n"
@@ -15,9 +16,10 @@ static const char USAGE[] =
     "with --with-kernels and only when every blob matches its SHA-256.  merge takes\n"
     "another database's tuning results where they are faster than ours.  A malformed\n"
     "file is rejected and the database left unchanged.  check verifies the file and\n"
-    "every kernel's hash and exits 1 if anything is wrong.\n";
+    "every kernel's hash and exits 1 if anything is wrong.  --shipped takes the tuning\n"
+    "results installed with mxattn (<prefix>/share/mxattn/tuned/*.db) for FILE.\n";
 
-typedef struct { const char *action, *file, *db; int with_kernels; } db_args;
+typedef struct { const char *action, *file, *db; int with_kernels, shipped; } db_args;
 
 static int takes_file(const char *action) {
     return !strcmp(action, "export") || !strcmp(action, "import") || !strcmp(action, "merge");
@@ -33,6 +35,7 @@ static int parse_args(int argc, char **argv, db_args *a) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) { fputs(USAGE, stdout); return 0; }
         if (!strcmp(arg, "--with-kernels")) { a->with_kernels = 1; continue; }
+        if (!strcmp(arg, "--shipped")) { a->shipped = 1; continue; }
         if (!strcmp(arg, "--db")) {
             if (i + 1 >= argc) return cli_usage_error("db", "--db needs a value");
             a->db = argv[++i];
@@ -45,7 +48,10 @@ static int parse_args(int argc, char **argv, db_args *a) {
     }
     if (!a->action) return cli_usage_error("db", "which action? export, import, merge, vacuum or check");
     if (!known_action(a->action)) return cli_usage_error("db", "unknown action '%s'", a->action);
-    if (takes_file(a->action) && !a->file) return cli_usage_error("db", "%s needs a FILE", a->action);
+    if (a->shipped && strcmp(a->action, "import") && strcmp(a->action, "merge"))
+        return cli_usage_error("db", "--shipped applies to import and merge only");
+    if (a->shipped && a->file) return cli_usage_error("db", "give a FILE or --shipped, not both");
+    if (takes_file(a->action) && !a->file && !a->shipped) return cli_usage_error("db", "%s needs a FILE", a->action);
     if (!takes_file(a->action) && a->file) return cli_usage_error("db", "%s takes no FILE", a->action);
     if (a->with_kernels && strcmp(a->action, "export") && strcmp(a->action, "import"))
         return cli_usage_error("db", "--with-kernels applies to export and import only");
@@ -76,6 +82,7 @@ static int run_action(mx_cache *cache, const db_args *a) {
     mx_import_report report;
     mxattn_status s = MXATTN_OK;
     if (!strcmp(a->action, "check")) return run_check(cache);
+    if (a->shipped) return cli_db_shipped(cache, !strcmp(a->action, "merge"), a->with_kernels);
     if (!strcmp(a->action, "export")) {
         if (!(s = mx_cache_export(cache, a->file, a->with_kernels)))
             printf("exported %s to %s\n", a->with_kernels ? "tuning results and kernels" : "tuning results", a->file);
