@@ -211,6 +211,23 @@ def source_tree_version():
     return "unknown"
 
 
+def _loaded_file(name):
+    """The file the dynamic loader opened for name: name itself if it is a
+    path, else the mapping of that file name in /proc/self/maps (the loader
+    searched LD_LIBRARY_PATH and its cache), else name."""
+    if os.path.sep in name:
+        return name
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split(maxsplit=5)[-1].strip()
+                if os.path.basename(path) == name:
+                    return path
+    except OSError:
+        pass
+    return name
+
+
 class _Library:
     """The loaded libmxattn.so with prototypes set.  Loaded on first use so
     that `import mxattn` works even where the library has not been built.
@@ -246,7 +263,7 @@ class _Library:
                         continue
                     try:
                         self._cdll = ctypes.CDLL(path)
-                        self.path = path
+                        self.path = _loaded_file(path)
                         return self._cdll
                     except OSError as e:
                         errors.append(f"{path}: {e}")
