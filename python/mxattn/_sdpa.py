@@ -21,13 +21,21 @@ _op = None          # torch.ops.mxattn.sdpa.default once registered
 _op_error = None    # why registration failed, raised where the op is needed
 
 
+_torch_module = None
+
+
 def _torch():
-    try:
-        import torch
-    except ImportError as e:
-        raise ImportError("mxattn.scaled_dot_product_attention and patch_sdpa need PyTorch "
-                          "(import torch failed)") from e
-    return torch
+    """The torch module, imported once: a traced call (torch.compile) then
+    only reads a global and never runs an import statement."""
+    global _torch_module
+    if _torch_module is None:
+        try:
+            import torch
+        except ImportError as e:
+            raise ImportError("mxattn.scaled_dot_product_attention and patch_sdpa need "
+                              "PyTorch (import torch failed)") from e
+        _torch_module = torch
+    return _torch_module
 
 
 # --- the op -----------------------------------------------------------------------
