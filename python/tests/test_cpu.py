@@ -147,6 +147,18 @@ class WithoutTorchTest(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
 
 
+class QuickStartTest(unittest.TestCase):
+    def test_quick_start_runs_without_a_gpu(self):
+        script = os.path.join(PYTHON_DIR, "examples", "quickstart.py")
+        code = ("import sys, runpy; sys.modules['torch'] = None; "
+                f"runpy.run_path({script!r}, run_name='__main__')")
+        result = subprocess.run([sys.executable, "-B", "-c", code], cwd=PYTHON_DIR,
+                                capture_output=True, text=True, env=os.environ.copy())
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn(f"mxattn {header_version()} from", result.stdout)
+        self.assertIn("no PyTorch with a CUDA GPU here", result.stdout)
+
+
 class BuildBackendTest(unittest.TestCase):
     """python/build_backend/mxattn_build.py, called as pip calls it."""
 

@@ -547,6 +547,23 @@ class CompileAndGraphTest(unittest.TestCase):
 
 
 @unittest.skipUnless(HAVE_GPU, "needs torch and a CUDA GPU")
+class QuickStartTest(unittest.TestCase):
+    def test_quick_start_runs_on_the_gpu(self):
+        import subprocess
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        result = subprocess.run([sys.executable, "-B", os.path.join(here, "examples", "quickstart.py")],
+                                cwd=here, capture_output=True, text=True,
+                                env=dict(os.environ, PYTHONPATH=here))  # the package as installed
+        self.assertEqual(result.returncode, 0, result.stderr)
+        cosines = [float(line.split()[-1]) for line in result.stdout.splitlines()
+                   if "cosine to torch SDPA" in line]
+        self.assertEqual(len(cosines), 2, result.stdout)
+        self.assertGreater(cosines[0], 0.9999, result.stdout)  # f16
+        self.assertGreater(cosines[1], 0.995, result.stdout)   # int8-fp8
+        self.assertIn("patched   (2, 8, 1024, 128) torch.bfloat16", result.stdout)
+
+
+@unittest.skipUnless(HAVE_GPU, "needs torch and a CUDA GPU")
 class PatchSdpaTest(unittest.TestCase):
     def setUp(self):
         self.original = F.scaled_dot_product_attention
