@@ -447,6 +447,10 @@ def uses_mxattn_op(graphs):
 
 @unittest.skipUnless(HAVE_GPU, "needs torch and a CUDA GPU")
 class CompileAndGraphTest(unittest.TestCase):
+    def setUp(self):
+        # Every TinyBlock shares one forward code object: without a reset its
+        # recompiles add up to dynamo's limit, past which it runs eagerly.
+        torch._dynamo.reset()
     def blocks(self, **sdpa_kwargs):
         """(mxattn block in bfloat16, the same weights with PyTorch's SDPA,
         and in float64 with PyTorch's SDPA: the reference)."""
@@ -474,6 +478,7 @@ class CompileAndGraphTest(unittest.TestCase):
             traced = torch.compile(block, backend=backend, fullgraph=True)(x)
             self.assertTrue(uses_mxattn_op(graphs), "the traced graph has no mxattn::sdpa")
             self.assertLess(rel_l1(traced, eager.double()), 1e-3, f"seed {seed}")
+            torch._dynamo.reset()  # the next compile must not reuse the recorder's graph
             compiled = torch.compile(block, fullgraph=True)  # inductor
             poison_allocator()
             out = compiled(x)
@@ -618,6 +623,7 @@ class PatchSdpaTest(unittest.TestCase):
                 F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
 
     def test_patched_model_compiles_to_the_op(self):
+        torch._dynamo.reset()
         seed = fresh_seed()
         block = TinyBlock().cuda().to(torch.bfloat16)  # calls F.scaled_dot_product_attention
         x = torch.randn(2, 128, 256, dtype=torch.bfloat16, device="cuda")
