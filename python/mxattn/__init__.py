@@ -2,24 +2,53 @@
 
 A thin ctypes binding of libmxattn.so (include/mxattn.h); nothing to compile.
 The library is found through $MXATTN_LIB (a path to libmxattn.so), else the
-repository's build/libmxattn.so, else the system's library search path.
+copy installed inside the package (pip install .), else the repository's
+build/libmxattn.so, else an installed libmxattn.so.0 (see library_path()).
 
     import mxattn
-    o = mxattn.attention(q, k, v, family="int8-f16", causal=True)
+    o = mxattn.scaled_dot_product_attention(q, k, v, is_causal=True, family="int8-fp8")
+    mxattn.patch_sdpa(family="f16")   # torch.nn.functional's SDPA, served by mxattn
+    o, lse = mxattn.attention(q, k, v, family="int8-f16", causal=True, return_lse=True)
 
-Importing needs neither torch nor a GPU; attention(), tune() and plan_info()
-import torch when called.
+Importing needs neither torch nor a GPU.  Where torch is installed, importing
+mxattn imports it and registers the mxattn::sdpa op (for torch.compile).
 """
 from ._native import MxattnError, MxattnValueError, Status
 from ._native import last_error as _last_error
 from ._native import lib as _lib
 from ._plans import plan_count
 from ._plans import query as _query
+from ._sdpa import (SdpaPatch, patch_sdpa, register_op, scaled_dot_product_attention,
+                    unpatch_sdpa, unsupported_reason)
 from ._torch_api import FAMILIES, attention, plan_info, tune
 
-__all__ = ["FAMILIES", "MxattnError", "MxattnValueError", "Status", "attention",
-           "last_error", "library_path", "plan_count", "plan_info", "query", "tune",
-           "version"]
+try:
+    from ._version import __version__  # written into the wheel by the build backend
+except ImportError:  # the source tree: the header is the one source of the version
+    from ._native import source_tree_version as _source_tree_version
+    __version__ = _source_tree_version()
+
+__all__ = ["FAMILIES", "MxattnError", "MxattnValueError", "SdpaPatch", "Status", "__version__",
+           "attention", "last_error", "library_path", "patch_sdpa", "plan_count", "plan_info",
+           "query", "register_op", "scaled_dot_product_attention", "tune", "unpatch_sdpa",
+           "unsupported_reason", "version"]
+
+
+def _register_with_torch():
+    # The op must exist before torch.compile traces a first call: registering
+    # it from inside a trace would break the graph.  Without torch, nothing to do;
+    # a failure is kept and raised where the op is needed, not at import.
+    try:
+        import torch  # noqa: F401
+    except Exception:
+        return
+    try:
+        register_op()
+    except Exception:
+        pass
+
+
+_register_with_torch()
 
 
 def version():

@@ -7,6 +7,7 @@ import ctypes
 import ctypes.util
 import enum
 import os
+import sys
 import threading
 
 # --- status codes -----------------------------------------------------------
@@ -165,21 +166,66 @@ _PROTOTYPES = {
 # --- finding and loading the library -------------------------------------------
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+# Where a wheel puts the library (python/build_backend/mxattn_build.py), with
+# the liblua and libsqlite copies it needs beside it (its RPATH is $ORIGIN).
+BUNDLED_LIB = os.path.join(_PACKAGE_DIR, "lib", "libmxattn.so")
+# The package run from the source tree: python/mxattn/../../build.
 _REPO_BUILD_LIB = os.path.normpath(os.path.join(_PACKAGE_DIR, "..", "..", "build",
                                                 "libmxattn.so"))
+# `cmake --install` names the library by its SONAME under <prefix>/lib.
+_SONAME = "libmxattn.so.0"
 
 
-def library_candidates():
-    """Where the library is looked for, in order: $MXATTN_LIB, the repository's
-    build folder, then the system's search path."""
+def library_candidates(system=True):
+    """Where the library is looked for, in order: $MXATTN_LIB; the copy
+    bundled in the installed package; the repository's build folder (the
+    package used from the source tree); the Python prefix's lib folder (a
+    `cmake --install --prefix` into a virtual environment); then the system's:
+    ctypes.util.find_library and the dynamic loader's own search for
+    libmxattn.so.0 (LD_LIBRARY_PATH, ld.so.cache: a prefix such as /usr/local).
+    system=False leaves out the system's, whose find_library runs ldconfig."""
     candidates = []
     if os.environ.get("MXATTN_LIB"):
         candidates.append(os.environ["MXATTN_LIB"])
-    candidates.append(_REPO_BUILD_LIB)
-    found = ctypes.util.find_library("mxattn")
-    if found:
-        candidates.append(found)
-    return candidates
+    candidates += [BUNDLED_LIB, _REPO_BUILD_LIB, os.path.join(sys.prefix, "lib", _SONAME)]
+    if system:
+        found = ctypes.util.find_library("mxattn")
+        if found:
+            candidates.append(found)
+        candidates.append(_SONAME)
+    return list(dict.fromkeys(candidates))  # in order, each once
+
+
+def source_tree_version():
+    """MXATTN_VERSION of include/mxattn.h beside the package (the source
+    tree), else "unknown"; an installed package has _version.py instead."""
+    header = os.path.join(_PACKAGE_DIR, "..", "..", "include", "mxattn.h")
+    try:
+        with open(header) as f:
+            for line in f:
+                words = line.split()
+                if words[:2] == ["#define", "MXATTN_VERSION"] and len(words) == 3:
+                    return words[2].strip('"')
+    except OSError:
+        pass
+    return "unknown"
+
+
+def _loaded_file(name):
+    """The file the dynamic loader opened for name: name itself if it is a
+    path, else the mapping of that file name in /proc/self/maps (the loader
+    searched LD_LIBRARY_PATH and its cache), else name."""
+    if os.path.sep in name:
+        return name
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split(maxsplit=5)[-1].strip()
+                if os.path.basename(path) == name:
+                    return path
+    except OSError:
+        pass
+    return name
 
 
 class _Library:
@@ -203,19 +249,26 @@ class _Library:
             if explicit and not os.path.exists(explicit):
                 raise OSError(f"MXATTN_LIB={explicit} does not exist")
             # A $MXATTN_LIB that fails to load must not fall back to another copy.
-            candidates = [explicit] if explicit else library_candidates()
             errors = []
-            for path in candidates:
-                if os.path.sep in path and not os.path.exists(path):
-                    errors.append(f"{path}: not found")
-                    continue
-                try:
-                    self._cdll = ctypes.CDLL(path)
-                    self.path = path
-                    return self._cdll
-                except OSError as e:
-                    errors.append(f"{path}: {e}")
-            raise OSError("could not load libmxattn.so (build it or set MXATTN_LIB); tried: "
+            if explicit:
+                searches = [[explicit]]
+            else:
+                # The system's search comes last and only if needed: it spawns ldconfig.
+                local = library_candidates(system=False)
+                searches = [local, lambda: [c for c in library_candidates() if c not in local]]
+            for search in searches:
+                for path in (search() if callable(search) else search):
+                    if os.path.sep in path and not os.path.exists(path):
+                        errors.append(f"{path}: not found")
+                        continue
+                    try:
+                        self._cdll = ctypes.CDLL(path)
+                        self.path = _loaded_file(path)
+                        return self._cdll
+                    except OSError as e:
+                        errors.append(f"{path}: {e}")
+            raise OSError("could not load libmxattn.so (pip install the package, build it, "
+                          "or set MXATTN_LIB to its path); tried: "
                           + "; ".join(errors))
 
     def __getattr__(self, name):

@@ -6,7 +6,9 @@ Checks that the package imports without torch, that the ctypes structs match
 the C compiler's layout of include/mxattn.h, and that statuses become the
 right exceptions.  Calls the library has not implemented yet are skipped.
 """
+import base64
 import ctypes
+import hashlib
 import os
 import re
 import shutil
@@ -14,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import zipfile
 
 PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO_DIR = os.path.dirname(PYTHON_DIR)
@@ -70,12 +73,160 @@ class ImportTest(unittest.TestCase):
         self.assertEqual(mxattn.library_path(), os.environ["MXATTN_LIB"])
 
 
+class LoaderOrderTest(unittest.TestCase):
+    def test_bundled_before_build_tree_before_system(self):
+        saved = os.environ.pop("MXATTN_LIB", None)
+        try:
+            candidates = _native.library_candidates()
+            local = _native.library_candidates(system=False)
+        finally:
+            if saved is not None:
+                os.environ["MXATTN_LIB"] = saved
+        bundled = os.path.join(PYTHON_DIR, "mxattn", "lib", "libmxattn.so")
+        build = os.path.join(REPO_DIR, "build", "libmxattn.so")
+        self.assertEqual(candidates[:2], [bundled, build])
+        self.assertEqual(candidates[2], os.path.join(sys.prefix, "lib", "libmxattn.so.0"))
+        self.assertEqual(candidates[-1], "libmxattn.so.0")  # the dynamic loader's search
+        self.assertEqual(candidates[:len(local)], local)
+        self.assertNotIn("libmxattn.so.0", local)
+
+    def test_bundled_copy_is_loaded_first(self):
+        """A package folder with lib/libmxattn.so (what a wheel installs) loads
+        that copy, not the build tree's, when $MXATTN_LIB is unset."""
+        built = os.environ.get("MXATTN_LIB")
+        if not built:
+            self.skipTest("MXATTN_LIB is not set")
+        build_dir = os.path.dirname(built)
+        with tempfile.TemporaryDirectory() as tmp:
+            package = os.path.join(tmp, "mxattn")
+            shutil.copytree(os.path.join(PYTHON_DIR, "mxattn"), package,
+                            ignore=shutil.ignore_patterns("__pycache__", "lib"))
+            os.mkdir(os.path.join(package, "lib"))
+            for name in os.listdir(build_dir):
+                if name == "libmxattn.so" or re.match(r"^lib.+\.so\.[0-9]+$", name):
+                    shutil.copy(os.path.join(build_dir, name), os.path.join(package, "lib"))
+            env = {k: v for k, v in os.environ.items() if k != "MXATTN_LIB"}
+            code = ("import sys; sys.modules['torch'] = None; import mxattn; "
+                    "print(mxattn.library_path()); print(mxattn.version())")
+            result = subprocess.run([sys.executable, "-B", "-c", code], cwd=tmp,
+                                    capture_output=True, text=True, env=env)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            path, version = result.stdout.split()
+            self.assertEqual(path, os.path.join(package, "lib", "libmxattn.so"))
+            self.assertEqual(version, mxattn.version())
+
+
+def header_version():
+    with open(HEADER) as f:
+        match = re.search(r'#define\s+MXATTN_VERSION\s+"([^"]+)"', f.read())
+    assert match, "MXATTN_VERSION not found in the header"
+    return match.group(1)
+
+
 class VersionTest(unittest.TestCase):
     def test_version_matches_header(self):
-        with open(HEADER) as f:
-            match = re.search(r'#define\s+MXATTN_VERSION\s+"([^"]+)"', f.read())
-        self.assertIsNotNone(match, "MXATTN_VERSION not found in the header")
-        self.assertEqual(mxattn.version(), match.group(1))
+        self.assertEqual(mxattn.version(), header_version())
+
+    def test_package_version_is_the_header_s(self):
+        self.assertEqual(mxattn.__version__, header_version())
+
+
+class WithoutTorchTest(unittest.TestCase):
+    def test_torch_functions_say_they_need_torch(self):
+        code = ("import sys; sys.modules['torch'] = None; import mxattn\n"
+                "for call in (lambda: mxattn.scaled_dot_product_attention(1, 2, 3),\n"
+                "             lambda: mxattn.patch_sdpa(), mxattn.register_op):\n"
+                "    try:\n"
+                "        call()\n"
+                "    except ImportError as e:\n"
+                "        assert 'PyTorch' in str(e), e\n"
+                "    else:\n"
+                "        raise SystemExit('ran without torch')\n")
+        result = subprocess.run([sys.executable, "-B", "-c", code], cwd=PYTHON_DIR,
+                                capture_output=True, text=True, env=os.environ.copy())
+        self.assertEqual(result.returncode, 0, result.stderr)
+
+
+class QuickStartTest(unittest.TestCase):
+    def test_quick_start_runs_without_a_gpu(self):
+        script = os.path.join(PYTHON_DIR, "examples", "quickstart.py")
+        code = ("import sys, runpy; sys.modules['torch'] = None; "
+                f"runpy.run_path({script!r}, run_name='__main__')")
+        result = subprocess.run([sys.executable, "-B", "-c", code], cwd=PYTHON_DIR,
+                                capture_output=True, text=True, env=os.environ.copy())
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn(f"mxattn {header_version()} from", result.stdout)
+        self.assertIn("no PyTorch with a CUDA GPU here", result.stdout)
+
+
+class BuildBackendTest(unittest.TestCase):
+    """python/build_backend/mxattn_build.py, called as pip calls it."""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, os.path.join(PYTHON_DIR, "build_backend"))
+        try:
+            import mxattn_build
+        finally:
+            sys.path.pop(0)
+        cls.backend = mxattn_build
+
+    def build(self, **settings):
+        built = os.environ.get("MXATTN_LIB")
+        if not built:
+            self.skipTest("MXATTN_LIB is not set")
+        out = tempfile.mkdtemp(prefix="mxattn-wheel-")
+        self.addCleanup(shutil.rmtree, out, ignore_errors=True)
+        settings.setdefault("build-dir", os.path.dirname(built))
+        name = self.backend.build_wheel(out, settings)
+        return name, zipfile.ZipFile(os.path.join(out, name))
+
+    def check_record(self, wheel):
+        """Every file is in RECORD with its sha256 and size, RECORD itself without."""
+        dist_info = f"mxattn-{header_version()}.dist-info"
+        rows = [line.split(",") for line in
+                wheel.read(f"{dist_info}/RECORD").decode().splitlines()]
+        recorded = {path: (digest, size) for path, digest, size in rows}
+        self.assertEqual(set(recorded), set(wheel.namelist()))
+        self.assertEqual(recorded.pop(f"{dist_info}/RECORD"), ("", ""))
+        for path, (digest, size) in recorded.items():
+            data = wheel.read(path)
+            expected = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+            self.assertEqual(digest, "sha256=" + expected.decode(), path)
+            self.assertEqual(int(size), len(data), path)
+        return dist_info
+
+    def test_requires_nothing(self):
+        self.assertEqual(self.backend.get_requires_for_build_wheel(), [])
+        self.assertEqual(self.backend.get_requires_for_build_editable(), [])
+        self.assertEqual(self.backend.get_requires_for_build_sdist(), [])
+
+    def test_wheel_bundles_the_library_and_what_it_needs(self):
+        name, wheel = self.build()
+        self.assertTrue(name.startswith(f"mxattn-{header_version()}-py3-none-linux_"), name)
+        dist_info = self.check_record(wheel)
+        names = set(wheel.namelist())
+        self.assertTrue({"mxattn/__init__.py", "mxattn/_native.py", "mxattn/_sdpa.py",
+                         "mxattn/_version.py", "mxattn/lib/libmxattn.so"} <= names, names)
+        libs = {n for n in names if n.startswith("mxattn/lib/")}
+        self.assertTrue(any(n.startswith("mxattn/lib/liblua") for n in libs), libs)
+        self.assertTrue(any(n.startswith("mxattn/lib/libsqlite3") for n in libs), libs)
+        with open(os.environ["MXATTN_LIB"], "rb") as f:
+            self.assertEqual(wheel.read("mxattn/lib/libmxattn.so"), f.read())
+        self.assertIn(f'__version__ = "{header_version()}"',
+                      wheel.read("mxattn/_version.py").decode())
+        self.assertIn("Root-Is-Purelib: false", wheel.read(f"{dist_info}/WHEEL").decode())
+
+    def test_bundle_no_makes_a_pure_wheel(self):
+        name, wheel = self.build(bundle="no")
+        self.assertEqual(name, f"mxattn-{header_version()}-py3-none-any.whl")
+        self.check_record(wheel)
+        self.assertFalse([n for n in wheel.namelist() if n.startswith("mxattn/lib/")])
+
+    def test_missing_build_dir_is_a_clear_error(self):
+        with self.assertRaises(self.backend.BuildError) as caught:
+            self.build(**{"build-dir": "/nonexistent/build"})
+        self.assertIn("libmxattn.so not found", str(caught.exception))
 
 
 class ErrorTest(unittest.TestCase):

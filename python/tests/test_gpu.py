@@ -1,10 +1,13 @@
-"""mxattn.attention against PyTorch's scaled_dot_product_attention in float64.
+"""mxattn.attention and mxattn.scaled_dot_product_attention against PyTorch's
+scaled_dot_product_attention in float64; torch.compile, CUDA graphs and
+patch_sdpa.
 
     MXATTN_LIB=build/libmxattn.so python3 -m unittest discover -s python/tests -p test_gpu.py -v
 
 Skips where torch or a CUDA GPU is missing.  Inputs are fresh Gaussian
 tensors on every run; a failure message names the seed that reproduces it.
 """
+import copy
 import math
 import os
 import random
@@ -273,6 +276,364 @@ class BindingTest(unittest.TestCase):
             with torch.cuda.graph(graph):
                 mxattn.attention(q, k, v, sm_scale=0.123)
         self.assertIn("capture", str(caught.exception))
+
+
+def sdpa64(q, k, v, is_causal=False, scale=None, enable_gqa=False):
+    """PyTorch's SDPA in float64 (its math kernel): the reference."""
+    return F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=is_causal,
+                                          scale=scale, enable_gqa=enable_gqa)
+
+
+def poison_allocator(nbytes=64 << 20):
+    """Leaves NaN (0xFFFF in float16 and bfloat16) in memory the caching
+    allocator is about to hand out, so that an output the kernel never wrote
+    cannot pass for a stale, correct one."""
+    torch.empty(nbytes, dtype=torch.uint8, device="cuda").fill_(0xFF)
+
+
+def bhnd(batch, heads, seq, head_dim, dtype=None):
+    return torch.randn(batch, heads, seq, head_dim, dtype=dtype or torch.bfloat16, device="cuda")
+
+
+@unittest.skipUnless(HAVE_GPU, "needs torch and a CUDA GPU")
+class SdpaSemanticsTest(unittest.TestCase):
+    """mxattn.scaled_dot_product_attention takes PyTorch's arguments and means
+    what PyTorch means by them."""
+
+    def check(self, q, k, v, seed, **kwargs):
+        poison_allocator()
+        out = mxattn.scaled_dot_product_attention(q, k, v, **kwargs)
+        self.assertEqual((out.shape, out.dtype, out.device), (q.shape, q.dtype, q.device))
+        ref = sdpa64(q, k, v, **kwargs)
+        self.assertTrue(torch.isfinite(out).all(), f"seed {seed}, {kwargs}")
+        error = rel_l1(out, ref)
+        self.assertLess(error, F16_MAX_REL_L1, f"rel-L1 {error:.2e}, seed {seed}, {kwargs}")
+        return out
+
+    def test_causal_is_top_left_and_scale_is_used(self):
+        for dtype in (torch.float16, torch.bfloat16):
+            for seq_q, seq_k in ((256, 256), (100, 300), (300, 100), (1, 77)):
+                for is_causal in (False, True):
+                    for scale in (None, 0.3):
+                        with self.subTest(dtype=dtype, seq_q=seq_q, seq_k=seq_k,
+                                          is_causal=is_causal, scale=scale):
+                            seed = fresh_seed()
+                            q, k, v = (bhnd(2, 4, n, 64, dtype) for n in (seq_q, seq_k, seq_k))
+                            self.check(q, k, v, seed, is_causal=is_causal, scale=scale)
+
+    def test_a_scale_that_is_ignored_is_caught(self):
+        # The check above would pass a kernel that ignores scale only if the
+        # two scales gave close answers: they must not.
+        fresh_seed()
+        q, k, v = (bhnd(1, 4, 128, 64) for _ in range(3))
+        self.assertGreater(rel_l1(sdpa64(q, k, v, scale=0.3).float(), sdpa64(q, k, v)), 0.05)
+
+    def test_head_dims(self):
+        for head_dim in (32, 80, 128, 256):
+            with self.subTest(head_dim=head_dim):
+                seed = fresh_seed()
+                q, k, v = (bhnd(1, 4, 150, head_dim) for _ in range(3))
+                self.check(q, k, v, seed, is_causal=True)
+
+    def test_grouped_query_attention_needs_enable_gqa(self):
+        for heads_q, heads_kv in ((8, 2), (8, 1), (12, 4)):
+            with self.subTest(heads_q=heads_q, heads_kv=heads_kv):
+                seed = fresh_seed()
+                q, k, v = bhnd(2, heads_q, 200, 64), bhnd(2, heads_kv, 200, 64), bhnd(2, heads_kv, 200, 64)
+                self.check(q, k, v, seed, is_causal=True, enable_gqa=True)
+                with self.assertRaises(ValueError) as caught:
+                    mxattn.scaled_dot_product_attention(q, k, v)
+                self.assertIn("enable_gqa", str(caught.exception))
+        q, k, v = bhnd(1, 6, 64, 64), bhnd(1, 4, 64, 64), bhnd(1, 4, 64, 64)
+        with self.assertRaises(ValueError):
+            mxattn.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+    def test_three_dim_inputs(self):
+        seed = fresh_seed()
+        q, k, v = (torch.randn(4, 120, 64, dtype=torch.bfloat16, device="cuda") for _ in range(3))
+        out = self.check(q, k, v, seed, is_causal=True)
+        self.assertEqual(out.shape, (4, 120, 64))
+
+    def test_strided_inputs(self):
+        seed = fresh_seed()
+        # [B, N, 3, H, D] projection permuted to [B, H, N, D] views, as models do.
+        qkv = torch.randn(2, 160, 3, 4, 64, dtype=torch.bfloat16, device="cuda")
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
+        self.assertFalse(q.is_contiguous())
+        self.check(q, k, v, seed, is_causal=True)
+        # Last dim not contiguous: copied first, still right.
+        q, k, v = (torch.randn(1, 4, 64, 96, dtype=torch.float16, device="cuda").transpose(2, 3)
+                   for _ in range(3))
+        self.check(q, k, v, seed)
+
+    def test_what_it_cannot_do_is_refused(self):
+        q, k, v = (bhnd(1, 4, 64, 64) for _ in range(3))
+        sdpa = mxattn.scaled_dot_product_attention
+        mask = torch.ones(64, 64, dtype=torch.bool, device="cuda")
+        with self.assertRaises(NotImplementedError) as caught:
+            sdpa(q, k, v, attn_mask=mask)
+        self.assertIn("is_causal", str(caught.exception))
+        with self.assertRaises(NotImplementedError) as caught:
+            sdpa(q, k, v, dropout_p=0.1)
+        self.assertIn("dropout", str(caught.exception))
+        with self.assertRaises(ValueError) as caught:
+            sdpa(q.float(), k.float(), v.float())
+        self.assertIn("float32", str(caught.exception))
+        with self.assertRaises(ValueError) as caught:
+            sdpa(q.cpu(), k.cpu(), v.cpu())
+        self.assertIn("CUDA", str(caught.exception))
+        for head_dim in (4, 264):
+            small = bhnd(1, 2, 16, head_dim)
+            with self.assertRaises(ValueError):
+                sdpa(small, small, small)
+        with self.assertRaises(ValueError):
+            sdpa(q[None], k[None], v[None])  # 5-D
+        with self.assertRaises(ValueError):
+            sdpa(q, k, v[:, :, :32])         # key and value differ in length
+        with self.assertRaises(ValueError):
+            sdpa(q, k, v, scale=-1.0)
+        grad_q = q.clone().requires_grad_()
+        with self.assertRaises(NotImplementedError) as caught:
+            sdpa(grad_q, k, v)
+        self.assertIn("backward", str(caught.exception))
+        with torch.no_grad():
+            self.assertTrue(torch.isfinite(sdpa(grad_q, k, v)).all())
+        for reason_args in ((q, k, v, mask), (q.float(), k.float(), v.float())):
+            self.assertIsNotNone(mxattn.unsupported_reason(*reason_args))
+        self.assertIsNone(mxattn.unsupported_reason(q, k, v, is_causal=True))
+
+    def test_the_op_itself(self):
+        seed = fresh_seed()
+        q, k, v = bhnd(1, 8, 130, 64), bhnd(1, 2, 130, 64), bhnd(1, 2, 130, 64)
+        poison_allocator()
+        out = torch.ops.mxattn.sdpa(q, k, v, True, 0.2, "f16", "", 1)
+        ref = sdpa64(q, k, v, is_causal=True, scale=0.2, enable_gqa=True)
+        self.assertLess(rel_l1(out, ref), F16_MAX_REL_L1, f"seed {seed}")
+        self.assertTrue(out.is_contiguous())
+
+
+class TinyBlock(torch.nn.Module if torch is not None else object):
+    """linear -> attention -> linear, the shape of a transformer block's
+    attention.  sdpa None looks F.scaled_dot_product_attention up at each
+    call, as models do (and so sees patch_sdpa)."""
+
+    def __init__(self, sdpa=None, dim=256, heads=4, **sdpa_kwargs):
+        super().__init__()
+        self.sdpa, self.heads, self.sdpa_kwargs = sdpa, heads, sdpa_kwargs
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.proj = torch.nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, n, dim = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        sdpa = self.sdpa or F.scaled_dot_product_attention
+        o = sdpa(q, k, v, is_causal=True, **self.sdpa_kwargs)
+        return self.proj(o.transpose(1, 2).reshape(b, n, dim))
+
+
+def graph_recorder():
+    """A torch.compile backend that keeps the FX graphs it is given and runs them as they are."""
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+    return backend, graphs
+
+
+def uses_mxattn_op(graphs):
+    return any("mxattn.sdpa" in str(gm.graph) for gm in graphs)
+
+
+@unittest.skipUnless(HAVE_GPU, "needs torch and a CUDA GPU")
+class CompileAndGraphTest(unittest.TestCase):
+    def setUp(self):
+        # Every TinyBlock shares one forward code object: without a reset its
+        # recompiles add up to dynamo's limit, past which it runs eagerly.
+        torch._dynamo.reset()
+    def blocks(self, **sdpa_kwargs):
+        """(mxattn block in bfloat16, the same weights with PyTorch's SDPA,
+        and in float64 with PyTorch's SDPA: the reference)."""
+        block = TinyBlock(mxattn.scaled_dot_product_attention, **sdpa_kwargs).cuda().to(torch.bfloat16)
+        with_torch = copy.deepcopy(block)
+        with_torch.sdpa, with_torch.sdpa_kwargs = F.scaled_dot_product_attention, {}
+        ref = copy.deepcopy(with_torch).double()
+        return block, with_torch, ref
+
+    def check_against_torch(self, out, x, with_torch, ref, seed):
+        """mxattn's block is as close to float64 as PyTorch's own bfloat16 SDPA block."""
+        ref_out = ref(x.double())
+        ours, theirs = rel_l1(out, ref_out), rel_l1(with_torch(x), ref_out)
+        self.assertTrue(torch.isfinite(out).all(), f"seed {seed}")
+        self.assertLess(ours, 1.5 * theirs + 1e-3,
+                        f"rel-L1 to float64: mxattn {ours:.2e}, torch SDPA {theirs:.2e}, seed {seed}")
+
+    def test_fullgraph_compile_matches_eager(self):
+        seed = fresh_seed()
+        block, with_torch, ref = self.blocks()
+        x = torch.randn(2, 256, 256, dtype=torch.bfloat16, device="cuda")
+        with torch.no_grad():
+            eager = block(x)
+            backend, graphs = graph_recorder()
+            traced = torch.compile(block, backend=backend, fullgraph=True)(x)
+            self.assertTrue(uses_mxattn_op(graphs), "the traced graph has no mxattn::sdpa")
+            self.assertLess(rel_l1(traced, eager.double()), 1e-3, f"seed {seed}")
+            torch._dynamo.reset()  # the next compile must not reuse the recorder's graph
+            compiled = torch.compile(block, fullgraph=True)  # inductor
+            poison_allocator()
+            out = compiled(x)
+            self.assertLess(rel_l1(out, eager.double()), 1e-2, f"inductor vs eager, seed {seed}")
+            self.check_against_torch(out, x, with_torch, ref, seed)
+            # Another length: recompiled with a symbolic N through the fake kernel.
+            for n in (192, 320):
+                x2 = torch.randn(2, n, 256, dtype=torch.bfloat16, device="cuda")
+                out2 = compiled(x2)
+                self.assertEqual(out2.shape, x2.shape)
+                self.check_against_torch(out2, x2, with_torch, ref, seed)
+
+    def test_compile_passes_the_family(self):
+        seed = fresh_seed()
+        block, _, _ = self.blocks(family="int8-fp8")
+        x = torch.randn(1, 256, 256, dtype=torch.bfloat16, device="cuda")
+        with torch.no_grad():
+            eager = block(x)
+            out = torch.compile(block, fullgraph=True)(x)
+        self.assertGreater(cosine(out, eager.double()), 0.999, f"seed {seed}")
+
+    def test_cuda_graph_replay_follows_new_inputs(self):
+        for heads_kv in (8, 2):
+            with self.subTest(heads_kv=heads_kv):
+                seed = fresh_seed()
+                q, k, v = bhnd(2, 8, 256, 64), bhnd(2, heads_kv, 256, 64), bhnd(2, heads_kv, 256, 64)
+                gqa = heads_kv != 8
+
+                def call():
+                    return mxattn.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                               enable_gqa=gqa)
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    call()  # the plan is made here, outside capture
+                torch.cuda.current_stream().wait_stream(side)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    out = call()
+                for _ in range(3):
+                    for t in (q, k, v):
+                        t.copy_(torch.randn_like(t))
+                    out.fill_(float("nan"))
+                    graph.replay()
+                    torch.cuda.synchronize()
+                    self.assertTrue(torch.isfinite(out).all(), f"seed {seed}")
+                    eager = call()
+                    self.assertLess(rel_l1(out, eager.double()), 1e-3, f"seed {seed}")
+                    ref = sdpa64(q, k, v, is_causal=True, enable_gqa=gqa)
+                    self.assertLess(rel_l1(out, ref), F16_MAX_REL_L1, f"seed {seed}")
+
+    def test_capture_without_a_plan_is_refused(self):
+        q, k, v = (bhnd(1, 4, 79, 64) for _ in range(3))
+        graph = torch.cuda.CUDAGraph()
+        with self.assertRaises(mxattn.MxattnError) as caught:
+            with torch.cuda.graph(graph):
+                mxattn.scaled_dot_product_attention(q, k, v, scale=0.1234)
+        self.assertIn("capture", str(caught.exception))
+
+    def test_compile_reduce_overhead_replays_graphs(self):
+        # torch.compile's CUDA graphs: warm-up runs make the plan, later calls replay.
+        seed = fresh_seed()
+        block, with_torch, ref = self.blocks()
+        compiled = torch.compile(block, mode="reduce-overhead", fullgraph=True)
+        with torch.no_grad():
+            for _ in range(4):
+                torch.compiler.cudagraph_mark_step_begin()
+                x = torch.randn(2, 128, 256, dtype=torch.bfloat16, device="cuda")
+                out = compiled(x).clone()
+                self.check_against_torch(out, x, with_torch, ref, seed)
+
+
+@unittest.skipUnless(HAVE_GPU, "needs torch and a CUDA GPU")
+class QuickStartTest(unittest.TestCase):
+    def test_quick_start_runs_on_the_gpu(self):
+        import subprocess
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        result = subprocess.run([sys.executable, "-B", os.path.join(here, "examples", "quickstart.py")],
+                                cwd=here, capture_output=True, text=True,
+                                env=dict(os.environ, PYTHONPATH=here))  # the package as installed
+        self.assertEqual(result.returncode, 0, result.stderr)
+        cosines = [float(line.split()[-1]) for line in result.stdout.splitlines()
+                   if "cosine to torch SDPA" in line]
+        self.assertEqual(len(cosines), 2, result.stdout)
+        self.assertGreater(cosines[0], 0.9999, result.stdout)  # f16
+        self.assertGreater(cosines[1], 0.995, result.stdout)   # int8-fp8
+        self.assertIn("patched   (2, 8, 1024, 128) torch.bfloat16", result.stdout)
+
+
+@unittest.skipUnless(HAVE_GPU, "needs torch and a CUDA GPU")
+class PatchSdpaTest(unittest.TestCase):
+    def setUp(self):
+        self.original = F.scaled_dot_product_attention
+        self.addCleanup(setattr, F, "scaled_dot_product_attention", self.original)
+
+    def test_serves_what_it_can_and_falls_back_for_the_rest(self):
+        seed = fresh_seed()
+        q, k, v = (bhnd(1, 4, 93, 64) for _ in range(3))
+        plans = mxattn.plan_count()
+        with mxattn.patch_sdpa(family="f16"):
+            self.assertIsNot(F.scaled_dot_product_attention, self.original)
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            self.assertEqual(mxattn.plan_count(), plans + 1, "mxattn did not serve the call")
+            self.assertLess(rel_l1(out, sdpa64(q, k, v, is_causal=True)), F16_MAX_REL_L1,
+                            f"seed {seed}")
+            mask = torch.rand(93, 93, device="cuda") > 0.5
+            mask.fill_diagonal_(True)
+            fallbacks = [((q, k, v), dict(attn_mask=mask)),
+                         ((q.float(), k.float(), v.float()), {}),
+                         ((q.cpu(), k.cpu(), v.cpu()), dict(is_causal=True)),
+                         ((bhnd(1, 4, 93, 4),) * 3, {})]
+            for args, kwargs in fallbacks:
+                with self.subTest(kwargs=list(kwargs), dtype=args[0].dtype, device=args[0].device):
+                    self.assertTrue(torch.equal(F.scaled_dot_product_attention(*args, **kwargs),
+                                                self.original(*args, **kwargs)))
+            grad_q = q.clone().requires_grad_()
+            F.scaled_dot_product_attention(grad_q, k, v, is_causal=True).sum().backward()
+            self.assertIsNotNone(grad_q.grad)
+            self.assertEqual(mxattn.plan_count(), plans + 1, "a fallback made an mxattn plan")
+        self.assertIs(F.scaled_dot_product_attention, self.original)
+
+    def test_family_reaches_the_kernel(self):
+        seed = fresh_seed()
+        q, k, v = (bhnd(1, 8, 512, 128) for _ in range(3))
+        with mxattn.patch_sdpa(family="int8-fp8"):
+            out = F.scaled_dot_product_attention(q, k, v)
+        direct = mxattn.scaled_dot_product_attention(q, k, v, family="int8-fp8")
+        self.assertLess(rel_l1(out, direct.double()), 1e-3, f"seed {seed}")
+        f16 = mxattn.scaled_dot_product_attention(q, k, v)
+        self.assertGreater(rel_l1(out, f16.double()), 1e-3, "int8-fp8 gave f16's answer")
+
+    def test_unpatch_and_no_fallback(self):
+        mxattn.patch_sdpa(family="int8-fp8")
+        mxattn.patch_sdpa(family="f16")
+        mxattn.unpatch_sdpa()
+        self.assertIs(F.scaled_dot_product_attention, self.original)
+        mxattn.unpatch_sdpa()  # nothing in place: a no-op
+        self.assertIs(F.scaled_dot_product_attention, self.original)
+        q, k, v = (bhnd(1, 2, 64, 64) for _ in range(3))
+        with mxattn.patch_sdpa(fallback=False):
+            with self.assertRaises(NotImplementedError):
+                F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+
+    def test_patched_model_compiles_to_the_op(self):
+        torch._dynamo.reset()
+        seed = fresh_seed()
+        block = TinyBlock().cuda().to(torch.bfloat16)  # calls F.scaled_dot_product_attention
+        x = torch.randn(2, 128, 256, dtype=torch.bfloat16, device="cuda")
+        with torch.no_grad():
+            plain = block(x)
+            with mxattn.patch_sdpa():
+                backend, graphs = graph_recorder()
+                out = torch.compile(block, backend=backend, fullgraph=True)(x)
+        self.assertTrue(uses_mxattn_op(graphs), "the patched model did not trace to mxattn::sdpa")
+        self.assertLess(rel_l1(out, plain.double()), 2e-2, f"seed {seed}")
 
 
 @unittest.skipUnless(HAVE_GPU, "needs torch and a CUDA GPU")
