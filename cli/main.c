@@ -24,10 +24,18 @@ static void usage(FILE *f) {
 int main(int argc, char **argv) {
     if (argc < 2) { usage(stderr); return 2; }
     const char *name = argv[1];
-    if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) { usage(stdout); return 0; }
-    if (!strcmp(name, "--version") || !strcmp(name, "version")) { printf("mxattn %s\n", mxattn_version()); return 0; }
+    if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
+        usage(stdout);
+        return cli_finish_stdout("help", 0);
+    }
+    if (!strcmp(name, "--version") || !strcmp(name, "version")) {
+        printf("mxattn %s\n", mxattn_version());
+        return cli_finish_stdout("version", 0);
+    }
+    /* Every command's stdout is checked here, once: output that did not reach
+     * its file (a full disk, `> /dev/full`) is a failure, not a success. */
     for (int i = 0; i < N_COMMANDS; i++)
-        if (!strcmp(name, commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+        if (!strcmp(name, commands[i].name)) return cli_finish_stdout(name, commands[i].fn(argc - 1, argv + 1));
     fprintf(stderr, "mxattn: error: unknown command '%s'\n", name);
     usage(stderr);
     return 2;
