@@ -31,7 +31,9 @@ typedef struct {
     double k_mean;
     int json, csv, gpu;
     const char *plot_path;
-    const char *families;     /* --families, GPU table only */
+    const char *families;     /* --family, GPU table only */
+    long head_dims[8];        /* --head-dim's list: the report once for each */
+    int n_head_dims;
 } options;
 
 /* One reported figure: where it belongs, our value and the notes'. */
@@ -422,9 +424,9 @@ static void usage(FILE *f) {
     cli_space_load(CMD, NULL);
     cli_space_legal("family", families, sizeof families);
     fprintf(f,
-        "usage: mxattn accuracy [--seed N] [--size N] [--head-dim D] [--k-mean X]\n"
+        "usage: mxattn accuracy [--seed N] [--size N] [--head-dim D[,D...]] [--k-mean X]\n"
         "                       [--json | --csv] [--plot FILE.svg]\n"
-        "       mxattn accuracy --gpu [--family LIST] [--seed N] [--size N] [--head-dim D]\n"
+        "       mxattn accuracy --gpu [--family LIST] [--seed N] [--size N] [--head-dim D[,D...]]\n"
         "                       [--k-mean X] [--json | --csv]\n\n"
         "Reproduces the design notes' accuracy tables on the CPU reference, beside the\n"
         "notes' own figures.  Deterministic for a given seed.  With --gpu, runs every\n"
@@ -433,7 +435,8 @@ static void usage(FILE *f) {
         "beside the CPU oracle's for the same (bf16) inputs.\n\n"
         "  --seed N       RNG seed (default 0)\n"
         "  --size N       sequence length of Q, K, V (default 1024; 32 .. 4096)\n"
-        "  --head-dim D   head dimension (default 128; 8 .. 256)\n"
+        "  --head-dim D   head dimension (default 128; 8 .. 256); a list runs the report for\n"
+        "                 each (--json: an array of the reports)\n"
         "  --k-mean X     stddev of K's per-channel mean (default 3.0)\n"
         "  --json, --csv  machine-readable output instead of the table\n"
         "  --plot FILE    write the temperature sweep as an SVG chart\n"
@@ -481,8 +484,8 @@ static int parse_args(int argc, char **argv, options *opt) {
             opt->size = (int)n;
             break;
         case OPT_HEAD_DIM:
-            if (!cli_parse_long(CMD, a, value, 8, 256, &n)) return 2;
-            opt->head_dim = (int)n;
+            if (!cli_parse_long_list(CMD, a, value, 8, 256, opt->head_dims, 8, &opt->n_head_dims)) return 2;
+            opt->head_dim = (int)opt->head_dims[0];
             break;
         default: /* OPT_CAUSAL: the notes' harness has no mask; its figures compare to that */
             if (!cli_parse_causal(CMD, a, value, 0, c, &nc)) return 2;
@@ -491,16 +494,19 @@ static int parse_args(int argc, char **argv, options *opt) {
         }
     }
     if (opt->json && opt->csv) return cli_usage_error(CMD, "--json and --csv are exclusive");
+    if (opt->n_head_dims > 1 && (opt->csv || opt->plot_path))
+        return cli_usage_error(CMD, "--csv and --plot take one --head-dim");
+    if (opt->n_head_dims == 0) opt->head_dims[opt->n_head_dims++] = opt->head_dim;
     if (opt->families && !opt->gpu) return cli_usage_error(CMD, "--family needs --gpu (the CPU tables are per format)");
     if (opt->gpu && opt->plot_path) return cli_usage_error(CMD, "--plot draws the CPU sweep; it does not go with --gpu");
     if (opt->families && !accuracy_gpu_check_families(CMD, opt->families)) return 2;
     return -1;
 }
 
-int cmd_accuracy(int argc, char **argv) {
-    options opt;
-    int rc = parse_args(argc, argv, &opt);
-    if (rc >= 0) return rc;
+/* The report for one head dimension (opt.head_dim). */
+static int run_one(const options *o) {
+    options opt = *o;
+    int rc;
     if (opt.gpu) {
         accuracy_gpu_options g = {opt.seed, opt.size, opt.head_dim, opt.k_mean, opt.json, opt.csv, opt.families};
         return accuracy_gpu_run(&g);
@@ -539,4 +545,22 @@ int cmd_accuracy(int argc, char **argv) {
     }
     free(r);
     return rc;
+}
+
+int cmd_accuracy(int argc, char **argv) {
+    options opt;
+    int rc = parse_args(argc, argv, &opt);
+    if (rc >= 0) return rc;
+    int several = opt.n_head_dims > 1;
+    if (several && opt.json) printf("[");
+    for (int i = 0; i < opt.n_head_dims; i++) {
+        opt.head_dim = (int)opt.head_dims[i];
+        if (several && opt.json && i) printf(",\n");
+        else if (several && i) printf("\n");
+        int one = run_one(&opt);
+        if (one) rc = one;
+        if (one) break;
+    }
+    if (several && opt.json) printf("]\n");
+    return rc < 0 ? 0 : rc;
 }
