@@ -16,9 +16,11 @@ static void read_row(const char *line, size_t len) {
     memcpy(buf, line, len);
     buf[len] = 0;
     if (sscanf(buf, " %31s %7s %159s %n", name, role, legal, &used) != 3) return;
+    /* The constraint lines below the table start with names too. */
+    if (strcmp(role, "shape") && strcmp(role, "problem") && strcmp(role, "knob")) return;
     for (int i = 0; i < n_params; i++) {
         cli_param *p = &params[i];
-        if (strcmp(p->name, name)) continue;
+        if (strcmp(p->name, name) || *p->role) continue;
         snprintf(p->role, sizeof p->role, "%s", role);
         snprintf(p->legal, sizeof p->legal, "%s", legal);
         snprintf(p->help, sizeof p->help, "%s", buf + used);
