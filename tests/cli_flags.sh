@@ -65,7 +65,8 @@ for cmd in "compile --family f16 --head-dim 64" "tune --compile-only" "gen --fam
   expect "$cmd --arch sm_90" 2 "$MX" $cmd --arch sm_90
   grep -qF "unknown arch 'sm_90': one of $archs" "$T/err" || fail "$cmd --arch sm_90 lacks the legal list: $(cat "$T/err")"
 done
-for cmd in "gen --head-dim 64" "compile --head-dim 64" "run --head-dim 64" "tune" "query" "accuracy --gpu"; do
+for cmd in "gen --head-dim 64" "compile --head-dim 64" "params --head-dim 64" "run --head-dim 64" "tune" "query" \
+           "accuracy --gpu"; do
   expect "$cmd --family f32" 2 "$MX" $cmd --family f32
   grep -qF "unknown family 'f32': one of" "$T/err" || fail "$cmd --family f32: $(cat "$T/err")"
 done
@@ -98,9 +99,19 @@ cmp -s "$T/a.cu" "$T/out" || fail "gen: bottom-right is another kernel than top-
 expect "gen --causal none" 0 "$MX" gen --family f16 --head-dim 80 --causal none --block-m 64
 grep -q "causal=0" "$T/out" || fail "gen --causal none is not causal=0"
 
+# params of one problem: the table gen renders, whichever spelling.
+expect "params of a problem" 0 "$MX" params --family f16 --head-dim 80 --causal top-left --json
+json_ok "params of a problem" "$T/out"
+cp "$T/out" "$T/p1.json"
+expect "params of a problem, =" 0 "$MX" params --family=f16 --head-dim=80 --causal=bottom-right --json
+cmp -s "$T/p1.json" "$T/out" || fail "params: --key=value or bottom-right gives another table"
+"$MX" gen --family f16 --head-dim 80 --causal top-left | sed -n 's|^// params: ||p' | head -1 > "$T/gen_params"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); want=dict(t.split("=",1) for t in open(sys.argv[2]).read().split()); assert all(d.get(k)==v for k,v in want.items()), (d,want)' \
+  "$T/p1.json" "$T/gen_params" && echo "ok   params of a problem is gen's table" || fail "params of a problem differs from gen's header"
+
 # Every command that describes a problem takes the same --causal words and
 # refuses the same bad one.
-for cmd in "gen --family f16 --head-dim 64" "compile --family f16 --head-dim 64" \
+for cmd in "gen --family f16 --head-dim 64" "compile --family f16 --head-dim 64" "params --family f16 --head-dim 64" \
            "run --family f16 --head-dim 64" "tune --compile-only" "query" "accuracy"; do
   expect "$cmd --causal sideways" 2 "$MX" $cmd --causal sideways
   grep -q "none, top-left or bottom-right" "$T/err" || fail "$cmd --causal sideways: $(cat "$T/err")"
