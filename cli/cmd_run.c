@@ -194,9 +194,14 @@ int cmd_run(int argc, char **argv) {
     buffer bq = {0}, bk = {0}, bv = {0}, bo = {0}, *t[4] = {&bq, &bk, &bv, &bo};
     mx_timer timer = {0};
     rc = 1;
-    if ((st = mxattn_create(&ctx, NULL)) != MXATTN_OK || (st = mx_device_open(&dev, 0)) != MXATTN_OK ||
-        (st = mxattn_plan_create(ctx, &a.p, a.config, &plan)) != MXATTN_OK) {
+    if ((st = mxattn_create(&ctx, NULL)) != MXATTN_OK || (st = mx_device_open(&dev, 0)) != MXATTN_OK) {
         cli_fail_status("run", st);
+        goto done;
+    }
+    /* A plan refuses a value only for what the flags said (--config, or a
+     * problem this GPU's kernels cannot take): exit 2 for that. */
+    if ((st = mxattn_plan_create(ctx, &a.p, a.config, &plan)) != MXATTN_OK) {
+        rc = cli_fail_input("run", st);
         goto done;
     }
     mxattn_plan_info info, again;

@@ -551,6 +551,7 @@ static void print_table(const mx_device *dev, const char *db, const result *r, i
         printf("%-44s %9.4f %7.1f %10.4f %7.2fx\n", cfg, o->best_ms, o->best_tops, o->default_ms,
                o->best_ms > 0 && o->default_ms > 0 ? o->default_ms / o->best_ms : 0);
     }
+    printf("(ms: the best candidate's median; speed-up: the heuristic default's median over it, both timed in this run)\n");
 }
 
 static void print_json(const mx_device *dev, const result *r, int n) {
