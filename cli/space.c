@@ -163,7 +163,9 @@ void cli_space_print_flags(FILE *f, const char *roles) {
     for (int i = 0; i < cli_space_count(); i++) {
         const cli_param *p = &params[i];
         if (!*p->role || !strstr(roles, p->role)) continue;
-        fprintf(f, "  %s %s\n", p->flag, p->is_bool ? "[0|1]" : p->legal);
+        /* The mask is spelled as on every command; the kernel's 0|1 still parses. */
+        if (!strcmp(p->name, "causal")) fprintf(f, "  %s [none|top-left|bottom-right]\n", p->flag);
+        else fprintf(f, "  %s %s\n", p->flag, p->is_bool ? "[0|1]" : p->legal);
         wrap(f, p->help, 6, 78);
     }
 }
