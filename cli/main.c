@@ -18,6 +18,10 @@ static const cli_command commands[] = {
 static void usage(FILE *f) {
     fprintf(f, "usage: mxattn <command> [options]   (mxattn <command> --help for more)\n\ncommands:\n");
     for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nOptions are --name VALUE or --name=VALUE.  The commands that describe a problem share\n"
+               "--family F, --head-dim D (a list where several are run) and --causal none|top-left|\n"
+               "bottom-right (or all); those that print data take --json.  Exit status: 0 done, 1 the\n"
+               "operation failed, 2 the command line is wrong (nothing was done).\n");
     fprintf(f, "\nmxattn %s\n", mxattn_version());
 }
 
