@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "accuracy_gpu.h"
 #include "numerics/numerics.h"
+#include "space.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,9 @@ typedef struct {
     double k_mean;
     int json, csv, gpu;
     const char *plot_path;
-    const char *families;     /* --families, GPU table only */
+    const char *families;     /* --family, GPU table only */
+    long head_dims[8];        /* --head-dim's list: the report once for each */
+    int n_head_dims;
 } options;
 
 /* One reported figure: where it belongs, our value and the notes'. */
@@ -417,10 +420,13 @@ static void write_plot(FILE *f, const report *r) {
 
 /* ---- arguments ---------------------------------------------------------- */
 static void usage(FILE *f) {
+    char families[256];
+    cli_space_load(CMD, NULL);
+    cli_space_legal("family", families, sizeof families);
     fprintf(f,
-        "usage: mxattn accuracy [--seed N] [--size N] [--head-dim D] [--k-mean X]\n"
+        "usage: mxattn accuracy [--seed N] [--size N] [--head-dim D[,D...]] [--k-mean X]\n"
         "                       [--json | --csv] [--plot FILE.svg]\n"
-        "       mxattn accuracy --gpu [--families LIST] [--seed N] [--size N] [--head-dim D]\n"
+        "       mxattn accuracy --gpu [--family LIST] [--seed N] [--size N] [--head-dim D[,D...]]\n"
         "                       [--k-mean X] [--json | --csv]\n\n"
         "Reproduces the design notes' accuracy tables on the CPU reference, beside the\n"
         "notes' own figures.  Deterministic for a given seed.  With --gpu, runs every\n"
@@ -429,60 +435,78 @@ static void usage(FILE *f) {
         "beside the CPU oracle's for the same (bf16) inputs.\n\n"
         "  --seed N       RNG seed (default 0)\n"
         "  --size N       sequence length of Q, K, V (default 1024; 32 .. 4096)\n"
-        "  --head-dim D   head dimension (default 128; 8 .. 256)\n"
+        "  --head-dim D   head dimension (default 128; 8 .. 256); a list runs the report for\n"
+        "                 each (--json: an array of the reports)\n"
         "  --k-mean X     stddev of K's per-channel mean (default 3.0)\n"
         "  --json, --csv  machine-readable output instead of the table\n"
         "  --plot FILE    write the temperature sweep as an SVG chart\n"
         "  --gpu          the GPU table instead of the CPU tables (needs a GPU)\n"
-        "  --families L   with --gpu: comma-separated families (default all:\n"
-        "                 f16,int8-f16,int8-fp8,nvfp4,mxfp4,nvfp4-int8qk; nvfp4 also\n"
-        "                 gets a row with the direct P scale)\n");
+        "  --causal none  the tables are without a mask (the only value taken)\n"
+        "  --family L     with --gpu: comma-separated families (default all: %s;\n"
+        "                 nvfp4 also gets a row with the direct P scale; --families: the\n"
+        "                 old spelling)\n", families);
 }
+
+enum { OPT_JSON = 1, OPT_CSV, OPT_GPU, OPT_SEED, OPT_SIZE, OPT_HEAD_DIM, OPT_K_MEAN, OPT_PLOT, OPT_FAMILY, OPT_CAUSAL };
+static const cli_option cli_options[] = {
+    {"json", OPT_JSON, CLI_SWITCH}, {"csv", OPT_CSV, CLI_SWITCH}, {"gpu", OPT_GPU, CLI_SWITCH},
+    {"seed", OPT_SEED, CLI_VALUE}, {"size", OPT_SIZE, CLI_VALUE}, {"head-dim", OPT_HEAD_DIM, CLI_VALUE},
+    {"k-mean", OPT_K_MEAN, CLI_VALUE}, {"plot", OPT_PLOT, CLI_VALUE}, {"family", OPT_FAMILY, CLI_VALUE},
+    {"families", OPT_FAMILY, CLI_VALUE}, {"causal", OPT_CAUSAL, CLI_VALUE}, {NULL, 0, 0},
+};
 
 /* Returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, options *opt) {
     *opt = (options){.seed = 0, .size = 1024, .head_dim = 128, .k_mean = 3.0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+    cli_parser ps;
+    cli_parser_init(&ps, CMD, argc, argv, cli_options, -1);
+    for (int id; (id = cli_next(&ps)) != CLI_END;) {
+        const char *a = ps.flag, *value = ps.value;
         long n;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
-        else if (!strcmp(a, "--json")) opt->json = 1;
-        else if (!strcmp(a, "--csv")) opt->csv = 1;
-        else if (!strcmp(a, "--gpu")) opt->gpu = 1;
-        else if (!strcmp(a, "--seed") || !strcmp(a, "--size") || !strcmp(a, "--head-dim") ||
-                 !strcmp(a, "--k-mean") || !strcmp(a, "--plot") || !strcmp(a, "--families")) {
-            if (!value) return cli_usage_error(CMD, "%s needs a value", a);
-            i++;
-            if (!strcmp(a, "--plot")) opt->plot_path = value;
-            else if (!strcmp(a, "--families")) opt->families = value;
-            else if (!strcmp(a, "--k-mean")) {
-                if (!cli_parse_double(CMD, a, value, 0, 100, &opt->k_mean)) return 2;
-            } else if (!strcmp(a, "--seed")) {
-                if (!cli_parse_long(CMD, a, value, 0, 0x7FFFFFFFL, &n)) return 2;
-                opt->seed = n;
-            } else if (!strcmp(a, "--size")) {
-                if (!cli_parse_long(CMD, a, value, 32, 4096, &n)) return 2;
-                opt->size = (int)n;
-            } else {
-                if (!cli_parse_long(CMD, a, value, 8, 256, &n)) return 2;
-                opt->head_dim = (int)n;
-            }
-        } else {
-            return cli_usage_error(CMD, "unknown option '%s'", a);
+        mxattn_causal c[3];
+        int nc;
+        switch (id) {
+        case CLI_HELP: usage(stdout); return 0;
+        case CLI_ERROR: return 2;
+        case CLI_ARG: return cli_usage_error(CMD, "unexpected argument '%s'", value);
+        case OPT_JSON: opt->json = 1; break;
+        case OPT_CSV: opt->csv = 1; break;
+        case OPT_GPU: opt->gpu = 1; break;
+        case OPT_PLOT: opt->plot_path = value; break;
+        case OPT_FAMILY: opt->families = value; break;
+        case OPT_K_MEAN: if (!cli_parse_double(CMD, a, value, 0, 100, &opt->k_mean)) return 2; break;
+        case OPT_SEED:
+            if (!cli_parse_long(CMD, a, value, 0, 0x7FFFFFFFL, &n)) return 2;
+            opt->seed = n;
+            break;
+        case OPT_SIZE:
+            if (!cli_parse_long(CMD, a, value, 32, 4096, &n)) return 2;
+            opt->size = (int)n;
+            break;
+        case OPT_HEAD_DIM:
+            if (!cli_parse_long_list(CMD, a, value, 8, 256, opt->head_dims, 8, &opt->n_head_dims)) return 2;
+            opt->head_dim = (int)opt->head_dims[0];
+            break;
+        default: /* OPT_CAUSAL: the notes' harness has no mask; its figures compare to that */
+            if (!cli_parse_causal(CMD, a, value, 0, c, &nc)) return 2;
+            if (c[0] != MXATTN_CAUSAL_NONE)
+                return cli_usage_error(CMD, "%s: the accuracy tables are measured without a mask (none only)", a);
         }
     }
     if (opt->json && opt->csv) return cli_usage_error(CMD, "--json and --csv are exclusive");
-    if (opt->families && !opt->gpu) return cli_usage_error(CMD, "--families needs --gpu");
+    if (opt->n_head_dims > 1 && (opt->csv || opt->plot_path))
+        return cli_usage_error(CMD, "--csv and --plot take one --head-dim");
+    if (opt->n_head_dims == 0) opt->head_dims[opt->n_head_dims++] = opt->head_dim;
+    if (opt->families && !opt->gpu) return cli_usage_error(CMD, "--family needs --gpu (the CPU tables are per format)");
     if (opt->gpu && opt->plot_path) return cli_usage_error(CMD, "--plot draws the CPU sweep; it does not go with --gpu");
     if (opt->families && !accuracy_gpu_check_families(CMD, opt->families)) return 2;
     return -1;
 }
 
-int cmd_accuracy(int argc, char **argv) {
-    options opt;
-    int rc = parse_args(argc, argv, &opt);
-    if (rc >= 0) return rc;
+/* The report for one head dimension (opt.head_dim). */
+static int run_one(const options *o) {
+    options opt = *o;
+    int rc;
     if (opt.gpu) {
         accuracy_gpu_options g = {opt.seed, opt.size, opt.head_dim, opt.k_mean, opt.json, opt.csv, opt.families};
         return accuracy_gpu_run(&g);
@@ -521,4 +545,22 @@ int cmd_accuracy(int argc, char **argv) {
     }
     free(r);
     return rc;
+}
+
+int cmd_accuracy(int argc, char **argv) {
+    options opt;
+    int rc = parse_args(argc, argv, &opt);
+    if (rc >= 0) return rc;
+    int several = opt.n_head_dims > 1;
+    if (several && opt.json) printf("[");
+    for (int i = 0; i < opt.n_head_dims; i++) {
+        opt.head_dim = (int)opt.head_dims[i];
+        if (several && opt.json && i) printf(",\n");
+        else if (several && i) printf("\n");
+        int one = run_one(&opt);
+        if (one) rc = one;
+        if (one) break;
+    }
+    if (several && opt.json) printf("]\n");
+    return rc < 0 ? 0 : rc;
 }

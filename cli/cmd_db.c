@@ -2,24 +2,34 @@
 #include "cli.h"
 #include "cache/cache.h"
 #include "cli/shipped.h"
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char USAGE[] =
-    "usage: mxattn db export FILE [--with-kernels] [--db PATH]\n"
+    "usage: mxattn db export FILE [--with-kernels] [--force] [--db PATH]\n"
     "       mxattn db import FILE|--shipped [--with-kernels] [--db PATH]\n"
     "       mxattn db merge FILE|--shipped [--db PATH]\n"
     "       mxattn db vacuum [--db PATH]\n"
     "       mxattn db check [--db PATH]\n"
+    "every action takes --json: its report as one JSON object on stdout.\n"
     "export writes the tuning results (and with --with-kernels the compiled kernels) to\n"
     "a standalone SQLite file for machines of the same GPU.  import takes an export's\n"
     "tuning results, replacing ours; compiled kernels are code, so they are taken only\n"
     "with --with-kernels and only when every blob matches its SHA-256.  merge takes\n"
     "another database's tuning results where they are faster than ours.  A malformed\n"
     "file is rejected and the database left unchanged.  check verifies the file and\n"
-    "every kernel's hash and exits 1 if anything is wrong.  --shipped takes the tuning\n"
-    "results installed with mxattn (<prefix>/share/mxattn/tuned/*.db) for FILE.\n";
+    "every kernel's hash and exits 1 if anything is wrong.  export refuses to replace an\n"
+    "existing FILE unless --force; an export that is interrupted leaves no file behind.\n"
+    "--shipped takes the tuning results installed with mxattn\n"
+    "(<prefix>/share/mxattn/tuned/*.db) for FILE.\n";
 
-typedef struct { const char *action, *file, *db; int with_kernels, shipped; } db_args;
+typedef struct { const char *action, *file, *db; int with_kernels, force, json, shipped; } db_args;
 
 static int takes_file(const char *action) {
     return !strcmp(action, "export") || !strcmp(action, "import") || !strcmp(action, "merge");
@@ -29,22 +39,32 @@ static int known_action(const char *action) {
     return takes_file(action) || !strcmp(action, "vacuum") || !strcmp(action, "check");
 }
 
+enum { OPT_WITH_KERNELS = 1, OPT_DB, OPT_FORCE, OPT_JSON, OPT_SHIPPED };
+static const cli_option options[] = {
+    {"with-kernels", OPT_WITH_KERNELS, CLI_SWITCH}, {"db", OPT_DB, CLI_VALUE},
+    {"force", OPT_FORCE, CLI_SWITCH}, {"json", OPT_JSON, CLI_SWITCH},
+    {"shipped", OPT_SHIPPED, CLI_SWITCH}, {NULL, 0, 0},
+};
+
 /* Returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, db_args *a) {
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) { fputs(USAGE, stdout); return 0; }
-        if (!strcmp(arg, "--with-kernels")) { a->with_kernels = 1; continue; }
-        if (!strcmp(arg, "--shipped")) { a->shipped = 1; continue; }
-        if (!strcmp(arg, "--db")) {
-            if (i + 1 >= argc) return cli_usage_error("db", "--db needs a value");
-            a->db = argv[++i];
-            continue;
+    cli_parser ps;
+    cli_parser_init(&ps, "db", argc, argv, options, -1);
+    for (int id; (id = cli_next(&ps)) != CLI_END;) {
+        const char *arg = ps.value;
+        switch (id) {
+        case CLI_HELP: fputs(USAGE, stdout); return 0;
+        case CLI_ERROR: return 2;
+        case OPT_WITH_KERNELS: a->with_kernels = 1; break;
+        case OPT_DB: a->db = arg; break;
+        case OPT_FORCE: a->force = 1; break;
+        case OPT_JSON: a->json = 1; break;
+        case OPT_SHIPPED: a->shipped = 1; break;
+        default: /* CLI_ARG */
+            if (!a->action) a->action = arg;
+            else if (!a->file) a->file = arg;
+            else return cli_usage_error("db", "unexpected argument '%s'", arg);
         }
-        if (arg[0] == '-' && arg[1]) return cli_usage_error("db", "unknown option '%s'", arg);
-        if (!a->action) a->action = arg;
-        else if (!a->file) a->file = arg;
-        else return cli_usage_error("db", "unexpected argument '%s'", arg);
     }
     if (!a->action) return cli_usage_error("db", "which action? export, import, merge, vacuum or check");
     if (!known_action(a->action)) return cli_usage_error("db", "unknown action '%s'", a->action);
@@ -55,18 +75,44 @@ static int parse_args(int argc, char **argv, db_args *a) {
     if (!takes_file(a->action) && a->file) return cli_usage_error("db", "%s takes no FILE", a->action);
     if (a->with_kernels && strcmp(a->action, "export") && strcmp(a->action, "import"))
         return cli_usage_error("db", "--with-kernels applies to export and import only");
+    if (a->force && strcmp(a->action, "export")) return cli_usage_error("db", "--force applies to export only");
     return -1;
 }
 
-static void print_import(const char *verb, const char *file, const mx_import_report *r) {
+static void print_import(const char *verb, const char *file, const mx_import_report *r, int json) {
+    if (json) {
+        printf("{\"action\": \"%s\", \"file\": ", verb);
+        cli_json_string(stdout, file);
+        printf(", \"tune_rows_read\": %ld, \"tune_rows_taken\": %ld, \"tune_rows_kept\": %ld, "
+               "\"kernels_read\": %ld, \"kernels_taken\": %ld}\n", r->tune_rows_read, r->tune_rows_taken,
+               r->tune_rows_kept, r->kernels_read, r->kernels_taken);
+        return;
+    }
     printf("%s %s: %ld tuning results read, %ld taken, %ld kept (ours faster); %ld kernels read, %ld taken\n",
            verb, file, r->tune_rows_read, r->tune_rows_taken, r->tune_rows_kept, r->kernels_read, r->kernels_taken);
 }
 
-static int run_check(mx_cache *cache) {
+static void print_check_json(mx_cache *cache, const mx_cache_check_report *r) {
+    printf("{\"action\": \"check\", \"database\": ");
+    cli_json_string(stdout, mx_cache_path(cache));
+    printf(", \"integrity_ok\": %s, \"integrity\": ", r->integrity_ok ? "true" : "false");
+    cli_json_string(stdout, r->integrity_message);
+    printf(", \"kernels_checked\": %ld, \"kernels_bad\": %ld, \"first_bad_kernel\": ", r->kernels_checked,
+           r->kernels_bad);
+    if (r->kernels_bad) cli_json_string(stdout, r->first_bad_kernel);
+    else printf("null");
+    printf(", \"tune_rows\": %ld, \"measurements\": %ld, \"ok\": %s}\n", r->counts.tune_results,
+           r->counts.measurements, r->integrity_ok && !r->kernels_bad ? "true" : "false");
+}
+
+static int run_check(mx_cache *cache, int json) {
     mx_cache_check_report r;
     mxattn_status s = mx_cache_check(cache, &r);
     if (s) return cli_fail_status("db", s);
+    if (json) {
+        print_check_json(cache, &r);
+        return r.integrity_ok && !r.kernels_bad ? 0 : cli_fail("db", "check found problems (bad kernels are removed when next read)");
+    }
     printf("database:     %s\n", mx_cache_path(cache));
     printf("integrity:    %s\n", r.integrity_message);
     printf("kernels:      %ld checked, %ld with a bad hash%s%s\n", r.kernels_checked, r.kernels_bad,
@@ -78,20 +124,100 @@ static int run_check(mx_cache *cache) {
     return 0;
 }
 
+/* ---- export: no file replaced unasked, nothing left behind ----------------
+ * mx_cache_export writes DEST.tmp-PID (and SQLite its -journal) and renames it
+ * into place.  A signal between the two would leave them: the handlers below
+ * remove them (unlink is async-signal-safe) and die of the signal as before.
+ * A kill -9 cannot be caught, so the next export of the same DEST removes the
+ * temporaries of processes that no longer exist. */
+static char export_tmp[PATH_MAX + 32], export_journal[PATH_MAX + 48];
+static const int export_signals[] = {SIGINT, SIGTERM, SIGHUP};
+#define N_EXPORT_SIGNALS (int)(sizeof export_signals / sizeof export_signals[0])
+static struct sigaction export_old[N_EXPORT_SIGNALS];
+
+static void export_on_signal(int sig) {
+    unlink(export_tmp);
+    unlink(export_journal);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Removes DEST.tmp-PID and DEST.tmp-PID-journal of PIDs that are gone. */
+static void remove_stale_temporaries(const char *dest) {
+    char dir[PATH_MAX];
+    const char *slash = strrchr(dest, '/');
+    const char *base = slash ? slash + 1 : dest;
+    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - dest) + (slash == dest), dest);
+    else snprintf(dir, sizeof dir, ".");
+    DIR *d = opendir(dir);
+    if (!d) return;
+    size_t blen = strlen(base);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, base, blen) || strncmp(e->d_name + blen, ".tmp-", 5)) continue;
+        char *end;
+        errno = 0;
+        long pid = strtol(e->d_name + blen + 5, &end, 10);
+        if (errno || pid <= 0 || end == e->d_name + blen + 5 || (*end && strcmp(end, "-journal"))) continue;
+        if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char path[PATH_MAX + 300];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (unlink(path) == 0) fprintf(stderr, "mxattn db: removed %s, left by an export that was killed\n", path);
+    }
+    closedir(d);
+}
+
+static int export_begin(const db_args *a) {
+    struct stat sb;
+    if (!a->force && stat(a->file, &sb) == 0)
+        return cli_fail("db", "'%s' exists: export does not replace a file unless --force", a->file);
+    remove_stale_temporaries(a->file);
+    snprintf(export_tmp, sizeof export_tmp, "%s.tmp-%ld", a->file, (long)getpid());
+    snprintf(export_journal, sizeof export_journal, "%s-journal", export_tmp);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = export_on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < N_EXPORT_SIGNALS; i++) {
+        sigaction(export_signals[i], NULL, &export_old[i]);
+        /* A signal the caller ignores (nohup) stays ignored. */
+        if (export_old[i].sa_handler != SIG_IGN) sigaction(export_signals[i], &sa, NULL);
+    }
+    return 0;
+}
+
+static void export_end(void) {
+    for (int i = 0; i < N_EXPORT_SIGNALS; i++) sigaction(export_signals[i], &export_old[i], NULL);
+}
+
 static int run_action(mx_cache *cache, const db_args *a) {
     mx_import_report report;
     mxattn_status s = MXATTN_OK;
-    if (!strcmp(a->action, "check")) return run_check(cache);
+    if (!strcmp(a->action, "check")) return run_check(cache, a->json);
     if (a->shipped) return cli_db_shipped(cache, !strcmp(a->action, "merge"), a->with_kernels);
     if (!strcmp(a->action, "export")) {
-        if (!(s = mx_cache_export(cache, a->file, a->with_kernels)))
+        int rc = export_begin(a);
+        if (rc) return rc;
+        s = mx_cache_export(cache, a->file, a->with_kernels);
+        export_end();
+        if (!s && a->json) {
+            printf("{\"action\": \"export\", \"file\": ");
+            cli_json_string(stdout, a->file);
+            printf(", \"with_kernels\": %s}\n", a->with_kernels ? "true" : "false");
+        } else if (!s) {
             printf("exported %s to %s\n", a->with_kernels ? "tuning results and kernels" : "tuning results", a->file);
+        }
     } else if (!strcmp(a->action, "import")) {
-        if (!(s = mx_cache_import(cache, a->file, a->with_kernels, &report))) print_import("imported", a->file, &report);
+        if (!(s = mx_cache_import(cache, a->file, a->with_kernels, &report))) print_import("imported", a->file, &report, a->json);
     } else if (!strcmp(a->action, "merge")) {
-        if (!(s = mx_cache_merge(cache, a->file, &report))) print_import("merged", a->file, &report);
+        if (!(s = mx_cache_merge(cache, a->file, &report))) print_import("merged", a->file, &report, a->json);
     } else if (!(s = mx_cache_vacuum(cache))) {
-        printf("vacuumed %s\n", mx_cache_path(cache));
+        if (a->json) {
+            printf("{\"action\": \"vacuum\", \"database\": ");
+            cli_json_string(stdout, mx_cache_path(cache));
+            printf("}\n");
+        } else {
+            printf("vacuumed %s\n", mx_cache_path(cache));
+        }
     }
     return s ? cli_fail_status("db", s) : 0;
 }

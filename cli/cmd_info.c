@@ -129,11 +129,16 @@ static void usage(void) {
 }
 
 int cmd_info(int argc, char **argv) {
+    enum { OPT_JSON = 1 };
+    static const cli_option options[] = {{"json", OPT_JSON, CLI_SWITCH}};
     int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(); return 0; }
-        else return cli_usage_error("info", "unknown argument '%s'", argv[i]);
+    cli_parser ps;
+    cli_parser_init(&ps, "info", argc, argv, options, 1);
+    for (int id; (id = cli_next(&ps)) != CLI_END;) {
+        if (id == CLI_HELP) { usage(); return 0; }
+        if (id == CLI_ERROR) return 2;
+        if (id == CLI_ARG) return cli_usage_error("info", "unexpected argument '%s'", ps.value);
+        json = 1;
     }
     static machine_info m;  /* 64 device records: too large for the stack */
     gather(&m);

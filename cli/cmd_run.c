@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "numerics/numerics.h"
 #include "runtime/device.h"
+#include "space.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@ typedef struct {
     int reps;
     int check_heads;     /* heads compared against the fp64 reference */
     uint64_t seed;
+    int json;
 } run_args;
 
 static void usage(void) {
@@ -21,9 +23,27 @@ static void usage(void) {
            "  --config \"block_m=.. block_n=..\"      --reps N (timed launches, default 20)\n"
            "  --check-heads N (heads checked on the CPU, default 1; 0: timing only, the inputs\n"
            "                  then repeat a 2^20-value Gaussian pattern)   --seed N\n"
-           "  --v-terms 1|2 (int8-fp8: V in one or two E4M3 terms, default 1)\n");
+           "  --v-terms 1|2 (int8-fp8: V in one or two E4M3 terms, default 1)   --lse   --scale X\n"
+           "  --json (the report as one JSON object)\n"
+           "Options are --name VALUE or --name=VALUE; --causal alone is top-left.\n");
 }
 
+enum {
+    OPT_HEAD_DIM = 1, OPT_BATCH, OPT_HEADS, OPT_KV_HEADS, OPT_SEQ_Q, OPT_SEQ_K, OPT_REPS, OPT_CHECK_HEADS,
+    OPT_V_TERMS, OPT_SEQ, OPT_SEED, OPT_SCALE, OPT_FAMILY, OPT_CONFIG, OPT_CAUSAL, OPT_DTYPE, OPT_LAYOUT,
+    OPT_LSE, OPT_JSON
+};
+static const cli_option options[] = {
+    {"head-dim", OPT_HEAD_DIM, CLI_VALUE}, {"batch", OPT_BATCH, CLI_VALUE}, {"heads", OPT_HEADS, CLI_VALUE},
+    {"kv-heads", OPT_KV_HEADS, CLI_VALUE}, {"seq-q", OPT_SEQ_Q, CLI_VALUE}, {"seq-k", OPT_SEQ_K, CLI_VALUE},
+    {"reps", OPT_REPS, CLI_VALUE}, {"check-heads", OPT_CHECK_HEADS, CLI_VALUE}, {"v-terms", OPT_V_TERMS, CLI_VALUE},
+    {"seq", OPT_SEQ, CLI_VALUE}, {"seed", OPT_SEED, CLI_VALUE}, {"scale", OPT_SCALE, CLI_VALUE},
+    {"family", OPT_FAMILY, CLI_VALUE}, {"config", OPT_CONFIG, CLI_VALUE}, {"causal", OPT_CAUSAL, CLI_MAYBE_VALUE},
+    {"dtype", OPT_DTYPE, CLI_VALUE}, {"layout", OPT_LAYOUT, CLI_VALUE}, {"lse", OPT_LSE, CLI_SWITCH},
+    {"json", OPT_JSON, CLI_SWITCH}, {NULL, 0, 0},
+};
+
+/* Returns 0 to go on, -1 after --help, else the exit status. */
 static int parse_args(int argc, char **argv, run_args *a) {
     long x;
     double s;
@@ -34,46 +54,61 @@ static int parse_args(int argc, char **argv, run_args *a) {
     a->check_heads = 1;
     a->seed = 1;
     a->p.heads_kv = 0;  /* 0 until --kv-heads: then --heads (as SDPA and `mxattn tune` read it) */
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define INT_FLAG(name, lo, hi, dst) \
-        if (!strcmp(f, name)) { if (!cli_parse_long("run", name, v, lo, hi, &x)) return 2; dst = (int)x; i++; continue; }
-        INT_FLAG("--head-dim", 1, 100000, a->p.head_dim)
-        INT_FLAG("--batch", 1, 65535, a->p.batch)
-        INT_FLAG("--heads", 1, 65535, a->p.heads_q)
-        INT_FLAG("--kv-heads", 1, 65535, a->p.heads_kv)
-        INT_FLAG("--seq-q", 1, 1 << 24, a->p.seq_q)
-        INT_FLAG("--seq-k", 1, 1 << 24, a->p.seq_k)
-        INT_FLAG("--reps", 1, 100000, a->reps)
-        INT_FLAG("--check-heads", 0, 65535, a->check_heads)
-        INT_FLAG("--v-terms", 1, 2, a->p.v_terms)
+    cli_parser ps;
+    cli_parser_init(&ps, "run", argc, argv, options, -1);
+    for (int id; (id = cli_next(&ps)) != CLI_END;) {
+        const char *f = ps.flag, *v = ps.value;
+        mxattn_causal c[3];
+        int nc;
+        switch (id) {
+#define INT_FLAG(ID, lo, hi, dst) \
+        case ID: if (!cli_parse_long("run", f, v, lo, hi, &x)) return 2; dst = (int)x; break;
+        INT_FLAG(OPT_HEAD_DIM, 1, 100000, a->p.head_dim)
+        INT_FLAG(OPT_BATCH, 1, 65535, a->p.batch)
+        INT_FLAG(OPT_HEADS, 1, 65535, a->p.heads_q)
+        INT_FLAG(OPT_KV_HEADS, 1, 65535, a->p.heads_kv)
+        INT_FLAG(OPT_SEQ_Q, 1, 1 << 24, a->p.seq_q)
+        INT_FLAG(OPT_SEQ_K, 1, 1 << 24, a->p.seq_k)
+        INT_FLAG(OPT_REPS, 1, 100000, a->reps)
+        INT_FLAG(OPT_CHECK_HEADS, 0, 65535, a->check_heads)
+        INT_FLAG(OPT_V_TERMS, 1, 2, a->p.v_terms)
 #undef INT_FLAG
-        if (!strcmp(f, "--seq")) {
+        case CLI_HELP: usage(); return -1;
+        case CLI_ERROR: return 2;
+        case CLI_ARG: return cli_usage_error("run", "unexpected argument '%s'", v);
+        case OPT_SEQ:
             if (!cli_parse_long("run", f, v, 1, 1 << 24, &x)) return 2;
-            a->p.seq_q = a->p.seq_k = (int)x; i++;
-        } else if (!strcmp(f, "--seed")) {
+            a->p.seq_q = a->p.seq_k = (int)x;
+            break;
+        case OPT_SEED:
             if (!cli_parse_long("run", f, v, 0, 1L << 40, &x)) return 2;
-            a->seed = (uint64_t)x; i++;
-        } else if (!strcmp(f, "--scale")) {
+            a->seed = (uint64_t)x;
+            break;
+        case OPT_SCALE:
             if (!cli_parse_double("run", f, v, 0, 1e6, &s)) return 2;
-            a->p.sm_scale = (float)s; i++;
-        } else if (!strcmp(f, "--family") && v) { a->p.family = v; i++; }
-        else if (!strcmp(f, "--config") && v) { a->config = v; i++; }
-        else if (!strcmp(f, "--causal")) {
-            const char *m = v && v[0] != '-' ? v : "top-left";
-            if (v && v[0] != '-') i++;
-            if (!strcmp(m, "none")) a->p.causal = MXATTN_CAUSAL_NONE;
-            else if (!strcmp(m, "top-left")) a->p.causal = MXATTN_CAUSAL_TOP_LEFT;
-            else if (!strcmp(m, "bottom-right")) a->p.causal = MXATTN_CAUSAL_BOTTOM_RIGHT;
-            else return cli_usage_error("run", "--causal takes none, top-left or bottom-right, not '%s'", m);
-        } else if (!strcmp(f, "--dtype") && v) {
-            if (strcmp(v, "bf16") && strcmp(v, "f16")) return cli_usage_error("run", "--dtype takes bf16 or f16");
-            a->p.dtype = a->p.out_dtype = !strcmp(v, "f16") ? MXATTN_F16 : MXATTN_BF16; i++;
-        } else if (!strcmp(f, "--layout") && v) {
+            a->p.sm_scale = (float)s;
+            break;
+        case OPT_FAMILY:
+            if (cli_space_load("run", NULL) || !cli_space_check_list("run", f, "family", v)) return 2;
+            if (strchr(v, ',')) return cli_usage_error("run", "%s takes one family", f);
+            a->p.family = v;
+            break;
+        case OPT_CONFIG: a->config = v; break;
+        case OPT_CAUSAL:
+            if (!cli_parse_causal("run", f, v ? v : "top-left", 0, c, &nc)) return 2;
+            a->p.causal = c[0];
+            break;
+        case OPT_DTYPE:
+            if (!cli_parse_dtype("run", f, v, &a->p.dtype)) return 2;
+            a->p.out_dtype = a->p.dtype;
+            break;
+        case OPT_LAYOUT:
             if (strcmp(v, "bhnd") && strcmp(v, "bnhd")) return cli_usage_error("run", "--layout takes bhnd or bnhd");
-            a->p.layout = !strcmp(v, "bnhd") ? MXATTN_LAYOUT_BNHD : MXATTN_LAYOUT_BHND; i++;
-        } else if (!strcmp(f, "--lse")) a->p.return_lse = 1;
-        else return cli_usage_error("run", "unknown or incomplete argument '%s'", f);
+            a->p.layout = !strcmp(v, "bnhd") ? MXATTN_LAYOUT_BNHD : MXATTN_LAYOUT_BHND;
+            break;
+        case OPT_LSE: a->p.return_lse = 1; break;
+        default: /* OPT_JSON */ a->json = 1;
+        }
     }
     if (!a->p.family) return cli_usage_error("run", "--family is required");
     if (!a->p.head_dim) return cli_usage_error("run", "--head-dim is required");
@@ -147,22 +182,26 @@ static int check_against_reference(const run_args *a, buffer *t[4], mx_error_sta
 }
 
 int cmd_run(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(); return 0; }
     run_args a;
     int rc = parse_args(argc, argv, &a);
-    if (rc) return rc;
+    if (rc) return rc < 0 ? 0 : rc;
+    /* The problem is what the flags said: a refusal is the command line's. */
     mxattn_status st = mxattn_problem_check(&a.p);
-    if (st != MXATTN_OK) return cli_fail_status("run", st);
+    if (st != MXATTN_OK) return cli_fail_input("run", st);
     mxattn_ctx *ctx = NULL;
     mxattn_plan *plan = NULL;
     mx_device dev = {0};
     buffer bq = {0}, bk = {0}, bv = {0}, bo = {0}, *t[4] = {&bq, &bk, &bv, &bo};
     mx_timer timer = {0};
     rc = 1;
-    if ((st = mxattn_create(&ctx, NULL)) != MXATTN_OK || (st = mx_device_open(&dev, 0)) != MXATTN_OK ||
-        (st = mxattn_plan_create(ctx, &a.p, a.config, &plan)) != MXATTN_OK) {
+    if ((st = mxattn_create(&ctx, NULL)) != MXATTN_OK || (st = mx_device_open(&dev, 0)) != MXATTN_OK) {
         cli_fail_status("run", st);
+        goto done;
+    }
+    /* A plan refuses a value only for what the flags said (--config, or a
+     * problem this GPU's kernels cannot take): exit 2 for that. */
+    if ((st = mxattn_plan_create(ctx, &a.p, a.config, &plan)) != MXATTN_OK) {
+        rc = cli_fail_input("run", st);
         goto done;
     }
     mxattn_plan_info info, again;
@@ -217,6 +256,23 @@ int cmd_run(int argc, char **argv) {
     mx_error_stats err = {0};
     if (a.check_heads > 0 && check_against_reference(&a, t, &err) != 0) goto done;
     double flops = 4.0 * p->batch * p->heads_q * (double)p->seq_q * p->seq_k * p->head_dim / (p->causal ? 2 : 1);
+    if (a.json) {
+        printf("{\"kernel\": ");
+        cli_json_string(stdout, info.kernel_name);
+        printf(", \"config\": ");
+        cli_json_string(stdout, info.config);
+        printf(", \"config_source\": ");
+        cli_json_string(stdout, info.config_source);
+        printf(", \"binary_from_cache\": %s, \"plan_ms\": %.3f, \"nvrtc_ms\": %.3f, \"registers\": %d, "
+               "\"shared_bytes\": %d, \"spill_bytes\": %d, \"plan_again_ms\": %.3f, \"best_ms\": %.6f, "
+               "\"mean_ms\": %.6f, \"reps\": %d, \"tops\": %.3f, \"rel_l1\": %.6e, \"cosine\": %.9f, "
+               "\"max_abs\": %.6e, \"checked_heads\": %d}\n",
+               info.cubin_from_cache ? "true" : "false", info.create_ms, info.compile_ms, info.registers,
+               info.shared_bytes, info.spill_bytes, again.create_ms, best, total / a.reps, a.reps,
+               flops / (best * 1e9), err.rel_l1, err.cosine, err.max_abs, a.check_heads);
+        rc = 0;
+        goto done;
+    }
     printf("kernel      %s\nconfig      %s (%s)%s\n", info.kernel_name, info.config, info.config_source,
            info.cubin_from_cache ? ", binary from cache" : "");
     printf("plan        %.1f ms (NVRTC %.1f ms), %d registers, %d bytes shared, %d bytes spilled\n", info.create_ms,

@@ -3,6 +3,7 @@
  * --compile-only, filling the kernel cache for an arch without a GPU. */
 #include "cli.h"
 #include "api/context.h"
+#include "space.h"
 #include "util/clock.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -17,6 +18,10 @@
 #define COMPILE_ONLY_CAP 24          /* candidates per shape when compiling without a GPU */
 
 static void usage(void) {
+    char families[256], archs[256];
+    cli_space_load(CMD, NULL);
+    cli_space_legal("family", families, sizeof families);
+    cli_space_legal("arch", archs, sizeof archs);
     printf(
         "usage: mxattn tune [options]\n"
         "Measures each problem's candidate kernels on this GPU and stores the winners\n"
@@ -24,11 +29,11 @@ static void usage(void) {
         "run it again after an interruption and it continues where it stopped.\n"
         "\n"
         "problems (every combination):\n"
-        "  --family F[,F...]       kernel families (default f16)\n"
-        "  --head-dims D[,D...]    head dimensions (default 64,128)\n"
+        "  --family F[,F...]       kernel families (default f16): %s\n"
+        "  --head-dim D[,D...]     head dimensions (default 64,128; --head-dims: the old spelling)\n"
         "  --dtype bf16|f16        element type (default bf16)\n"
-        "  --causal none|top-left|bottom-right|both\n"
-        "                          both = none and top-left (default both)\n"
+        "  --causal M[,M...]       masks: none, top-left, bottom-right, or all three\n"
+        "                          (default none,top-left, which the old word both names)\n"
         "  --seqs N[,N...]         sequence lengths; each stands for its bucket, the\n"
         "                          next power of two (default 1024,4096,16384)\n"
         "  --seq-q N[,N...]        query lengths against each of --seqs' key lengths\n"
@@ -55,10 +60,10 @@ static void usage(void) {
         "  --db PATH               database (default $MXATTN_CACHE or ~/.cache/mxattn/mxattn.db)\n"
         "without a GPU:\n"
         "  --compile-only          compile the candidates into the kernel cache only\n"
-        "  --arch sm_90a|sm_100a|sm_120a   target of --compile-only (default sm_90a)\n"
+        "  --arch A                target of --compile-only (default sm_90a): %s\n"
         "output:\n"
         "  --json                  the results as JSON on stdout\n",
-        TOKENS_PER_BATCH, DEFAULT_HEADS, MX_TUNE_SETTLE_MS, MX_TUNE_SCORES_STD, COMPILE_ONLY_CAP);
+        families, TOKENS_PER_BATCH, DEFAULT_HEADS, MX_TUNE_SETTLE_MS, MX_TUNE_SCORES_STD, COMPILE_ONLY_CAP, archs);
 }
 
 typedef struct {
@@ -88,50 +93,27 @@ typedef struct {
 
 /* ---- parsing ------------------------------------------------------------- */
 
-static int parse_long_list(const char *flag, const char *text, long min, long max, long *out, int *n) {
-    char buf[512], *save = NULL;
-    snprintf(buf, sizeof buf, "%s", text);
-    *n = 0;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (*n == MAX_LIST) { cli_usage_error(CMD, "%s: at most %d values", flag, MAX_LIST); return 0; }
-        if (!cli_parse_long(CMD, flag, tok, min, max, &out[(*n)++])) return 0;
-    }
-    if (*n == 0) { cli_usage_error(CMD, "%s needs at least one value", flag); return 0; }
-    return 1;
-}
-
-static int parse_families(const char *text, options *o) {
+static int parse_families(const char *flag, const char *text, options *o) {
     static char buf[512];
+    if (cli_space_load(CMD, NULL) || !cli_space_check_list(CMD, flag, "family", text)) return 0;
     snprintf(buf, sizeof buf, "%s", text);
     o->n_families = 0;
     char *save = NULL;
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (o->n_families == MAX_LIST) { cli_usage_error(CMD, "--family: at most %d values", MAX_LIST); return 0; }
+        if (o->n_families == MAX_LIST) { cli_usage_error(CMD, "%s: at most %d values", flag, MAX_LIST); return 0; }
         o->families[o->n_families++] = tok;
     }
-    if (o->n_families == 0) { cli_usage_error(CMD, "--family needs at least one value"); return 0; }
+    if (o->n_families == 0) { cli_usage_error(CMD, "%s needs at least one value", flag); return 0; }
     return 1;
 }
 
+/* A spec line's causal=: the words, or 0|1|2. */
 static int parse_causal_name(const char *text, mxattn_causal *out) {
     if (!strcmp(text, "none") || !strcmp(text, "0")) *out = MXATTN_CAUSAL_NONE;
     else if (!strcmp(text, "top-left") || !strcmp(text, "1")) *out = MXATTN_CAUSAL_TOP_LEFT;
     else if (!strcmp(text, "bottom-right") || !strcmp(text, "2")) *out = MXATTN_CAUSAL_BOTTOM_RIGHT;
     else return 0;
     return 1;
-}
-
-static int parse_causal(const char *text, options *o) {
-    if (!strcmp(text, "both")) {
-        o->causals[0] = MXATTN_CAUSAL_NONE;
-        o->causals[1] = MXATTN_CAUSAL_TOP_LEFT;
-        o->n_causals = 2;
-        return 1;
-    }
-    o->n_causals = 1;
-    if (parse_causal_name(text, &o->causals[0])) return 1;
-    cli_usage_error(CMD, "--causal must be none, top-left, bottom-right or both, got '%s'", text);
-    return 0;
 }
 
 static int parse_dtype(const char *text, mxattn_dtype *out) {
@@ -157,51 +139,72 @@ static void options_init(options *o) {
     o->reps = o->warmup = o->max_candidates = o->threads = o->settle_ms = -1;
 }
 
-/* Returns 0 to go on, else the exit status (1 for --help's 0 is signalled by -1). */
+enum {
+    OPT_COMPILE_ONLY = 1, OPT_JSON, OPT_FRESH, OPT_FAMILY, OPT_HEAD_DIM, OPT_DTYPE, OPT_CAUSAL, OPT_SEQS, OPT_SEQ_Q,
+    OPT_BATCH, OPT_HEADS, OPT_GQA, OPT_REPS, OPT_WARMUP, OPT_SETTLE_MS, OPT_SCORES_STD, OPT_MAX_CANDIDATES,
+    OPT_THREADS, OPT_DB, OPT_SPEC, OPT_ARCH
+};
+static const cli_option cli_options[] = {
+    {"compile-only", OPT_COMPILE_ONLY, CLI_SWITCH}, {"json", OPT_JSON, CLI_SWITCH}, {"fresh", OPT_FRESH, CLI_SWITCH},
+    {"family", OPT_FAMILY, CLI_VALUE}, {"families", OPT_FAMILY, CLI_VALUE},
+    {"head-dim", OPT_HEAD_DIM, CLI_VALUE}, {"head-dims", OPT_HEAD_DIM, CLI_VALUE},
+    {"dtype", OPT_DTYPE, CLI_VALUE}, {"causal", OPT_CAUSAL, CLI_VALUE},
+    {"seqs", OPT_SEQS, CLI_VALUE}, {"seq", OPT_SEQS, CLI_VALUE}, {"seq-q", OPT_SEQ_Q, CLI_VALUE},
+    {"batch", OPT_BATCH, CLI_VALUE}, {"heads", OPT_HEADS, CLI_VALUE}, {"gqa", OPT_GQA, CLI_VALUE},
+    {"reps", OPT_REPS, CLI_VALUE}, {"warmup", OPT_WARMUP, CLI_VALUE}, {"settle-ms", OPT_SETTLE_MS, CLI_VALUE},
+    {"scores-std", OPT_SCORES_STD, CLI_VALUE}, {"max-candidates", OPT_MAX_CANDIDATES, CLI_VALUE},
+    {"threads", OPT_THREADS, CLI_VALUE}, {"db", OPT_DB, CLI_VALUE}, {"spec", OPT_SPEC, CLI_VALUE},
+    {"arch", OPT_ARCH, CLI_VALUE}, {NULL, 0, 0},
+};
+
+/* Returns 0 to go on, else the exit status (--help's 0 is signalled by -1). */
 static int parse_args(int argc, char **argv, options *o) {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(); return -1; }
-        if (!strcmp(a, "--compile-only")) { o->compile_only = 1; continue; }
-        if (!strcmp(a, "--json")) { o->json = 1; continue; }
-        if (!strcmp(a, "--fresh")) { o->fresh = 1; continue; }
-        if (strncmp(a, "--", 2) != 0) return cli_usage_error(CMD, "unexpected argument '%s'", a);
-        if (i + 1 >= argc) return cli_usage_error(CMD, "%s needs a value", a);
-        const char *v = argv[++i];
+    cli_parser ps;
+    cli_parser_init(&ps, CMD, argc, argv, cli_options, -1);
+    for (int id; (id = cli_next(&ps)) != CLI_END;) {
+        const char *a = ps.flag, *v = ps.value;
         int ok = 1;
-        if (!strcmp(a, "--family")) ok = parse_families(v, o);
-        else if (!strcmp(a, "--head-dims") || !strcmp(a, "--head-dim"))
-            ok = parse_long_list(a, v, 8, 256, o->head_dims, &o->n_head_dims);
-        else if (!strcmp(a, "--dtype")) {
-            if (!parse_dtype(v, &o->dtype)) return cli_usage_error(CMD, "--dtype must be bf16 or f16, got '%s'", v);
-        } else if (!strcmp(a, "--causal")) ok = parse_causal(v, o);
-        else if (!strcmp(a, "--seqs") || !strcmp(a, "--seq")) ok = parse_long_list(a, v, 1, 1 << 20, o->seqs, &o->n_seqs);
-        else if (!strcmp(a, "--seq-q")) ok = parse_long_list(a, v, 1, 1 << 20, o->seq_qs, &o->n_seq_qs);
-        else if (!strcmp(a, "--batch")) ok = cli_parse_long(CMD, a, v, 1, 65535, &o->batch);
-        else if (!strcmp(a, "--heads")) ok = cli_parse_long(CMD, a, v, 1, 65535, &o->heads);
-        else if (!strcmp(a, "--gqa")) ok = cli_parse_long(CMD, a, v, 1, 256, &o->gqa);
-        else if (!strcmp(a, "--reps")) ok = cli_parse_long(CMD, a, v, 1, 10000, &o->reps);
-        else if (!strcmp(a, "--warmup")) ok = cli_parse_long(CMD, a, v, 0, 1000, &o->warmup);
-        else if (!strcmp(a, "--settle-ms")) ok = cli_parse_long(CMD, a, v, 0, 60000, &o->settle_ms);
-        else if (!strcmp(a, "--scores-std")) {
+        switch (id) {
+        case CLI_HELP: usage(); return -1;
+        case CLI_ERROR: return 2;
+        case CLI_ARG: return cli_usage_error(CMD, "unexpected argument '%s'", v);
+        case OPT_COMPILE_ONLY: o->compile_only = 1; break;
+        case OPT_JSON: o->json = 1; break;
+        case OPT_FRESH: o->fresh = 1; break;
+        case OPT_FAMILY: ok = parse_families(a, v, o); break;
+        case OPT_HEAD_DIM: ok = cli_parse_long_list(CMD, a, v, 8, 256, o->head_dims, MAX_LIST, &o->n_head_dims); break;
+        case OPT_DTYPE: ok = cli_parse_dtype(CMD, a, v, &o->dtype); break;
+        case OPT_CAUSAL: ok = cli_parse_causal(CMD, a, v, 1, o->causals, &o->n_causals); break;
+        case OPT_SEQS: ok = cli_parse_long_list(CMD, a, v, 1, 1 << 20, o->seqs, MAX_LIST, &o->n_seqs); break;
+        case OPT_SEQ_Q: ok = cli_parse_long_list(CMD, a, v, 1, 1 << 20, o->seq_qs, MAX_LIST, &o->n_seq_qs); break;
+        case OPT_BATCH: ok = cli_parse_long(CMD, a, v, 1, 65535, &o->batch); break;
+        case OPT_HEADS: ok = cli_parse_long(CMD, a, v, 1, 65535, &o->heads); break;
+        case OPT_GQA: ok = cli_parse_long(CMD, a, v, 1, 256, &o->gqa); break;
+        case OPT_REPS: ok = cli_parse_long(CMD, a, v, 1, 10000, &o->reps); break;
+        case OPT_WARMUP: ok = cli_parse_long(CMD, a, v, 0, 1000, &o->warmup); break;
+        case OPT_SETTLE_MS: ok = cli_parse_long(CMD, a, v, 0, 60000, &o->settle_ms); break;
+        case OPT_SCORES_STD: {
             char *end;
             o->scores_std = strtod(v, &end);
             if (*end || !(o->scores_std > 0 && o->scores_std <= 100))
                 return cli_usage_error(CMD, "--scores-std must be a number in (0, 100], got '%s'", v);
+            break;
         }
-        else if (!strcmp(a, "--max-candidates")) ok = cli_parse_long(CMD, a, v, 0, 4096, &o->max_candidates);
-        else if (!strcmp(a, "--threads")) ok = cli_parse_long(CMD, a, v, 0, 64, &o->threads);
-        else if (!strcmp(a, "--db")) o->db = v;
-        else if (!strcmp(a, "--spec")) o->spec = v;
-        else if (!strcmp(a, "--arch")) o->arch = v;
-        else return cli_usage_error(CMD, "unknown option '%s'", a);
+        case OPT_MAX_CANDIDATES: ok = cli_parse_long(CMD, a, v, 0, 4096, &o->max_candidates); break;
+        case OPT_THREADS: ok = cli_parse_long(CMD, a, v, 0, 64, &o->threads); break;
+        case OPT_DB: o->db = v; break;
+        case OPT_SPEC: o->spec = v; break;
+        default: /* OPT_ARCH: the templates' list of targets */
+            if (cli_space_load(CMD, NULL) || !cli_space_check_list(CMD, a, "arch", v) || strchr(v, ',')) {
+                if (strchr(v, ',')) cli_usage_error(CMD, "%s takes one arch", a);
+                return 2;
+            }
+            o->arch = v;
+        }
         if (!ok) return 2;
     }
     if (o->arch && !o->compile_only)
         return cli_usage_error(CMD, "--arch goes with --compile-only: tuning measures the GPU that is present");
-    if (o->arch && strcmp(o->arch, "sm_90a") && strcmp(o->arch, "sm_100a") && strcmp(o->arch, "sm_120a") &&
-        strcmp(o->arch, "sm_80") && strcmp(o->arch, "sm_86") && strcmp(o->arch, "sm_89"))
-        return cli_usage_error(CMD, "--arch must be sm_90a, sm_100a or sm_120a (or sm_80/86/89), got '%s'", o->arch);
     if (o->heads % o->gqa) return cli_usage_error(CMD, "--gqa %ld must divide --heads %ld", o->gqa, o->heads);
     if (o->spec && o->n_seq_qs)
         return cli_usage_error(CMD, "--seq-q goes with the grid flags, not --spec (a spec line says seq_q=N)");
@@ -210,9 +213,7 @@ static int parse_args(int argc, char **argv, options *o) {
 
 /* ---- problems -------------------------------------------------------------- */
 
-static const char *causal_name(mxattn_causal c) {
-    return c == MXATTN_CAUSAL_NONE ? "none" : c == MXATTN_CAUSAL_TOP_LEFT ? "top-left" : "bottom-right";
-}
+static const char *causal_name(mxattn_causal c) { return cli_causal_name(c); }
 
 static void label_problem(problem *pr) {
     const mxattn_problem *p = &pr->p;
@@ -550,6 +551,7 @@ static void print_table(const mx_device *dev, const char *db, const result *r, i
         printf("%-44s %9.4f %7.1f %10.4f %7.2fx\n", cfg, o->best_ms, o->best_tops, o->default_ms,
                o->best_ms > 0 && o->default_ms > 0 ? o->default_ms / o->best_ms : 0);
     }
+    printf("(ms: the best candidate's median; speed-up: the heuristic default's median over it, both timed in this run)\n");
 }
 
 static void print_json(const mx_device *dev, const result *r, int n) {

@@ -1,57 +1,69 @@
 #include "paramflags.h"
-#include "cli.h"
+#include "space.h"
 #include <stdlib.h>
 #include <string.h>
 
-/* Finds "--some-name" in the spec ("some_name bool|value" lines). */
-static int lookup_flag(const char *spec, const char *flag, char *name, size_t name_len, int *is_bool) {
-    char want[64];
-    snprintf(want, sizeof want, "%s", flag + 2);
-    for (char *p = want; *p; p++) if (*p == '-') *p = '_';
-    size_t n = strlen(want);
-    for (const char *line = spec; line && *line;) {
-        if (strncmp(line, want, n) == 0 && line[n] == ' ') {
-            snprintf(name, name_len, "%s", want);
-            *is_bool = strncmp(line + n + 1, "bool", 4) == 0;
-            return 1;
-        }
-        line = strchr(line, '\n');
-        if (line) line++;
-    }
-    return 0;
+#define PARAM_ID 1000   /* a kernel parameter's option id: PARAM_ID + its index in the table */
+
+/* --causal's words as the kernel's 0|1: both alignments build one kernel. */
+static const char *causal_value(const char *cmd, const char *flag, const char *text) {
+    if (!text) return "1";   /* the old bare switch */
+    mxattn_causal c[3];
+    int n;
+    if (!cli_parse_causal(cmd, flag, text, 0, c, &n)) return NULL;
+    return c[0] == MXATTN_CAUSAL_NONE ? "0" : "1";
 }
 
-int cli_param_flags(const char *cmd, mx_gen *g, int argc, char **argv,
-                    char *params, size_t params_len, char **rest, int *nrest) {
-    char *spec = NULL;
-    mxattn_status st = mx_gen_call(g, "flag_spec", NULL, NULL, &spec);
-    if (st != MXATTN_OK) return cli_fail_status(cmd, st);
+int cli_param_flags(const char *cmd, mx_gen *g, int argc, char **argv, const cli_option *extra, int n_extra,
+                    char *params, size_t params_len, cli_found *found, int cap, int *nfound) {
+    int rc = cli_space_load(cmd, g);
+    if (rc) return rc;
+    int n = cli_space_count();
+    cli_option *opts = calloc((size_t)(n + n_extra + 1), sizeof *opts);
+    if (!opts) return cli_fail(cmd, "out of memory");
+    for (int i = 0; i < n; i++) {
+        const cli_param *p = cli_space_at(i);
+        opts[i] = (cli_option){p->name, PARAM_ID + i, p->is_bool ? CLI_MAYBE_VALUE : CLI_VALUE};
+        if (!strcmp(p->name, "causal")) opts[i].arity = CLI_MAYBE_VALUE;
+    }
+    for (int i = 0; i < n_extra; i++) opts[n + i] = extra[i];
     size_t used = 0;
     params[0] = 0;
-    *nrest = 0;
-    for (int i = 1; i < argc; i++) {
-        char name[64];
-        int is_bool = 0;
-        const char *arg = argv[i];
-        if (strncmp(arg, "--", 2) != 0 || !lookup_flag(spec, arg, name, sizeof name, &is_bool)) {
-            rest[(*nrest)++] = argv[i];
+    *nfound = 0;
+    int have_family = 0, have_head_dim = 0;
+    char seen[256] = {0};   /* a parameter given twice is a typo, not "the last wins" */
+    cli_parser ps;
+    cli_parser_init(&ps, cmd, argc, argv, opts, n + n_extra);
+    for (int id; rc == 0 && (id = cli_next(&ps)) != CLI_END;) {
+        if (id == CLI_HELP) { rc = -1; break; }
+        if (id == CLI_ERROR) { rc = 2; break; }
+        if (id == CLI_ARG) { rc = cli_usage_error(cmd, "unexpected argument '%s'", ps.value); break; }
+        if (id < PARAM_ID) {
+            if (*nfound == cap) { rc = cli_usage_error(cmd, "too many options"); break; }
+            found[(*nfound)++] = (cli_found){id, ps.value};
             continue;
         }
-        const char *value = "1";
-        if (!is_bool) {
-            if (i + 1 >= argc) { free(spec); return cli_usage_error(cmd, "%s needs a value", arg); }
-            value = argv[++i];
-        } else if (i + 1 < argc && (!strcmp(argv[i + 1], "0") || !strcmp(argv[i + 1], "1"))) {
-            value = argv[++i];
+        const cli_param *p = cli_space_at(id - PARAM_ID);
+        if (seen[id - PARAM_ID]++) { rc = cli_usage_error(cmd, "%s is given twice", p->flag); break; }
+        const char *value = ps.value;
+        if (!strcmp(p->name, "causal")) {
+            if (!(value = causal_value(cmd, ps.flag, value))) { rc = 2; break; }
+        } else if (p->is_bool && !value) {
+            value = "1";
         }
-        if (strchr(value, ' ') || strchr(value, '=') || !*value) {
-            free(spec);
-            return cli_usage_error(cmd, "%s: bad value '%s'", arg, value);
-        }
-        int n = snprintf(params + used, params_len - used, "%s%s=%s", used ? " " : "", name, value);
-        if (n < 0 || (size_t)n >= params_len - used) { free(spec); return cli_usage_error(cmd, "too many parameters"); }
-        used += (size_t)n;
+        if (!cli_space_check(cmd, ps.flag, p, value)) { rc = 2; break; }
+        have_family |= !strcmp(p->name, "family");
+        have_head_dim |= !strcmp(p->name, "head_dim");
+        int k = snprintf(params + used, params_len - used, "%s%s=%s", used ? " " : "", p->name, value);
+        if (k < 0 || (size_t)k >= params_len - used) { rc = cli_usage_error(cmd, "too many parameters"); break; }
+        used += (size_t)k;
     }
-    free(spec);
+    free(opts);
+    if (rc) return rc;
+    char legal[256];
+    if (!have_family)
+        return cli_usage_error(cmd, "--family is required: one of %s", cli_space_legal("family", legal, sizeof legal));
+    if (!have_head_dim)
+        return cli_usage_error(cmd, "--head-dim is required: %s", cli_space_legal("head_dim", legal, sizeof legal));
     return 0;
 }
