@@ -495,7 +495,14 @@ static int compile_only(mxattn_ctx *ctx, const options *o, problem *pr, int n) {
         mx_tune_outcome out;
         mxattn_status st = mx_tune_run(&env, shapes[s], &sizes, NULL, &t, &out);
         progress_end_line(&ps);
-        if (st != MXATTN_OK) { rc = cli_fail_status(CMD, st); continue; }
+        /* Kernels the cache would not take are counted and reported once, below. */
+        int lost_writes = st != MXATTN_OK && st == out.store_status;
+        if (st != MXATTN_OK && !lost_writes) { rc = cli_fail_status(CMD, st); continue; }
+        if (lost_writes && total.store_status == MXATTN_OK) {
+            total.store_status = out.store_status;
+            snprintf(total.store_error, sizeof total.store_error, "%s", out.store_error);
+        }
+        total.kernels_not_stored += out.kernels_not_stored;
         ps.finished++;
         ps.finished_s += out.wall_s;
         total.candidates += out.candidates;
@@ -513,7 +520,7 @@ static int compile_only(mxattn_ctx *ctx, const options *o, problem *pr, int n) {
                arch, n_shapes, total.candidates, total.compiled, total.cache_hits, total.compile_failed, total.pruned,
                total.compile_ms / 1e3, wall, threads + 1);
         json_string(stdout, mx_cache_path(env.cache));
-        printf("}\n");
+        printf(", \"not_stored\": %d}\n", total.kernels_not_stored);
     } else {
         printf("compile-only for %s: %d shape%s x up to %d candidates (seq lengths share kernels)\n", arch, n_shapes,
                n_shapes == 1 ? "" : "s", o->max_candidates >= 0 ? (int)o->max_candidates : COMPILE_ONLY_CAP);
@@ -523,6 +530,10 @@ static int compile_only(mxattn_ctx *ctx, const options *o, problem *pr, int n) {
         if (total.pruned) printf("  spilling          %d (compiled, but the tuner will skip them)\n", total.pruned);
         printf("  wall time         %.1f s\n  kernel cache      %s\n", wall, mx_cache_path(env.cache));
     }
+    if (total.kernels_not_stored)
+        rc = cli_fail(CMD, "compiled %d, stored %d: %d kernel%s not stored: %s", total.compiled,
+                      total.compiled - total.kernels_not_stored, total.kernels_not_stored,
+                      total.kernels_not_stored == 1 ? "" : "s", total.store_error);
     return rc;
 }
 
