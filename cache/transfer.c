@@ -116,7 +116,12 @@ static mxattn_status sign_row(sqlite3 *db, sqlite3_int64 rowid, const mx_sign_se
     return st;
 }
 
-/* The rowids first, so that no row is updated under a pending scan of its table. */
+/* The signature travels in two columns added to the export's kernels table
+ * rather than in a table of its own: the schema check every reader runs
+ * (mx_schema_verify) refuses tables that are not ours but names only the
+ * columns it needs, so an older mxattn still reads a signed export's tuning
+ * rows.  The rowids are read first, so that no row is updated under a
+ * pending scan of its table. */
 static mxattn_status sign_exported_kernels(sqlite3 *db, const mx_sign_secret *signer) {
     mxattn_status st = mx_db_exec(db, "ALTER TABLE export.kernels ADD COLUMN signer TEXT;"
                                       "ALTER TABLE export.kernels ADD COLUMN signature TEXT");
@@ -363,22 +368,24 @@ static int is_trusted(const mx_import_options *opt, const mx_sign_public *pk) {
 }
 
 /* Proves one kernel row may run here: its blob hashes to the recorded hash,
- * and a trusted key signed that hash with the row's other fields.  Columns
- * 11 and 12 are the signer and the signature. */
+ * and a trusted key signed that hash with the row's other fields.  The
+ * last two columns are the signer and the signature. */
 static mxattn_status read_trusted_kernel(sqlite3_stmt *s, const mx_import_options *opt, mx_kernel_record *k) {
     mxattn_status st = read_kernel_row(s, k);
     if (st) return st;
     char actual[65], signer_hex[80], sig_hex[2 * MX_SIGN_BYTES + 8];
+    const int signer_col = sqlite3_column_count(s) - 2, sig_col = signer_col + 1;
     mx_sha256_hex(k->cubin, k->cubin_size, actual);
     if (strcmp(actual, k->cubin_sha256))
         return mx_fail(MXATTN_ERROR_UNTRUSTED, "kernel %.16s...: cubin hash %.16s... does not match the recorded "
                        "%.16s... (a tampered cubin)", k->key, actual, k->cubin_sha256);
-    if (sqlite3_column_type(s, 11) == SQLITE_NULL || sqlite3_column_type(s, 12) == SQLITE_NULL)
+    if (sqlite3_column_type(s, signer_col) == SQLITE_NULL || sqlite3_column_type(s, sig_col) == SQLITE_NULL)
         return mx_fail(MXATTN_ERROR_UNTRUSTED, "kernel %.16s... is unsigned", k->key);
     mx_sign_public pk;
     unsigned char sig[MX_SIGN_BYTES];
-    if (!mx_column_text_copy(s, 11, signer_hex, sizeof signer_hex) || !mx_hex_decode(signer_hex, pk.bytes, sizeof pk.bytes) ||
-        !mx_column_text_copy(s, 12, sig_hex, sizeof sig_hex) || !mx_hex_decode(sig_hex, sig, sizeof sig))
+    if (!mx_column_text_copy(s, signer_col, signer_hex, sizeof signer_hex) ||
+        !mx_hex_decode(signer_hex, pk.bytes, sizeof pk.bytes) ||
+        !mx_column_text_copy(s, sig_col, sig_hex, sizeof sig_hex) || !mx_hex_decode(sig_hex, sig, sizeof sig))
         return mx_fail(MXATTN_ERROR_UNTRUSTED, "kernel %.16s... has a malformed signer key or signature", k->key);
     mx_sign_public_hex(&pk, signer_hex);
     if (!is_trusted(opt, &pk))
