@@ -547,6 +547,9 @@ typedef struct {
     char error[512];
 } result;
 
+/* A run whose only failure was the database's refusal still found a winner. */
+static int has_result(const result *r) { return r->st == MXATTN_OK || (r->out.best[0] && r->st == r->out.store_status); }
+
 static void print_table(const mx_device *dev, const char *db, const result *r, int n) {
     printf("\nTuned on %s (%s, %d SMs); database %s\n", dev->name, dev->arch, dev->sm_count, db);
     printf("%-8s %4s %-5s %-12s %6s %6s %5s  %-44s %9s %7s %10s %8s\n", "family", "d", "dtype", "causal", "bucket",
@@ -556,7 +559,7 @@ static void print_table(const mx_device *dev, const char *db, const result *r, i
         const mx_tune_outcome *o = &r[i].out;
         printf("%-8s %4d %-5s %-12s %6d %6d %5d  ", r[i].pr->family, p->head_dim, p->dtype == MXATTN_F16 ? "f16" : "bf16",
                causal_name(p->causal), r[i].bucket, r[i].q_bucket, o->candidates);
-        if (r[i].st != MXATTN_OK) { printf("failed: %.100s\n", r[i].error); continue; }
+        if (!has_result(&r[i])) { printf("failed: %.100s\n", r[i].error); continue; }
         const char *cfg = strncmp(o->best, "variant=mma ", 12) ? o->best : o->best + 12;
         printf("%-44s %9.4f %7.1f %10.4f %7.2fx\n", cfg, o->best_ms, o->best_tops, o->default_ms,
                o->best_ms > 0 && o->default_ms > 0 ? o->default_ms / o->best_ms : 0);
@@ -581,7 +584,9 @@ static void print_json(const mx_device *dev, const result *r, int n) {
         if (r[i].st != MXATTN_OK) {
             printf("\"error\": ");
             json_string(stdout, r[i].error);
-        } else {
+            if (has_result(&r[i])) printf(", ");
+        }
+        if (has_result(&r[i])) {
             printf("\"config\": ");
             json_string(stdout, o->best);
             printf(", \"median_ms\": %.6f, \"tops\": %.3f, \"default_config\": ", o->best_ms, o->best_tops);
