@@ -145,6 +145,14 @@ static void fill_info(mxattn_plan *plan, double t0) {
     info->spill_bytes = k->spill_bytes;
     info->workspace_bytes = k->launch.workspace_bytes;
     info->create_ms = mx_now_ms() - t0;
+    /* The plan works either way; a binary that was not stored costs a
+     * recompile on the next start, and the note says why. */
+    info->cubin_stored = k->stored;
+    if (!k->stored && k->store_error[0]) {
+        size_t used = strlen(info->note);
+        snprintf(info->note + used, sizeof info->note - used, "%sthe binary was not stored: %s",
+                 used ? "; " : "", k->store_error);
+    }
 }
 
 mxattn_status mxattn_plan_create(mxattn_ctx *ctx, const mxattn_problem *p, const char *config,

@@ -39,11 +39,13 @@ mxattn_status mxattn_tune(mxattn_ctx *ctx, const mxattn_problem *p, char *best_c
     mx_tune_options_init(&opt);
     opt.resume = 1;   /* an interrupted call picks up where it stopped */
     st = mx_tune_run(&env, shape, &sizes, &key, &opt, &outcome);
-    if (st != MXATTN_OK) return st;
+    /* A run whose winner the cache did not take still has a winner: it is
+     * returned with the status and message of the lost writes. */
+    if (st != MXATTN_OK && !outcome.best[0]) return st;
     if (best_config) snprintf(best_config, best_config_len, "%s", outcome.best);
     if (speedup && outcome.best_ms > 0 && outcome.default_ms > 0) *speedup = outcome.default_ms / outcome.best_ms;
-    mx_clear_error();
-    return MXATTN_OK;
+    if (st == MXATTN_OK) mx_clear_error();
+    return st;
 }
 
 mxattn_status mxattn_query(mxattn_ctx *ctx, const char *filter, char **json) {

@@ -162,25 +162,66 @@ mxattn_status mx_tune_rows_json(const mx_tune_row *rows, int count, char **json)
 
 /* ---- sharing between machines, and upkeep ------------------------------- */
 
+/* An Ed25519 public key (cache/sign.h reads and writes key files). */
+typedef struct { unsigned char bytes[32]; } mx_sign_public;
+struct mx_sign_secret; /* a key pair, cache/sign.h */
+
 /* Writes a standalone database file with the tuning results (and the kernels
- * when with_kernels).  The file is written beside `dest` and renamed into
- * place, so a failed export leaves no half file. */
-mxattn_status mx_cache_export(mx_cache *cache, const char *dest, int with_kernels);
+ * when with_kernels).  With `signer` (cache/sign.h, may be NULL) every kernel
+ * is signed: the export's kernels table gets two more columns, signer (the
+ * public key, 64 hex digits) and signature (128 hex digits, Ed25519 over
+ * mx_kernel_signing_message()); a kernel whose blob fails its own hash is
+ * not signed and the export fails with CACHE_CORRUPT.  The file is written
+ * beside `dest` and renamed into place, so a failed export leaves no half file. */
+mxattn_status mx_cache_export(mx_cache *cache, const char *dest, int with_kernels,
+                              const struct mx_sign_secret *signer);
+
+/* Decides whether an imported or merged tuning row may be taken: returns 1
+ * to take it, 0 to refuse it with a reason in why[why_cap].  The cache's own
+ * checks (finite times in range, printable config, key fields in range) run
+ * first; this one adds what only the templates know (the config is legal for
+ * the key's family and head_dim). */
+typedef int (*mx_tune_row_check)(void *arg, const mx_tune_key *key, const mx_tune_result *r, char *why,
+                                 size_t why_cap);
+
+#define MX_IMPORT_MAX_TRUSTED 16
+typedef struct {
+    int with_kernels;                 /* import only; merge never takes kernels */
+    /* Kernels are taken only when each is signed by one of these keys. */
+    mx_sign_public trusted[MX_IMPORT_MAX_TRUSTED];
+    int n_trusted;
+    mx_tune_row_check row_check;      /* NULL: the cache's own checks only */
+    void *row_check_arg;
+} mx_import_options;
+
+void mx_import_options_init(mx_import_options *o);
 
 typedef struct {
     long tune_rows_read, tune_rows_taken, tune_rows_kept;  /* kept: ours was faster */
-    long kernels_read, kernels_taken;
+    long tune_rows_refused;           /* failed a check: not taken */
+    char first_refusal[256];          /* the first refused row and why, or "" */
+    long kernels_read, kernels_taken; /* read: verified (hash and signature) */
 } mx_import_report;
 
 /* Takes the tuning results of an export (replacing ours for the same key)
- * and, only when with_kernels, its kernels after verifying every blob's hash.
- * Anything malformed (not a database, foreign schema, oversized or
- * mis-hashed blob, bad field) rejects the whole import: one transaction,
- * rolled back, the target unchanged.  report may be NULL. */
-mxattn_status mx_cache_import(mx_cache *cache, const char *src, int with_kernels,
+ * and, only when opt->with_kernels, its kernels.  A row that fails a check
+ * is refused (counted, the first reason kept) and the others are taken.
+ * Kernels need at least one trusted key, and every kernel must carry a valid
+ * signature by one of them over its fields and its blob's SHA-256, and its
+ * blob must hash to its recorded SHA-256: otherwise MXATTN_ERROR_UNTRUSTED
+ * names the first bad kernel and why (unsigned, untrusted signer, blob not
+ * matching its hash, signature not matching: a tampered cubin or one moved
+ * under another key).  Anything malformed or untrusted (not a database,
+ * foreign schema, oversized blob, bad field, one bad kernel) rejects the
+ * whole import: one transaction, rolled back, the target unchanged; so what
+ * an import did is one of two states, never a mix.  opt and report may be NULL. */
+mxattn_status mx_cache_import(mx_cache *cache, const char *src, const mx_import_options *opt,
                               mx_import_report *report);
-/* Like import of tuning results, but where both have a key the faster wins. */
-mxattn_status mx_cache_merge(mx_cache *cache, const char *src, mx_import_report *report);
+/* Like import of tuning results, but where both have a key the faster wins
+ * (after the same checks: a refused row never competes).  Kernels are never
+ * taken; opt->with_kernels must be 0. */
+mxattn_status mx_cache_merge(mx_cache *cache, const char *src, const mx_import_options *opt,
+                             mx_import_report *report);
 mxattn_status mx_cache_vacuum(mx_cache *cache);
 
 typedef struct {

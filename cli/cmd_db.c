@@ -1,7 +1,9 @@
-/* mxattn db: export, import, merge, vacuum or check the database. */
+/* mxattn db: export, import, merge, vacuum or check the database, and make
+ * the key that signs exported kernels. */
 #include "cli.h"
 #include "cache/cache.h"
 #include "cli/shipped.h"
+#include "cache/sign.h"
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -12,38 +14,48 @@
 #include <unistd.h>
 
 static const char USAGE[] =
-    "usage: mxattn db export FILE [--with-kernels] [--force] [--db PATH]\n"
-    "       mxattn db import FILE|--shipped [--with-kernels] [--db PATH]\n"
+    "usage: mxattn db export FILE [--with-kernels [--sign KEYFILE]] [--force] [--db PATH]\n"
+    "       mxattn db import FILE|--shipped [--with-kernels --trust KEY [--trust KEY ...]] [--db PATH]\n"
     "       mxattn db merge FILE|--shipped [--db PATH]\n"
+    "       mxattn db keygen --out KEYFILE\n"
     "       mxattn db vacuum [--db PATH]\n"
     "       mxattn db check [--db PATH]\n"
     "every action takes --json: its report as one JSON object on stdout.\n"
     "export writes the tuning results (and with --with-kernels the compiled kernels) to\n"
-    "a standalone SQLite file for machines of the same GPU.  import takes an export's\n"
-    "tuning results, replacing ours; compiled kernels are code, so they are taken only\n"
-    "with --with-kernels and only when every blob matches its SHA-256.  merge takes\n"
-    "another database's tuning results where they are faster than ours.  A malformed\n"
-    "file is rejected and the database left unchanged.  check verifies the file and\n"
-    "every kernel's hash and exits 1 if anything is wrong.  export refuses to replace an\n"
-    "existing FILE unless --force; an export that is interrupted leaves no file behind.\n"
-    "--shipped takes the tuning results installed with mxattn\n"
-    "(<prefix>/share/mxattn/tuned/*.db) for FILE.\n";
+    "a standalone SQLite file for machines of the same GPU; --sign signs each kernel\n"
+    "with the Ed25519 key made by keygen (KEYFILE, mode 0600; its public key is printed\n"
+    "and written to KEYFILE.pub).  import takes an export's tuning results, replacing\n"
+    "ours.  Compiled kernels are code: they are taken only with --with-kernels, only\n"
+    "signed by a key given with --trust (64 hex digits, or a .pub file), and only when\n"
+    "every blob matches the signed SHA-256.  merge takes another database's tuning\n"
+    "results where they are faster than ours.  A tuning row with an impossible value\n"
+    "or a configuration its problem cannot take is refused and counted; a malformed\n"
+    "file or one untrusted kernel rejects the whole import and leaves the database\n"
+    "unchanged.  check verifies the file and every kernel's hash and exits 1 if\n"
+    "anything is wrong.  export refuses to replace an existing FILE unless --force; an\n"
+    "export that is interrupted leaves no file behind.  --shipped takes the tuning\n"
+    "results installed with mxattn (<prefix>/share/mxattn/tuned/*.db) for FILE.\n";
 
-typedef struct { const char *action, *file, *db; int with_kernels, force, json, shipped; } db_args;
+typedef struct {
+    const char *action, *file, *db, *sign, *out;
+    const char *trust[MX_IMPORT_MAX_TRUSTED];
+    int n_trust, with_kernels, force, json, shipped;
+} db_args;
 
 static int takes_file(const char *action) {
     return !strcmp(action, "export") || !strcmp(action, "import") || !strcmp(action, "merge");
 }
 
 static int known_action(const char *action) {
-    return takes_file(action) || !strcmp(action, "vacuum") || !strcmp(action, "check");
+    return takes_file(action) || !strcmp(action, "vacuum") || !strcmp(action, "check") || !strcmp(action, "keygen");
 }
 
-enum { OPT_WITH_KERNELS = 1, OPT_DB, OPT_FORCE, OPT_JSON, OPT_SHIPPED };
+enum { OPT_WITH_KERNELS = 1, OPT_DB, OPT_FORCE, OPT_JSON, OPT_SHIPPED, OPT_SIGN, OPT_TRUST, OPT_OUT };
 static const cli_option options[] = {
     {"with-kernels", OPT_WITH_KERNELS, CLI_SWITCH}, {"db", OPT_DB, CLI_VALUE},
     {"force", OPT_FORCE, CLI_SWITCH}, {"json", OPT_JSON, CLI_SWITCH},
-    {"shipped", OPT_SHIPPED, CLI_SWITCH}, {NULL, 0, 0},
+    {"shipped", OPT_SHIPPED, CLI_SWITCH}, {"sign", OPT_SIGN, CLI_VALUE}, {"trust", OPT_TRUST, CLI_VALUE},
+    {"out", OPT_OUT, CLI_VALUE}, {NULL, 0, 0},
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -60,6 +72,13 @@ static int parse_args(int argc, char **argv, db_args *a) {
         case OPT_FORCE: a->force = 1; break;
         case OPT_JSON: a->json = 1; break;
         case OPT_SHIPPED: a->shipped = 1; break;
+        case OPT_SIGN: a->sign = arg; break;
+        case OPT_OUT: a->out = arg; break;
+        case OPT_TRUST:
+            if (a->n_trust == MX_IMPORT_MAX_TRUSTED)
+                return cli_usage_error("db", "at most %d --trust keys", MX_IMPORT_MAX_TRUSTED);
+            a->trust[a->n_trust++] = arg;
+            break;
         default: /* CLI_ARG */
             if (!a->action) a->action = arg;
             else if (!a->file) a->file = arg;
@@ -76,6 +95,16 @@ static int parse_args(int argc, char **argv, db_args *a) {
     if (a->with_kernels && strcmp(a->action, "export") && strcmp(a->action, "import"))
         return cli_usage_error("db", "--with-kernels applies to export and import only");
     if (a->force && strcmp(a->action, "export")) return cli_usage_error("db", "--force applies to export only");
+    if (a->sign && (strcmp(a->action, "export") || !a->with_kernels))
+        return cli_usage_error("db", "--sign applies to export --with-kernels only");
+    if (a->n_trust && (strcmp(a->action, "import") || !a->with_kernels))
+        return cli_usage_error("db", "--trust applies to import --with-kernels only");
+    if (a->with_kernels && !strcmp(a->action, "import") && !a->n_trust)
+        return cli_usage_error("db", "import --with-kernels needs --trust KEY: the public key of the signer "
+                               "whose kernels may run here");
+    if (a->with_kernels && a->shipped) return cli_usage_error("db", "--shipped brings tuning results only");
+    if ((a->out != NULL) != !strcmp(a->action, "keygen"))
+        return cli_usage_error("db", a->out ? "--out applies to keygen only" : "keygen needs --out KEYFILE");
     return -1;
 }
 
@@ -84,12 +113,41 @@ static void print_import(const char *verb, const char *file, const mx_import_rep
         printf("{\"action\": \"%s\", \"file\": ", verb);
         cli_json_string(stdout, file);
         printf(", \"tune_rows_read\": %ld, \"tune_rows_taken\": %ld, \"tune_rows_kept\": %ld, "
-               "\"kernels_read\": %ld, \"kernels_taken\": %ld}\n", r->tune_rows_read, r->tune_rows_taken,
-               r->tune_rows_kept, r->kernels_read, r->kernels_taken);
-        return;
+               "\"tune_rows_refused\": %ld, \"first_refusal\": ", r->tune_rows_read, r->tune_rows_taken,
+               r->tune_rows_kept, r->tune_rows_refused);
+        if (r->tune_rows_refused) cli_json_string(stdout, r->first_refusal);
+        else printf("null");
+        printf(", \"kernels_read\": %ld, \"kernels_taken\": %ld}\n", r->kernels_read, r->kernels_taken);
+    } else {
+        printf("%s %s: %ld tuning results read, %ld taken, %ld kept (ours faster), %ld refused; %ld kernels read, "
+               "%ld taken\n", verb, file, r->tune_rows_read, r->tune_rows_taken, r->tune_rows_kept,
+               r->tune_rows_refused, r->kernels_read, r->kernels_taken);
     }
-    printf("%s %s: %ld tuning results read, %ld taken, %ld kept (ours faster); %ld kernels read, %ld taken\n",
-           verb, file, r->tune_rows_read, r->tune_rows_taken, r->tune_rows_kept, r->kernels_read, r->kernels_taken);
+    if (r->tune_rows_refused)
+        fprintf(stderr, "mxattn db: warning: refused %ld row%s: %s%s\n", r->tune_rows_refused,
+                r->tune_rows_refused == 1 ? "" : "s", r->first_refusal, r->tune_rows_refused > 1 ? " (the first)" : "");
+}
+
+static int run_keygen(const char *out) {
+    char pub[65];
+    mxattn_status s = mx_sign_keygen(out, pub);
+    if (s) return cli_fail_status("db", s);
+    printf("%s\n", pub);
+    fprintf(stderr, "mxattn db: secret key in %s (keep it private), public key in %s.pub: give importers the "
+            "public key for --trust\n", out, out);
+    return 0;
+}
+
+static mxattn_status import_options(const db_args *a, mx_import_options *o) {
+    mx_import_options_init(o);
+    o->with_kernels = a->with_kernels;
+    o->row_check = NULL;
+    for (int i = 0; i < a->n_trust; i++) {
+        mxattn_status s = mx_sign_parse_public(a->trust[i], &o->trusted[i]);
+        if (s) return s;
+        o->n_trusted++;
+    }
+    return MXATTN_OK;
 }
 
 static void print_check_json(mx_cache *cache, const mx_cache_check_report *r) {
@@ -193,23 +251,32 @@ static int run_action(mx_cache *cache, const db_args *a) {
     mx_import_report report;
     mxattn_status s = MXATTN_OK;
     if (!strcmp(a->action, "check")) return run_check(cache, a->json);
-    if (a->shipped) return cli_db_shipped(cache, !strcmp(a->action, "merge"), a->with_kernels);
+    mx_import_options opt;
+    if (!strcmp(a->action, "import") || !strcmp(a->action, "merge"))
+        if ((s = import_options(a, &opt))) return cli_fail_status("db", s);
+    if (a->shipped) return cli_db_shipped(cache, !strcmp(a->action, "merge"), &opt);
     if (!strcmp(a->action, "export")) {
         int rc = export_begin(a);
         if (rc) return rc;
-        s = mx_cache_export(cache, a->file, a->with_kernels);
+        mx_sign_secret key;
+        s = a->sign ? mx_sign_load_secret(a->sign, &key) : MXATTN_OK;
+        if (!s) s = mx_cache_export(cache, a->file, a->with_kernels, a->sign ? &key : NULL);
+        memset(&key, 0, sizeof key);
         export_end();
         if (!s && a->json) {
             printf("{\"action\": \"export\", \"file\": ");
             cli_json_string(stdout, a->file);
-            printf(", \"with_kernels\": %s}\n", a->with_kernels ? "true" : "false");
+            printf(", \"with_kernels\": %s, \"signed\": %s}\n", a->with_kernels ? "true" : "false",
+                   a->sign ? "true" : "false");
         } else if (!s) {
-            printf("exported %s to %s\n", a->with_kernels ? "tuning results and kernels" : "tuning results", a->file);
+            printf("exported %s to %s\n", a->with_kernels ? a->sign ? "tuning results and signed kernels"
+                                                                      : "tuning results and kernels (unsigned)"
+                                                        : "tuning results", a->file);
         }
     } else if (!strcmp(a->action, "import")) {
-        if (!(s = mx_cache_import(cache, a->file, a->with_kernels, &report))) print_import("imported", a->file, &report, a->json);
+        if (!(s = mx_cache_import(cache, a->file, &opt, &report))) print_import("imported", a->file, &report, a->json);
     } else if (!strcmp(a->action, "merge")) {
-        if (!(s = mx_cache_merge(cache, a->file, &report))) print_import("merged", a->file, &report, a->json);
+        if (!(s = mx_cache_merge(cache, a->file, &opt, &report))) print_import("merged", a->file, &report, a->json);
     } else if (!(s = mx_cache_vacuum(cache))) {
         if (a->json) {
             printf("{\"action\": \"vacuum\", \"database\": ");
@@ -226,6 +293,7 @@ int cmd_db(int argc, char **argv) {
     db_args a = {0};
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0) return rc;
+    if (!strcmp(a.action, "keygen")) return run_keygen(a.out);
     mx_cache *cache;
     mxattn_status s = mx_cache_open(a.db, &cache);
     if (s) return cli_fail_status("db", s);

@@ -496,7 +496,14 @@ static int compile_only(mxattn_ctx *ctx, const options *o, problem *pr, int n) {
         mx_tune_outcome out;
         mxattn_status st = mx_tune_run(&env, shapes[s], &sizes, NULL, &t, &out);
         progress_end_line(&ps);
-        if (st != MXATTN_OK) { rc = cli_fail_status(CMD, st); continue; }
+        /* Kernels the cache would not take are counted and reported once, below. */
+        int lost_writes = st != MXATTN_OK && st == out.store_status;
+        if (st != MXATTN_OK && !lost_writes) { rc = cli_fail_status(CMD, st); continue; }
+        if (lost_writes && total.store_status == MXATTN_OK) {
+            total.store_status = out.store_status;
+            snprintf(total.store_error, sizeof total.store_error, "%s", out.store_error);
+        }
+        total.kernels_not_stored += out.kernels_not_stored;
         ps.finished++;
         ps.finished_s += out.wall_s;
         total.candidates += out.candidates;
@@ -514,7 +521,7 @@ static int compile_only(mxattn_ctx *ctx, const options *o, problem *pr, int n) {
                arch, n_shapes, total.candidates, total.compiled, total.cache_hits, total.compile_failed, total.pruned,
                total.compile_ms / 1e3, wall, threads + 1);
         json_string(stdout, mx_cache_path(env.cache));
-        printf("}\n");
+        printf(", \"not_stored\": %d}\n", total.kernels_not_stored);
     } else {
         printf("compile-only for %s: %d shape%s x up to %d candidates (seq lengths share kernels)\n", arch, n_shapes,
                n_shapes == 1 ? "" : "s", o->max_candidates >= 0 ? (int)o->max_candidates : COMPILE_ONLY_CAP);
@@ -524,6 +531,10 @@ static int compile_only(mxattn_ctx *ctx, const options *o, problem *pr, int n) {
         if (total.pruned) printf("  spilling          %d (compiled, but the tuner will skip them)\n", total.pruned);
         printf("  wall time         %.1f s\n  kernel cache      %s\n", wall, mx_cache_path(env.cache));
     }
+    if (total.kernels_not_stored)
+        rc = cli_fail(CMD, "compiled %d, stored %d: %d kernel%s not stored: %s", total.compiled,
+                      total.compiled - total.kernels_not_stored, total.kernels_not_stored,
+                      total.kernels_not_stored == 1 ? "" : "s", total.store_error);
     return rc;
 }
 
@@ -537,6 +548,9 @@ typedef struct {
     char error[512];
 } result;
 
+/* A run whose only failure was the database's refusal still found a winner. */
+static int has_result(const result *r) { return r->st == MXATTN_OK || (r->out.best[0] && r->st == r->out.store_status); }
+
 static void print_table(const mx_device *dev, const char *db, const result *r, int n) {
     printf("\nTuned on %s (%s, %d SMs); database %s\n", dev->name, dev->arch, dev->sm_count, db);
     printf("%-8s %4s %-5s %-12s %6s %6s %5s  %-44s %9s %7s %10s %8s\n", "family", "d", "dtype", "causal", "bucket",
@@ -546,7 +560,7 @@ static void print_table(const mx_device *dev, const char *db, const result *r, i
         const mx_tune_outcome *o = &r[i].out;
         printf("%-8s %4d %-5s %-12s %6d %6d %5d  ", r[i].pr->family, p->head_dim, p->dtype == MXATTN_F16 ? "f16" : "bf16",
                causal_name(p->causal), r[i].bucket, r[i].q_bucket, o->candidates);
-        if (r[i].st != MXATTN_OK) { printf("failed: %.100s\n", r[i].error); continue; }
+        if (!has_result(&r[i])) { printf("failed: %.100s\n", r[i].error); continue; }
         const char *cfg = strncmp(o->best, "variant=mma ", 12) ? o->best : o->best + 12;
         printf("%-44s %9.4f %7.1f %10.4f %7.2fx\n", cfg, o->best_ms, o->best_tops, o->default_ms,
                o->best_ms > 0 && o->default_ms > 0 ? o->default_ms / o->best_ms : 0);
@@ -572,7 +586,9 @@ static void print_json(const mx_device *dev, const result *r, int n) {
         if (r[i].st != MXATTN_OK) {
             printf("\"error\": ");
             json_string(stdout, r[i].error);
-        } else {
+            if (has_result(&r[i])) printf(", ");
+        }
+        if (has_result(&r[i])) {
             printf("\"config\": ");
             json_string(stdout, o->best);
             printf(", \"median_ms\": %.6f, \"tops\": %.3f, \"default_config\": ", o->best_ms, o->best_tops);

@@ -34,7 +34,7 @@ static int shipped_dir(char *dir, size_t cap) {
     return 0;
 }
 
-int cli_db_shipped(mx_cache *cache, int merge, int with_kernels) {
+int cli_db_shipped(mx_cache *cache, int merge, const mx_import_options *opt) {
     char dir[PATH_MAX];
     int rc = shipped_dir(dir, sizeof dir);
     if (rc) return rc;
@@ -46,12 +46,12 @@ int cli_db_shipped(mx_cache *cache, int merge, int with_kernels) {
         char file[PATH_MAX + 256];
         mx_import_report r;
         snprintf(file, sizeof file, "%s/%s", dir, names[i]->d_name);
-        mxattn_status s = merge ? mx_cache_merge(cache, file, &r) : mx_cache_import(cache, file, with_kernels, &r);
+        mxattn_status s = merge ? mx_cache_merge(cache, file, opt, &r) : mx_cache_import(cache, file, opt, &r);
         if (s) rc = cli_fail_status("db", s);  /* the other files are still taken */
         else
-            printf("%s %s: %ld tuning results read, %ld taken, %ld kept (ours faster); %ld kernels read, %ld taken\n",
+            printf("%s %s: %ld tuning results read, %ld taken, %ld kept (ours faster), %ld refused%s%s\n",
                    merge ? "merged" : "imported", file, r.tune_rows_read, r.tune_rows_taken, r.tune_rows_kept,
-                   r.kernels_read, r.kernels_taken);
+                   r.tune_rows_refused, r.tune_rows_refused ? ": " : "", r.tune_rows_refused ? r.first_refusal : "");
         free(names[i]);
     }
     free(names);

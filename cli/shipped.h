@@ -5,7 +5,7 @@
 #include "cache/cache.h"
 
 /* Imports (or, with merge, merges) every shipped *.db into `cache`, printing
- * one line per file; returns the exit status (1 if any file failed or none
+ * one line per file (tuning results only: opt's row check applies); returns the exit status (1 if any file failed or none
  * was found, the others still taken). */
-int cli_db_shipped(mx_cache *cache, int merge, int with_kernels);
+int cli_db_shipped(mx_cache *cache, int merge, const mx_import_options *opt);
 #endif

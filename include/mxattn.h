@@ -174,7 +174,9 @@ mxattn_status mxattn_candidates(mxattn_ctx *ctx, const mxattn_problem *p,
  * second of its own sustained load, at the clock the GPU holds under its power
  * limit for that kernel (tuning inside plan creation times in short bursts).
  * best_config (may be NULL) receives the winner; speedup (may be NULL) its
- * speed-up over the heuristic default. */
+ * speed-up over the heuristic default.  When the database did not take every
+ * kernel or row (disk full, read-only, busy), both are still filled and the
+ * status is that write's error, the message naming how many were not stored. */
 mxattn_status mxattn_tune(mxattn_ctx *ctx, const mxattn_problem *p,
                           char *best_config, size_t best_config_len, double *speedup);
 

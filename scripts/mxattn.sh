@@ -11,7 +11,7 @@ BUILD=${MXATTN_BUILD_DIR:-build}
 
 install_deps() {
   local need=()
-  for pkg in build-essential cmake pkg-config liblua5.4-dev libsqlite3-dev libcmocka-dev python3 python3-venv; do
+  for pkg in build-essential cmake pkg-config liblua5.4-dev libsqlite3-dev libsodium-dev libcmocka-dev python3 python3-venv; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
   [ ${#need[@]} -eq 0 ] && return 0

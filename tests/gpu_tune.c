@@ -159,6 +159,9 @@ static void test_later_plans_use_the_database(void **state) {
         assert_string_equal(warm.config_source, "tuned");
         assert_int_equal(warm.cubin_from_cache, 1);
         assert_float_equal(warm.compile_ms, 0, 0);
+        /* compiled and stored now; found stored */
+        assert_int_equal(cold.cubin_stored, 1);
+        assert_int_equal(warm.cubin_stored, 1);
     }
 }
 

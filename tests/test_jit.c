@@ -1,6 +1,7 @@
 /* Kernels compiled apart (tuner/jit_image.c): the container of cubins, the
  * templates' per-kernel guards, and the parallel compile (its cubins, its
- * errors).  The container tests need nothing; the rest skip without NVRTC. */
+ * errors), and what a build records when the cache will not take its binary.
+ * The container and storing tests need nothing; the rest skip without NVRTC. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,11 @@
 #include "support/temp_dir.h"
 #include <unistd.h>
 #include <dirent.h>
+#include <sched.h>
+#include <sqlite3.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include "cache/cache_internal.h"
 
 static int g_have_nvrtc;
 
@@ -263,6 +269,121 @@ static void int8_module_compiles_apart(void **state) {
     mx_gen_close(g);
 }
 
+/* ---- a binary the cache will not take --------------------------------------- */
+
+static unsigned char g_cubin[300 * 1024];
+
+static mx_kernel_record fake_record(int which) {
+    mx_kernel_record rec;
+    memset(&rec, 0, sizeof rec);
+    for (size_t i = 0; i < sizeof g_cubin; i++) g_cubin[i] = (unsigned char)(i * 31 + (i >> 9) * 7 + which);
+    for (int i = 0; i < 64; i++) rec.key[i] = "0123456789abcdef"[(i + which) % 16];
+    strcpy(rec.arch, "sm_90a");
+    strcpy(rec.kernel_names, "mxattn_f16_fwd");
+    rec.cubin = g_cubin;
+    rec.cubin_size = sizeof g_cubin;
+    return rec;
+}
+
+/* Stores one fake binary through the JIT's path into `cache`; the kernel
+ * records whether it was stored and why not, and the thread's error is clear. */
+static mx_jit_kernel store_into(mx_cache *cache, int which) {
+    mx_jit_env env;
+    memset(&env, 0, sizeof env);
+    env.cache = cache;
+    mx_kernel_record rec = fake_record(which);
+    mx_jit_kernel k;
+    memset(&k, 0, sizeof k);
+    mx_clear_error();
+    mx_jit_store(&env, &rec, &k);
+    assert_string_equal(mx_error_message(), "");
+    return k;
+}
+
+static void expect_not_stored(const mx_jit_kernel *k, const char *why) {
+    assert_int_equal(k->stored, 0);
+    assert_int_not_equal(k->store_status, MXATTN_OK);
+    if (!strstr(k->store_error, why)) fail_msg("store_error '%s' lacks '%s'", k->store_error, why);
+}
+
+static void stored_or_not_is_recorded(void **state) {
+    (void)state;
+    char dir[64], path[128];
+    assert_int_equal(temp_dir_make(dir, sizeof dir, "mxattn-jit-store"), 0);
+    snprintf(path, sizeof path, "%s/mxattn.db", dir);
+    mx_cache *cache;
+    assert_int_equal(mx_cache_open(path, &cache), MXATTN_OK);
+    mx_jit_kernel k = store_into(cache, 0);
+    assert_int_equal(k.stored, 1);
+    assert_int_equal(k.store_status, MXATTN_OK);
+
+    /* No cache: nothing stored, and nothing failed. */
+    mx_jit_env none;
+    memset(&none, 0, sizeof none);
+    mx_kernel_record rec = fake_record(1);
+    mx_jit_store(&none, &rec, &k);
+    assert_int_equal(k.stored, 0);
+    assert_int_equal(k.store_status, MXATTN_OK);
+
+    /* Read-only: what SQLite answers for a file it may not write (root may
+     * write any file, so the connection is made read-only instead). */
+    assert_int_equal(sqlite3_exec(cache->db, "PRAGMA query_only=1", NULL, NULL, NULL), SQLITE_OK);
+    k = store_into(cache, 1);
+    expect_not_stored(&k, "readonly");
+    assert_int_equal(sqlite3_exec(cache->db, "PRAGMA query_only=0", NULL, NULL, NULL), SQLITE_OK);
+
+    /* Another connection holds the write lock past the (here shortened) wait. */
+    sqlite3 *holder;
+    assert_int_equal(sqlite3_open(path, &holder), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(holder, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_busy_timeout(cache->db, 20);
+    k = store_into(cache, 2);
+    expect_not_stored(&k, "locked");
+    sqlite3_exec(holder, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(holder);
+    k = store_into(cache, 2);
+    assert_int_equal(k.stored, 1);
+    mx_cache_close(cache);
+    temp_dir_remove(dir);
+}
+
+/* In a child with its own mount namespace: a 200 KB tmpfs holds no 300 KB
+ * binary.  Exits 0 when the failure was recorded, 77 when it cannot mount. */
+static int full_disk_child(const char *dir) {
+    if (unshare(CLONE_NEWNS) != 0) return 77;
+    if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return 77;
+    if (mount("tmpfs", dir, "tmpfs", 0, "size=200k") != 0) return 77;
+    char path[128];
+    snprintf(path, sizeof path, "%s/mxattn.db", dir);
+    mx_cache *cache;
+    if (mx_cache_open(path, &cache) != MXATTN_OK) return 2;
+    mx_jit_kernel k = store_into(cache, 3);
+    int ok = k.stored == 0 && k.store_status != MXATTN_OK && strstr(k.store_error, "full");
+    if (!ok) fprintf(stderr, "stored %d, status %d, '%s'\n", k.stored, (int)k.store_status, k.store_error);
+    mx_cache_close(cache);
+    umount(dir);
+    return ok ? 0 : 1;
+}
+
+static void a_full_disk_is_recorded(void **state) {
+    (void)state;
+    char dir[64];
+    assert_int_equal(temp_dir_make(dir, sizeof dir, "mxattn-jit-full"), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) _exit(full_disk_child(dir));
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    temp_dir_remove(dir);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77) {
+        printf("# no mount namespace here (needs root): the full-disk case skips\n");
+        skip();
+    }
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void) {
     char version[16];
     g_have_nvrtc = mx_nvrtc_version(version, sizeof version) == MXATTN_OK;
@@ -276,6 +397,8 @@ int main(void) {
         cmocka_unit_test(dumps_each_kernels_ptx),
         cmocka_unit_test(a_failing_kernel_is_reported_from_its_thread),
         cmocka_unit_test(int8_module_compiles_apart),
+        cmocka_unit_test(stored_or_not_is_recorded),
+        cmocka_unit_test(a_full_disk_is_recorded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

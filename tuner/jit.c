@@ -49,6 +49,7 @@ static mxattn_status get_cubin(const mx_jit_env *env, const char *source, mx_jit
         mxattn_status st = mx_cache_get_kernel(env->cache, k->key, env->arch, rec);
         if (st == MXATTN_OK) {
             k->from_cache = 1;
+            k->stored = 1;
             k->registers = rec->registers;
             k->shared_bytes = rec->shared_bytes;
             k->spill_bytes = rec->spill_bytes;
@@ -74,13 +75,26 @@ static mxattn_status get_cubin(const mx_jit_env *env, const char *source, mx_jit
     rec->registers = k->registers;
     rec->shared_bytes = k->shared_bytes;
     rec->spill_bytes = k->spill_bytes;
-    if (env->cache) {
-        /* A cache that cannot be written (full disk, read-only) costs speed on
-         * the next start, not this result: keep going without it. */
-        (void)mx_cache_put_kernel(env->cache, rec);
-        mx_clear_error();
-    }
+    mx_jit_store(env, rec, k);
     return MXATTN_OK;
+}
+
+void mx_jit_store(const mx_jit_env *env, const mx_kernel_record *rec, mx_jit_kernel *k) {
+    k->stored = 0;
+    k->store_status = MXATTN_OK;
+    k->store_error[0] = 0;
+    if (!env->cache) return;
+    /* A cache that cannot be written (full disk, read-only, busy) costs speed
+     * on the next start, not this result: keep the kernel, and say that it
+     * was not stored so the caller can report it. */
+    mxattn_status st = mx_cache_put_kernel(env->cache, rec);
+    if (st == MXATTN_OK) {
+        k->stored = 1;
+        return;
+    }
+    k->store_status = st;
+    snprintf(k->store_error, sizeof k->store_error, "%s", mx_error_message());
+    mx_clear_error();
 }
 
 /* Each cubin of the image into its own module (one for a one-cubin image). */

@@ -38,6 +38,13 @@ typedef struct {
     struct CUmod_st *modules[MX_MAX_LAUNCH_STEPS];
     int n_modules;
     int from_cache;
+    /* 1: the binary is in the cache (found there, or stored now).  0 with
+     * store_status MXATTN_OK: no cache was given.  Otherwise the write failed
+     * (disk full, read-only, busy): the kernel still works, the next start
+     * compiles it again, and store_error says why. */
+    int stored;
+    mxattn_status store_status;
+    char store_error[256];
     double compile_ms;          /* NVRTC time (0 on a cache hit) */
     int registers, shared_bytes, spill_bytes;
 } mx_jit_kernel;
@@ -79,6 +86,11 @@ int mx_jit_nvrtc_version(void);
 mxattn_status mx_jit_build(const mx_jit_env *env, const char *params, const char *sizes,
                            mx_jit_kernel *out);
 void mx_jit_release(const mx_jit_env *env, mx_jit_kernel *k);
+
+/* Stores a compiled binary in env->cache (when there is one) and records in
+ * k whether it was stored and why not.  The thread's error is left clear:
+ * a failed write is the kernel's note, not the build's failure. */
+void mx_jit_store(const mx_jit_env *env, const mx_kernel_record *rec, mx_jit_kernel *k);
 
 /* The problem text the templates choose a default by (default_knobs,
  * candidates): `sizes`, plus the GPU's SM count when env->dev is open. */

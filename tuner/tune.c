@@ -37,6 +37,9 @@ typedef struct {
     mx_kernel_resources res;
     int from_cache;
     double compile_ms;
+    int stored;                 /* mx_jit_kernel's */
+    mxattn_status store_status;
+    char store_error[256];
 } slot;
 
 typedef struct {
@@ -71,6 +74,9 @@ static void compile_slot(compile_pool *p, slot *s) {
         resources_of(&k, &s->res);
         s->from_cache = k.from_cache;
         s->compile_ms = k.compile_ms;
+        s->stored = k.stored;
+        s->store_status = k.store_status;
+        snprintf(s->store_error, sizeof s->store_error, "%s", k.store_error);
         mx_jit_release(&p->env, &k);
     } else {
         snprintf(s->error, sizeof s->error, "%s", mx_error_message());
@@ -173,11 +179,22 @@ typedef struct {
 
 static int storing(const run *r) { return r->env->cache && r->key; }
 
+/* The first failed write's status and message are the run's to report. */
+static void note_store_failure(mx_tune_outcome *o, mxattn_status st, const char *why) {
+    if (o->store_status != MXATTN_OK) return;
+    o->store_status = st;
+    snprintf(o->store_error, sizeof o->store_error, "%s", why && *why ? why : mxattn_status_string(st));
+}
+
 /* Into the database; a cache that cannot be written loses resumability, not
- * this result. */
+ * this result, so the run goes on and reports the loss at its end. */
 static void store_measurement(run *r, const mx_measurement *m) {
     if (!storing(r)) return;
-    (void)mx_cache_add_measurement(r->env->cache, r->key, m);
+    mxattn_status st = mx_cache_add_measurement(r->env->cache, r->key, m);
+    if (st != MXATTN_OK) {
+        r->out->rows_not_stored++;
+        note_store_failure(r->out, st, mx_error_message());
+    }
     mx_clear_error();
 }
 
@@ -307,7 +324,14 @@ static mxattn_status run_kernel(run *r, const mx_jit_kernel *k, int is_default, 
 static void count_compile(mx_tune_outcome *o, const slot *s) {
     if (s->st != MXATTN_OK) o->compile_failed++;
     else if (s->from_cache) o->cache_hits++;
-    else { o->compiled++; o->compile_ms += s->compile_ms; }
+    else {
+        o->compiled++;
+        o->compile_ms += s->compile_ms;
+        if (!s->stored && s->store_status != MXATTN_OK) {
+            o->kernels_not_stored++;
+            note_store_failure(o, s->store_status, s->store_error);
+        }
+    }
 }
 
 /* Builds (from the cache, when compiled ahead), prunes and runs candidate i. */
@@ -340,7 +364,9 @@ static mxattn_status measure_candidate(run *r, int i, mx_measurement *m, char *w
         return MXATTN_OK;
     }
     if (!r->prebuild) {
-        slot counted = {.st = MXATTN_OK, .from_cache = k.from_cache, .compile_ms = k.compile_ms};
+        slot counted = {.st = MXATTN_OK, .from_cache = k.from_cache, .compile_ms = k.compile_ms,
+                        .stored = k.stored, .store_status = k.store_status};
+        snprintf(counted.store_error, sizeof counted.store_error, "%s", k.store_error);
         count_compile(r->out, &counted);
     }
     mx_kernel_resources res;
@@ -524,7 +550,14 @@ static mxattn_status conclude(run *r) {
             res.median_ms = o->best_ms;
             res.tops = o->best_tops;
             res.default_ms = o->default_ms;
-            st = mx_cache_put_tune(r->env->cache, r->key, &res);
+            /* The winner is in *out either way; a lost row is reported with
+             * the other lost writes at the end of the run. */
+            mxattn_status put = mx_cache_put_tune(r->env->cache, r->key, &res);
+            if (put != MXATTN_OK) {
+                o->rows_not_stored++;
+                note_store_failure(o, put, mx_error_message());
+                mx_clear_error();
+            }
         }
     }
     free(stored);
@@ -599,6 +632,20 @@ fail:
     return st;
 }
 
+/* "compiled 24, stored 3: 21 kernels not stored: <the first write's error>" */
+static mxattn_status report_lost_writes(const mx_tune_outcome *o) {
+    if (!o->kernels_not_stored && !o->rows_not_stored) return MXATTN_OK;
+    char kernels[96] = "", rows[64] = "";
+    if (o->kernels_not_stored)
+        snprintf(kernels, sizeof kernels, "compiled %d, stored %d: %d kernel%s not stored", o->compiled,
+                 o->compiled - o->kernels_not_stored, o->kernels_not_stored, o->kernels_not_stored == 1 ? "" : "s");
+    if (o->rows_not_stored)
+        snprintf(rows, sizeof rows, "%s%d tuning row%s not stored", kernels[0] ? "; " : "", o->rows_not_stored,
+                 o->rows_not_stored == 1 ? "" : "s");
+    return mx_fail(o->store_status != MXATTN_OK ? o->store_status : MXATTN_ERROR_CACHE, "%s%s: %s", kernels, rows,
+                   o->store_error);
+}
+
 mxattn_status mx_tune_run(const mx_jit_env *env, const char *shape_params, const mx_tune_sizes *sizes,
                           const mx_tune_key *key, const mx_tune_options *opt, mx_tune_outcome *out) {
     mx_tune_options defaults;
@@ -632,6 +679,7 @@ mxattn_status mx_tune_run(const mx_jit_env *env, const char *shape_params, const
     pthread_cond_init(&r->pool.cv, NULL);
     st = list_candidates(r, &text, configs);
     if (st == MXATTN_OK) st = execute(r, configs);
+    if (st == MXATTN_OK) st = report_lost_writes(out);
     out->wall_s = (mx_now_ms() - r->t0) / 1e3;
     mx_bench_close(r->bench);
     pthread_mutex_destroy(&r->pool.mu);

@@ -119,6 +119,14 @@ typedef struct {
     int compiled, cache_hits;   /* kernels NVRTC built; kernels found in the cache */
     int compile_failed, pruned; /* of those: NVRTC failures; spilling / unlaunchable */
     double compile_ms;          /* NVRTC time summed over threads */
+    /* Writes the cache refused (disk full, read-only, busy): the results of
+     * this run stand, but a kernel not stored is compiled again next time and
+     * a row not stored is lost.  Any makes mx_tune_run return store_status,
+     * the first failed write's, with the counts in the message. */
+    int kernels_not_stored;     /* of `compiled` */
+    int rows_not_stored;        /* measurements, and the winner */
+    mxattn_status store_status;
+    char store_error[256];
     double wall_s;
     int input_sets;             /* buffer copies rotated among (0 when nothing ran) */
 } mx_tune_outcome;
@@ -129,7 +137,10 @@ typedef struct {
  * may be NULL, key may be NULL): the candidates are compiled into the kernel
  * cache and counted in *out.  Otherwise env->dev is needed unless resume finds
  * every candidate measured already (MXATTN_ERROR_NO_DEVICE then).  When the
- * default itself fails, nothing can be checked: the run stops with its error. */
+ * default itself fails, nothing can be checked: the run stops with its error.
+ * When the run worked but the cache did not take every kernel or row, *out
+ * is complete and the status is out->store_status ("compiled 24, stored 3:
+ * 21 kernels not stored: ..."). */
 mxattn_status mx_tune_run(const mx_jit_env *env, const char *shape_params, const mx_tune_sizes *sizes,
                           const mx_tune_key *key, const mx_tune_options *opt, mx_tune_outcome *out);
 #endif
