@@ -22,11 +22,13 @@ struct mx_cache {
     int read_only;                     /* the connection is read-only */
 };
 
-/* After a public call failed: if SQLite reported damage (SQLITE_CORRUPT or
- * NOTADB) during it, runs the integrity check and, when it fails, rebuilds
- * the file from what still reads (mx_cache_open's recovery).  Returns `st`,
- * with the recovery appended to the message.  Call with the lock held. */
-mxattn_status mx_cache_after_failure(mx_cache *cache, mxattn_status st);
+/* After a public call failed with *st: if SQLite reported damage
+ * (SQLITE_CORRUPT or NOTADB) during it, runs the integrity check and, when
+ * that fails, rebuilds the file from what still reads (mx_cache_open's
+ * recovery).  Returns 1 when the file was rebuilt, so the caller runs the call
+ * once more on the rebuilt file; 0 otherwise (*st and its message stand).
+ * Call with the lock held. */
+int mx_cache_after_failure(mx_cache *cache, mxattn_status *st);
 
 /* The sixteen columns of a tuning key, in mx_tune_key's order, and the
  * matching placeholders and WHERE clause.  Constant text only: values are

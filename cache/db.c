@@ -651,7 +651,10 @@ static int dir_is_writable(const char *path) {
     return access(dir, W_OK) == 0;
 }
 
+/* Closing without a checkpoint: a damaged file is kept aside as it was found,
+ * its -wal not folded into it. */
 static void close_db(mx_cache *c) {
+    if (c->db) sqlite3_db_config(c->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
     sqlite3_close_v2(c->db);
     c->db = NULL;
 }
@@ -694,14 +697,14 @@ static mxattn_status open_and_repair(mx_cache *c) {
     return MXATTN_OK;
 }
 
-mxattn_status mx_cache_after_failure(mx_cache *cache, mxattn_status st) {
-    if (!saw_corruption || !cache || cache->read_only) return st;
+int mx_cache_after_failure(mx_cache *cache, mxattn_status *st) {
+    if (!saw_corruption || !cache || cache->read_only) return 0;
     saw_corruption = 0;
     char reason[512];
     snprintf(reason, sizeof reason, "%s", mx_error_message());
     if (quick_check(cache->db) == MXATTN_OK) {
-        mx_fail(st, "%s", reason);
-        return st;
+        mx_fail(*st, "%s", reason);
+        return 0;
     }
     close_db(cache);
     mxattn_status rs = rebuild(cache, reason);
@@ -710,18 +713,18 @@ mxattn_status mx_cache_after_failure(mx_cache *cache, mxattn_status st) {
     if (!rs) rs = migrate_if_old(cache->db, version);
     if (rs) {
         /* The handle must stay usable: an empty database in memory, so the
-         * caller's next calls fail cleanly or miss instead of crashing. */
+         * caller's next calls miss or fail cleanly instead of crashing. */
         char why[1024];
         snprintf(why, sizeof why, "%s", mx_error_message());
         if (cache->db) close_db(cache);
         if (open_plain(":memory:", SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY, &cache->db) == MXATTN_OK)
             migrate_if_old(cache->db, 0);
-        mx_fail(st, "%s; %s", reason, why);
-        return st;
+        *st = mx_fail(*st, "%s; %s", reason, why);
+        return 0;
     }
     record_check(cache->db);
-    mx_fail(st, "%s; %s", reason, cache->recovery_note);
-    return st;
+    mx_fail(MXATTN_ERROR_CACHE_CORRUPT, "%s", cache->recovery_note);
+    return 1;
 }
 
 mxattn_status mx_cache_open_ex(const char *path, unsigned flags, mx_cache **out) {
@@ -781,12 +784,17 @@ static mxattn_status count_table(sqlite3 *db, const char *sql, long *out) {
     return st;
 }
 
-mxattn_status mx_cache_count(mx_cache *cache, mx_cache_counts *counts) {
-    mx_cache_lock(cache);
+static mxattn_status count_locked(mx_cache *cache, mx_cache_counts *counts) {
     mxattn_status st = count_table(cache->db, "SELECT count(*) FROM kernels", &counts->kernels);
     if (!st) st = count_table(cache->db, "SELECT count(*) FROM tune_results", &counts->tune_results);
     if (!st) st = count_table(cache->db, "SELECT count(*) FROM measurements", &counts->measurements);
-    if (st) st = mx_cache_after_failure(cache, st);
+    return st;
+}
+
+mxattn_status mx_cache_count(mx_cache *cache, mx_cache_counts *counts) {
+    mx_cache_lock(cache);
+    mxattn_status st = count_locked(cache, counts);
+    if (st && mx_cache_after_failure(cache, &st)) st = count_locked(cache, counts);
     mx_cache_unlock(cache);
     return st;
 }

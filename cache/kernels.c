@@ -124,7 +124,7 @@ mxattn_status mx_cache_put_kernel(mx_cache *cache, const mx_kernel_record *rec) 
     if (!cache) return put_kernel_locked(cache, rec);
     mx_cache_lock(cache);
     mxattn_status st = put_kernel_locked(cache, rec);
-    if (st) st = mx_cache_after_failure(cache, st);
+    if (st && mx_cache_after_failure(cache, &st)) st = put_kernel_locked(cache, rec);
     mx_cache_unlock(cache);
     return st;
 }
@@ -239,7 +239,7 @@ mxattn_status mx_cache_get_kernel(mx_cache *cache, const char *key, const char *
     if (!cache) return get_kernel_locked(cache, key, arch, out);
     mx_cache_lock(cache);
     mxattn_status st = get_kernel_locked(cache, key, arch, out);
-    if (st) st = mx_cache_after_failure(cache, st);
+    if (st && mx_cache_after_failure(cache, &st)) st = get_kernel_locked(cache, key, arch, out);
     mx_cache_unlock(cache);
     return st;
 }

@@ -118,7 +118,9 @@ static void test_fresh_database_is_created_with_parents(void **state) {
     mx_cache_close(c);
     sqlite3 *db = raw_open("a/b/c/mxattn.db");
     assert_int_equal(raw_int(db, "PRAGMA user_version"), mx_cache_schema_version());
-    assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE type='table'"), 3);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE type='table'"), 4); /* + meta */
+    assert_int_equal(raw_int(db, "PRAGMA application_id"), MX_CACHE_APPLICATION_ID);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info('kernels') WHERE name='last_used'"), 1);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info('tune_results') WHERE name='tuned_at'"), 1);
     sqlite3_stmt *stmt;
     assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &stmt, NULL), SQLITE_OK);
@@ -174,7 +176,10 @@ static void test_v1_database_is_migrated(void **state) {
     mx_cache_close(c);
 
     db = raw_open("old.db");
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), mx_cache_schema_version());
+    /* An old file of ours has no application_id: recognised by its tables, stamped. */
+    assert_int_equal(raw_int(db, "PRAGMA application_id"), MX_CACHE_APPLICATION_ID);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM tune_results"), 1);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE name='tune_results_by_problem'"), 1);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE name LIKE '%_v3'"), 0);
     sqlite3_close(db);
