@@ -287,8 +287,14 @@ static mxattn_status quick_check(sqlite3 *db) {
     int rc = sqlite3_step(stmt);
     if (rc == SQLITE_ROW) {
         const char *verdict = (const char *)sqlite3_column_text(stmt, 0);
-        if (!verdict || strcmp(verdict, "ok") != 0)
-            st = mx_fail(MXATTN_ERROR_CACHE_CORRUPT, "integrity check failed: %.200s", verdict ? verdict : "?");
+        if (!verdict || strcmp(verdict, "ok") != 0) {
+            /* SQLite's verdict spans lines; the message is one line. */
+            char text[201];
+            snprintf(text, sizeof text, "%s", verdict ? verdict : "?");
+            for (char *p = text; *p; p++)
+                if (*p == '\n') *p = ' ';
+            st = mx_fail(MXATTN_ERROR_CACHE_CORRUPT, "integrity check failed: %s", text);
+        }
     } else {
         st = mx_db_fail(db, rc, "integrity check");
     }
