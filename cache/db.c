@@ -230,10 +230,14 @@ static mxattn_status foreign(const char *path, const char *why) {
 /* A file without our application_id: mxattn before schema v4 wrote none, so
  * one whose tables and columns are exactly ours (or that has no tables yet,
  * as a file another process is creating right now) is ours; anything else
- * belongs to someone else.  Looked at immutable, so nothing is written. */
-static mxattn_status recognise_unstamped(const char *path) {
+ * belongs to someone else.  Looked at immutable, so nothing is written.
+ * *unreadable = 1 when SQLite could not read the schema at all (rather than
+ * finding a foreign one): that may be another process checkpointing under an
+ * immutable reader, so the caller looks again before it decides. */
+static mxattn_status recognise_unstamped(const char *path, int *unreadable) {
     sqlite3 *db = NULL;
     int version = 0;
+    saw_corruption = 0;
     mxattn_status st = open_immutable(path, &db);
     if (!st) {
         st = mx_db_exec(db, "BEGIN");
@@ -241,6 +245,8 @@ static mxattn_status recognise_unstamped(const char *path) {
         mx_db_rollback(db);
     }
     sqlite3_close(db);
+    *unreadable = saw_corruption || (st != MXATTN_OK && st != MXATTN_ERROR_UNSUPPORTED &&
+                                     st != MXATTN_ERROR_CACHE_CORRUPT);
     saw_corruption = 0;
     if (st == MXATTN_OK || st == MXATTN_ERROR_UNSUPPORTED) return st;
     char why[600];
@@ -250,7 +256,8 @@ static mxattn_status recognise_unstamped(const char *path) {
 
 /* Decides from the file alone, before SQLite opens it read-write (which
  * would create a -wal and -shm beside a stranger's file). */
-static mxattn_status classify(const char *path, file_kind *kind) {
+static mxattn_status classify_once(const char *path, file_kind *kind, int *unreadable) {
+    *unreadable = 0;
     static const char MAGIC[16] = "SQLite format 3";
     struct stat sb;
     if (stat(path, &sb) != 0) {
@@ -275,7 +282,17 @@ static mxattn_status classify(const char *path, file_kind *kind) {
         snprintf(why, sizeof why, "an SQLite file of another application, application_id 0x%08x", (unsigned)app);
         return foreign(path, why);
     }
-    return recognise_unstamped(path);
+    return recognise_unstamped(path, unreadable);
+}
+
+static mxattn_status classify(const char *path, file_kind *kind) {
+    int unreadable = 0;
+    mxattn_status st = classify_once(path, kind, &unreadable);
+    for (int attempt = 0; st && unreadable && attempt < 5; attempt++) {
+        usleep(20000);
+        st = classify_once(path, kind, &unreadable);
+    }
+    return st;
 }
 
 /* ---- checking and rebuilding a damaged file ------------------------------ */
