@@ -99,11 +99,17 @@ typedef struct {
     int64_t created_at;      /* unix seconds; 0 on put means now */
 } mx_kernel_record;
 
-/* Stores a kernel; a key already present is left as it is (same key, same binary). */
+/* Stores a kernel; a key already present is left as it is (same key, same
+ * binary).  When the cubins would pass the size limit (MXATTN_CACHE_MAX_MB,
+ * default MX_CACHE_DEFAULT_MAX_MB) the least recently used kernels are
+ * evicted in the same transaction; a cubin larger than the limit itself is
+ * CACHE_FULL.  A write that cannot be stored says why: CACHE_READ_ONLY,
+ * CACHE_FULL, CACHE_BUSY (after MXATTN_CACHE_BUSY_MS), CACHE_CORRUPT. */
 mxattn_status mx_cache_put_kernel(mx_cache *cache, const mx_kernel_record *rec);
 /* Fetches a kernel built for `arch`.  NOT_FOUND when absent or built for
  * another arch.  The blob's hash is checked again: on a mismatch the row is
- * deleted and CACHE_CORRUPT returned (the caller recompiles). */
+ * deleted and CACHE_CORRUPT returned (the caller recompiles).  A hit records
+ * its time for the eviction order, at most once an hour per kernel. */
 mxattn_status mx_cache_get_kernel(mx_cache *cache, const char *key, const char *arch,
                                   mx_kernel_record *out);
 void mx_kernel_record_release(mx_kernel_record *rec); /* frees rec->cubin */
