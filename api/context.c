@@ -67,7 +67,14 @@ mx_cache *mx_ctx_cache(mxattn_ctx *ctx) {
     pthread_mutex_lock(&ctx->lock);
     if (!ctx->cache_tried && !ctx->no_cache) {
         ctx->cache_tried = 1;
-        if (mx_cache_open(ctx->db_path[0] ? ctx->db_path : NULL, &ctx->cache) != MXATTN_OK) ctx->cache = NULL;
+        mxattn_status st = mx_cache_open(ctx->db_path[0] ? ctx->db_path : NULL, &ctx->cache);
+        /* The plan goes on without a database; the reason is kept for
+         * mxattn_cache_get_info and mxattn_query, which report it. */
+        if (st != MXATTN_OK) {
+            ctx->cache = NULL;
+            ctx->cache_status = st;
+            snprintf(ctx->cache_error, sizeof ctx->cache_error, "%s", mx_error_message());
+        }
         mx_clear_error();
     }
     pthread_mutex_unlock(&ctx->lock);
@@ -180,19 +187,29 @@ mxattn_status mxattn_cache_get_info(mxattn_ctx *ctx, mxattn_cache_info *info) {
         if (ctx->db_path[0]) snprintf(path, sizeof path, "%.1000s", ctx->db_path);
         else if (mx_cache_default_path(path, sizeof path) != MXATTN_OK) path[0] = 0;
         snprintf(info->path, sizeof info->path, "%s", path);
-        snprintf(info->note, sizeof info->note, "the database could not be opened");
-        return mx_fail(MXATTN_ERROR_CACHE, "the database '%s' could not be opened", path);
+        snprintf(info->note, sizeof info->note, "%s", ctx->cache_error);
+        return mx_fail(ctx->cache_status, "%s", ctx->cache_error);
     }
     snprintf(info->path, sizeof info->path, "%s", mx_cache_path(cache));
     info->open = 1;
-    const char *note = mx_cache_recovered(cache);
-    if (note) snprintf(info->note, sizeof info->note, "%s", note);
+    info->read_only = mx_cache_read_only(cache);
     mx_cache_counts counts;
     if (mx_cache_count(cache, &counts) == MXATTN_OK) {
         info->kernels = counts.kernels;
         info->tunings = counts.tune_results;
         info->measurements = counts.measurements;
     }
-    mx_clear_error();
+    const char *note = mx_cache_recovered(cache);
+    if (note) {
+        /* The database is in use (OK), but what happened to the old file
+         * must not be invisible: it is the note and the last error. */
+        snprintf(info->note, sizeof info->note, "%s", note);
+        mx_fail(MXATTN_ERROR_CACHE_CORRUPT, "%s", note);
+    } else if (info->read_only) {
+        snprintf(info->note, sizeof info->note, "opened read-only: reads are served, writes are refused");
+        mx_clear_error();
+    } else {
+        mx_clear_error();
+    }
     return MXATTN_OK;
 }

@@ -23,6 +23,8 @@ struct mxattn_ctx {
     int dev_open;
     mx_cache *cache;
     int cache_tried;
+    mxattn_status cache_status;  /* why the database could not be opened (with cache_error) */
+    char cache_error[1024];
     pthread_t tuner_thread;      /* MXATTN_TUNE=background: one tuning run at a time */
     int tuner_started, tuner_busy;
 };

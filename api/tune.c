@@ -60,9 +60,7 @@ mxattn_status mxattn_query(mxattn_ctx *ctx, const char *filter, char **json) {
         return *json ? MXATTN_OK : mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "out of memory");
     }
     mx_cache *cache = mx_ctx_cache(ctx);
-    if (!cache)
-        return mx_fail(MXATTN_ERROR_CACHE, "mxattn_query: the database %s could not be opened",
-                       ctx->db_path[0] ? ctx->db_path : "(default path)");
+    if (!cache) return mx_fail(ctx->cache_status, "mxattn_query: %s", ctx->cache_error);
     st = mx_cache_query_json(cache, &f, json);
     if (st == MXATTN_OK) mx_clear_error();
     return st;

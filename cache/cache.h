@@ -11,9 +11,10 @@
  * Every candidate the tuner timed is kept as a measurement, so an interrupted
  * tuning run can resume where it stopped.
  *
- * Several processes may use one file at once (WAL, busy timeout, writes in
- * BEGIN IMMEDIATE transactions retried on SQLITE_BUSY).  A corrupt file is
- * moved aside and rebuilt when it is opened.  Nothing here prints. */
+ * Several processes may use one file at once (WAL, a bounded busy wait,
+ * writes in BEGIN IMMEDIATE transactions).  A damaged file of ours is rebuilt
+ * with every row that still reads (see mx_cache_open); a file that is not ours
+ * is never touched.  Nothing here prints. */
 #ifndef MX_CACHE_H
 #define MX_CACHE_H
 #include <stddef.h>
@@ -32,17 +33,51 @@ typedef struct mx_cache mx_cache;
  * or the path does not fit in `cap`. */
 mxattn_status mx_cache_default_path(char *out, size_t cap);
 
+/* PRAGMA application_id of every database mxattn writes ('mxat'). */
+#define MX_CACHE_APPLICATION_ID 1836605812 /* 0x6d786174 */
+
+/* Default limit on the cubin bytes the kernel cache holds; MXATTN_CACHE_MAX_MB
+ * overrides it.  A put that would pass it evicts the least recently used
+ * kernels first; tuning results and measurements are never evicted. */
+#define MX_CACHE_DEFAULT_MAX_MB 2048
+
+/* How long one write waits for another process's write lock, in total,
+ * before it fails with CACHE_BUSY; MXATTN_CACHE_BUSY_MS overrides it. */
+#define MX_CACHE_DEFAULT_BUSY_MS 15000
+
+/* The integrity check (PRAGMA quick_check) runs on open when the last one
+ * that passed is older than this, and whenever a statement meets damage. */
+#define MX_CACHE_CHECK_INTERVAL_S 86400
+
+/* mx_cache_open_ex flags. */
+#define MX_CACHE_OPEN_EXISTING  1u  /* never create a file or directory: a missing path is NOT_FOUND */
+#define MX_CACHE_OPEN_READ_ONLY 2u  /* never write (implies EXISTING): no migration, no salvage */
+
 /* Opens (creating the parent directories and the file on first use) and
- * migrates the database at `path` (NULL: the default path).  A file that is
- * not one of our databases (not SQLite, truncated, foreign tables, a schema
- * version from the future) is renamed to '<path>.corrupt-<timestamp>' with its
- * -wal and -shm, and a fresh one is created: the open still succeeds, and
- * mx_cache_recovered() and the thread's error message say what happened. */
+ * migrates the database at `path` (NULL: the default path).
+ *   - A file that is not an mxattn database (not SQLite, another application_id,
+ *     foreign tables or columns) is refused with CACHE_FOREIGN and left as it is:
+ *     nothing is renamed, written or created beside it.
+ *   - One of ours that is damaged (found when its daily integrity check or a
+ *     statement fails) is rebuilt: every row that still reads (and, for a
+ *     kernel, passes its hash) is copied into a fresh file built beside it,
+ *     the original is kept as '<path>.corrupt-<timestamp>' with its -wal and
+ *     -shm, and the open succeeds; mx_cache_recovered() and the thread's error
+ *     message say where it went and how many rows were kept of how many.
+ *   - A file, directory or mount that cannot be written is opened read-only
+ *     (immutable where no -shm can be made): reads are served, every write
+ *     returns CACHE_READ_ONLY.
+ * A newer schema version is UNSUPPORTED and left as it is. */
 mxattn_status mx_cache_open(const char *path, mx_cache **out);
+/* mx_cache_open with MX_CACHE_OPEN_* flags (0: the same as mx_cache_open). */
+mxattn_status mx_cache_open_ex(const char *path, unsigned flags, mx_cache **out);
 void mx_cache_close(mx_cache *cache); /* NULL is a no-op */
 const char *mx_cache_path(const mx_cache *cache);
-/* NULL, or a sentence saying the file was corrupt and where it was moved. */
+/* NULL, or a sentence saying the file was damaged, where the original was
+ * kept and how many rows were kept of how many. */
 const char *mx_cache_recovered(const mx_cache *cache);
+/* 1 when the database is open read-only (asked for, or not writable). */
+int mx_cache_read_only(const mx_cache *cache);
 /* The schema version this build writes (PRAGMA user_version). */
 int mx_cache_schema_version(void);
 
@@ -64,11 +99,17 @@ typedef struct {
     int64_t created_at;      /* unix seconds; 0 on put means now */
 } mx_kernel_record;
 
-/* Stores a kernel; a key already present is left as it is (same key, same binary). */
+/* Stores a kernel; a key already present is left as it is (same key, same
+ * binary).  When the cubins would pass the size limit (MXATTN_CACHE_MAX_MB,
+ * default MX_CACHE_DEFAULT_MAX_MB) the least recently used kernels are
+ * evicted in the same transaction; a cubin larger than the limit itself is
+ * CACHE_FULL.  A write that cannot be stored says why: CACHE_READ_ONLY,
+ * CACHE_FULL, CACHE_BUSY (after MXATTN_CACHE_BUSY_MS), CACHE_CORRUPT. */
 mxattn_status mx_cache_put_kernel(mx_cache *cache, const mx_kernel_record *rec);
 /* Fetches a kernel built for `arch`.  NOT_FOUND when absent or built for
  * another arch.  The blob's hash is checked again: on a mismatch the row is
- * deleted and CACHE_CORRUPT returned (the caller recompiles). */
+ * deleted and CACHE_CORRUPT returned (the caller recompiles).  A hit records
+ * its time for the eviction order, at most once an hour per kernel. */
 mxattn_status mx_cache_get_kernel(mx_cache *cache, const char *key, const char *arch,
                                   mx_kernel_record *out);
 void mx_kernel_record_release(mx_kernel_record *rec); /* frees rec->cubin */

@@ -6,6 +6,9 @@
 #include <sqlite3.h>
 #include "cache/cache.h"
 
+#define MX_STR2(x) #x
+#define MX_STR(x) MX_STR2(x) /* MX_STR(MX_CACHE_APPLICATION_ID) for SQL text */
+
 struct mx_cache {
     sqlite3 *db;
     /* One connection serves every thread of the process (a plan's JIT, the
@@ -15,7 +18,17 @@ struct mx_cache {
     pthread_mutex_t lock;
     char path[PATH_MAX];
     char recovery_note[PATH_MAX * 3]; /* "" unless the file was rebuilt */
+    unsigned flags;                    /* MX_CACHE_OPEN_* */
+    int read_only;                     /* the connection is read-only */
 };
+
+/* After a public call failed with *st: if SQLite reported damage
+ * (SQLITE_CORRUPT or NOTADB) during it, runs the integrity check and, when
+ * that fails, rebuilds the file from what still reads (mx_cache_open's
+ * recovery).  Returns 1 when the file was rebuilt, so the caller runs the call
+ * once more on the rebuilt file; 0 otherwise (*st and its message stand).
+ * Call with the lock held. */
+int mx_cache_after_failure(mx_cache *cache, mxattn_status *st);
 
 /* The sixteen columns of a tuning key, in mx_tune_key's order, and the
  * matching placeholders and WHERE clause.  Constant text only: values are
@@ -44,9 +57,16 @@ struct mx_cache {
 void mx_cache_lock(mx_cache *cache);
 void mx_cache_unlock(mx_cache *cache);
 
-/* Turns a failed SQLite call into a status: CACHE_CORRUPT for a damaged file,
- * CACHE otherwise, with `what` and SQLite's message. */
+/* Turns a failed SQLite call into a status, with `what` and SQLite's message:
+ *   SQLITE_CORRUPT, SQLITE_NOTADB                 -> CACHE_CORRUPT
+ *   SQLITE_READONLY, or an I/O error with EROFS    -> CACHE_READ_ONLY
+ *   SQLITE_FULL, or an I/O error with ENOSPC/EDQUOT -> CACHE_FULL
+ *   SQLITE_BUSY, SQLITE_LOCKED (after the wait)    -> CACHE_BUSY
+ *   anything else                                  -> CACHE */
 mxattn_status mx_db_fail(sqlite3 *db, int rc, const char *what);
+
+/* The bound on waiting for a write lock, in ms (MXATTN_CACHE_BUSY_MS). */
+int mx_db_busy_ms(void);
 
 mxattn_status mx_db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **stmt);
 /* Runs constant SQL with no parameters and no result rows wanted. */

@@ -1,11 +1,19 @@
 /* Compiled kernels: content-addressed cubins.  A blob's own hash is stored
  * beside it and checked on every read, because a cubin is code the GPU will
- * run: a flipped bit must cost a recompile, never a wrong answer or a crash. */
+ * run: a flipped bit must cost a recompile, never a wrong answer or a crash.
+ * The cubins together are kept under a size limit by evicting the least
+ * recently used; a kernel is only a cache of NVRTC's work, while tuning
+ * results cost GPU time to remake and are never evicted. */
 #include "cache/cache_internal.h"
 #include "util/err.h"
 #include "util/sha256.h"
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A hit marks its kernel used at most once an hour: enough for eviction
+ * order, and a read stays a read (no write lock per launch). */
+#define TOUCH_INTERVAL_S 3600
 
 static int fits(const char *s, size_t cap) { return memchr(s, 0, cap) != NULL; }
 
@@ -27,7 +35,8 @@ static mxattn_status check_record(const mx_kernel_record *rec) {
 mxattn_status mx_kernel_insert(sqlite3 *db, const mx_kernel_record *rec, int *changed) {
     sqlite3_stmt *stmt;
     mxattn_status st = mx_db_prepare(db,
-        "INSERT OR IGNORE INTO kernels(" MX_KERNEL_COLUMNS ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)", &stmt);
+        "INSERT OR IGNORE INTO kernels(" MX_KERNEL_COLUMNS ", last_used) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?11)",
+        &stmt);
     if (st) return st;
     sqlite3_bind_text(stmt, 1, rec->key, -1, SQLITE_STATIC);
     sqlite3_bind_text(stmt, 2, rec->arch, -1, SQLITE_STATIC);
@@ -47,14 +56,66 @@ mxattn_status mx_kernel_insert(sqlite3 *db, const mx_kernel_record *rec, int *ch
     return st;
 }
 
+/* The limit on cubin bytes: MXATTN_CACHE_MAX_MB, else MX_CACHE_DEFAULT_MAX_MB. */
+static mxattn_status max_bytes(sqlite3_int64 *out) {
+    const char *text = getenv("MXATTN_CACHE_MAX_MB");
+    long long mb = MX_CACHE_DEFAULT_MAX_MB;
+    if (text && *text) {
+        char *end;
+        errno = 0;
+        mb = strtoll(text, &end, 10);
+        if (errno || *end || mb <= 0 || mb > (1ll << 30))
+            return mx_fail(MXATTN_ERROR_INVALID_VALUE,
+                           "MXATTN_CACHE_MAX_MB='%.40s' must be a whole number of MiB from 1 to 2^30", text);
+    }
+    *out = (sqlite3_int64)mb << 20;
+    return MXATTN_OK;
+}
+
+/* Deletes the least recently used kernels other than `keep` until the
+ * cubins fit in `limit` bytes.  length() of a blob reads no overflow pages. */
+static mxattn_status evict(sqlite3 *db, sqlite3_int64 limit, const char *keep) {
+    sqlite3_stmt *stmt;
+    mxattn_status st = mx_db_prepare(db, "SELECT coalesce(sum(length(cubin)), 0) FROM kernels", &stmt);
+    if (st) return st;
+    int rc = sqlite3_step(stmt);
+    sqlite3_int64 total = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
+    if (rc != SQLITE_ROW) st = mx_db_fail(db, rc, "cache: measuring the kernel cache");
+    sqlite3_finalize(stmt);
+    if (st || total <= limit) return st;
+    sqlite3_stmt *del;
+    if ((st = mx_db_prepare(db, "DELETE FROM kernels WHERE rowid=(SELECT rowid FROM kernels WHERE key<>?1"
+                                " ORDER BY last_used, created_at, rowid LIMIT 1) RETURNING length(cubin)", &del)))
+        return st;
+    sqlite3_bind_text(del, 1, keep, -1, SQLITE_STATIC);
+    while (total > limit) {
+        rc = sqlite3_step(del);
+        if (rc == SQLITE_ROW) total -= sqlite3_column_int64(del, 0);
+        if (rc == SQLITE_ROW) rc = sqlite3_step(del);
+        if (rc != SQLITE_DONE) { st = mx_db_fail(db, rc, "cache: evicting a kernel"); break; }
+        if (sqlite3_changes(db) == 0) break; /* only `keep` is left */
+        sqlite3_reset(del);
+    }
+    sqlite3_finalize(del);
+    return st;
+}
+
 static mxattn_status put_kernel_locked(mx_cache *cache, const mx_kernel_record *rec) {
     if (!cache || !rec) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mx_cache_put_kernel: NULL argument");
     mxattn_status st = check_record(rec);
+    sqlite3_int64 limit = 0;
+    if (!st) st = max_bytes(&limit);
     if (st) return st;
+    if ((sqlite3_int64)rec->cubin_size > limit)
+        return mx_fail(MXATTN_ERROR_CACHE_FULL, "cache: a cubin of %zu bytes is larger than the kernel cache's "
+                       "limit of %lld MiB (MXATTN_CACHE_MAX_MB): not stored", rec->cubin_size,
+                       (long long)(limit >> 20));
     mx_kernel_record hashed = *rec;
     mx_sha256_hex(rec->cubin, rec->cubin_size, hashed.cubin_sha256);
     if ((st = mx_db_begin_write(cache->db))) return st;
-    st = mx_kernel_insert(cache->db, &hashed, NULL);
+    int changed = 0;
+    st = mx_kernel_insert(cache->db, &hashed, &changed);
+    if (!st && changed) st = evict(cache->db, limit, rec->key);
     if (st) { mx_db_rollback(cache->db); return st; }
     return mx_db_commit(cache->db);
 }
@@ -63,6 +124,7 @@ mxattn_status mx_cache_put_kernel(mx_cache *cache, const mx_kernel_record *rec) 
     if (!cache) return put_kernel_locked(cache, rec);
     mx_cache_lock(cache);
     mxattn_status st = put_kernel_locked(cache, rec);
+    if (st && mx_cache_after_failure(cache, &st)) st = put_kernel_locked(cache, rec);
     mx_cache_unlock(cache);
     return st;
 }
@@ -122,6 +184,30 @@ static mxattn_status verify_blob(sqlite3 *db, mx_kernel_record *rec) {
                    key, stored, actual);
 }
 
+/* Marks a hit for the eviction order.  Best effort, and never waiting: a
+ * writer holding the lock just means this hit is not recorded. */
+static void touch(mx_cache *cache, const char *key) {
+    if (cache->read_only) return;
+    sqlite3_int64 now = mx_unix_now(), last = now;
+    sqlite3_stmt *stmt;
+    if (sqlite3_prepare_v2(cache->db, "SELECT last_used FROM kernels WHERE key=?1", -1, &stmt, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(stmt, 1, key, -1, SQLITE_STATIC);
+        if (sqlite3_step(stmt) == SQLITE_ROW) last = sqlite3_column_int64(stmt, 0);
+    }
+    sqlite3_finalize(stmt);
+    if (now - last < TOUCH_INTERVAL_S && last <= now) return;
+    if (sqlite3_prepare_v2(cache->db, "UPDATE kernels SET last_used=?2 WHERE key=?1", -1, &stmt, NULL) != SQLITE_OK) {
+        sqlite3_finalize(stmt);
+        return;
+    }
+    sqlite3_bind_text(stmt, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(stmt, 2, now);
+    sqlite3_busy_timeout(cache->db, 0);
+    sqlite3_step(stmt);
+    sqlite3_finalize(stmt);
+    sqlite3_busy_timeout(cache->db, mx_db_busy_ms());
+}
+
 static mxattn_status get_kernel_locked(mx_cache *cache, const char *key, const char *arch, mx_kernel_record *out) {
     if (!cache || !key || !arch || !out)
         return mx_fail(MXATTN_ERROR_NULL_POINTER, "mx_cache_get_kernel: NULL argument");
@@ -144,13 +230,16 @@ static mxattn_status get_kernel_locked(mx_cache *cache, const char *key, const c
         mx_kernel_record_release(out);
         return st;
     }
-    return verify_blob(cache->db, out);
+    st = verify_blob(cache->db, out);
+    if (!st) touch(cache, key);
+    return st;
 }
 
 mxattn_status mx_cache_get_kernel(mx_cache *cache, const char *key, const char *arch, mx_kernel_record *out) {
     if (!cache) return get_kernel_locked(cache, key, arch, out);
     mx_cache_lock(cache);
     mxattn_status st = get_kernel_locked(cache, key, arch, out);
+    if (st && mx_cache_after_failure(cache, &st)) st = get_kernel_locked(cache, key, arch, out);
     mx_cache_unlock(cache);
     return st;
 }

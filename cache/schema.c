@@ -5,6 +5,8 @@
  *   v1  kernels, tune_results, measurements
  *   v2  tune_results.tuned_at, and an index for `mxattn query`'s filters
  *   v3  q_bucket in the tuning key of tune_results and measurements
+ *   v4  PRAGMA application_id, kernels.last_used (LRU eviction), and a meta
+ *       table that remembers when the last integrity check passed
  * Each migration is frozen text: it must build exactly what it built when it
  * was written, whatever the current key is (MX_TUNE_KEY_COLUMNS_V2 for v1).
  */
@@ -70,7 +72,22 @@ static const char SCHEMA_V3[] =
     "ALTER TABLE measurements_v3 RENAME TO measurements;"
     "PRAGMA user_version=3;";
 
-static const char *const MIGRATIONS[] = {SCHEMA_V1, SCHEMA_V2, SCHEMA_V3}; /* [i] makes version i + 1 */
+/* The application_id marks the file as ours, so a file that is not (another
+ * program's SQLite database) is refused and never moved or rebuilt; v1..v3
+ * files, which lack it, are recognised by their tables and stamped here.
+ * last_used drives the eviction of the least recently used kernels once the
+ * cubins pass the size limit; old kernels start at created_at.  meta holds
+ * 'last_check', the time of the last integrity check that passed, so the
+ * check (5.3 s cold on a 1.4 GB file) runs once a day, not on every open. */
+static const char SCHEMA_V4[] =
+    "ALTER TABLE kernels ADD COLUMN last_used INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE kernels SET last_used=created_at;"
+    "CREATE INDEX kernels_by_last_used ON kernels(last_used);"
+    "CREATE TABLE meta(name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);"
+    "PRAGMA application_id=" MX_STR(MX_CACHE_APPLICATION_ID) ";"
+    "PRAGMA user_version=4;";
+
+static const char *const MIGRATIONS[] = {SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4}; /* [i] makes version i + 1 */
 #define SCHEMA_VERSION (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0])
 
 int mx_cache_schema_version(void) { return SCHEMA_VERSION; }
@@ -99,7 +116,9 @@ mxattn_status mx_schema_migrate(sqlite3 *db) {
  * fails if the table is missing, a view, or lacks one. */
 static const char *expected_columns(const char *table, int version) {
     if (!strcmp(table, "kernels"))
-        return "SELECT " MX_KERNEL_COLUMNS " FROM kernels LIMIT 0";
+        return version >= 4 ? "SELECT " MX_KERNEL_COLUMNS ", last_used FROM kernels LIMIT 0"
+                            : "SELECT " MX_KERNEL_COLUMNS " FROM kernels LIMIT 0";
+    if (!strcmp(table, "meta")) return "SELECT name, value FROM meta LIMIT 0";
     if (!strcmp(table, "measurements"))
         return version >= 3
             ? "SELECT " MX_TUNE_KEY_COLUMNS ", config, status, median_ms, spread, registers,"
@@ -113,8 +132,10 @@ static const char *expected_columns(const char *table, int version) {
         : "SELECT " MX_TUNE_KEY_COLUMNS_V2 ", config, median_ms, tops, default_ms FROM tune_results LIMIT 0";
 }
 
-static const char *const OUR_TABLES[] = {"kernels", "tune_results", "measurements"};
-#define N_TABLES 3
+static const char *const OUR_TABLES[] = {"kernels", "tune_results", "measurements", "meta"};
+#define N_TABLES 4
+/* meta joined at v4. */
+static int tables_at(int version) { return version >= 4 ? N_TABLES : N_TABLES - 1; }
 
 static int is_our_table(const char *name) {
     for (int i = 0; i < N_TABLES; i++)
@@ -146,7 +167,7 @@ static mxattn_status scan_tables(sqlite3 *db, int *ours) {
 }
 
 static mxattn_status check_columns(sqlite3 *db, int version) {
-    for (int i = 0; i < N_TABLES; i++) {
+    for (int i = 0; i < tables_at(version); i++) {
         sqlite3_stmt *stmt = NULL;
         int rc = sqlite3_prepare_v2(db, expected_columns(OUR_TABLES[i], version), -1, &stmt, NULL);
         sqlite3_finalize(stmt);
@@ -174,7 +195,8 @@ mxattn_status mx_schema_verify(sqlite3 *db, int *version) {
     if (*version == 0)
         return tables == 0 ? MXATTN_OK
                            : mx_fail(MXATTN_ERROR_CACHE_CORRUPT, "foreign schema: tables without a version");
-    if (tables != N_TABLES)
-        return mx_fail(MXATTN_ERROR_CACHE_CORRUPT, "foreign schema: %d of mxattn's %d tables", tables, N_TABLES);
+    if (tables != tables_at(*version))
+        return mx_fail(MXATTN_ERROR_CACHE_CORRUPT, "foreign schema: %d of mxattn's %d tables", tables,
+                       tables_at(*version));
     return check_columns(db, *version);
 }

@@ -130,6 +130,7 @@ mxattn_status mx_cache_put_tune(mx_cache *cache, const mx_tune_key *key, const m
     if (!cache) return put_tune_locked(cache, key, r);
     mx_cache_lock(cache);
     mxattn_status st = put_tune_locked(cache, key, r);
+    if (st && mx_cache_after_failure(cache, &st)) st = put_tune_locked(cache, key, r);
     mx_cache_unlock(cache);
     return st;
 }
@@ -166,6 +167,7 @@ mxattn_status mx_cache_get_tune(mx_cache *cache, const mx_tune_key *key, mx_tune
     if (!cache) return get_tune_locked(cache, key, out);
     mx_cache_lock(cache);
     mxattn_status st = get_tune_locked(cache, key, out);
+    if (st && mx_cache_after_failure(cache, &st)) st = get_tune_locked(cache, key, out);
     mx_cache_unlock(cache);
     return st;
 }
@@ -214,6 +216,7 @@ mxattn_status mx_cache_add_measurement(mx_cache *cache, const mx_tune_key *key, 
     if (!cache) return add_measurement_locked(cache, key, m);
     mx_cache_lock(cache);
     mxattn_status st = add_measurement_locked(cache, key, m);
+    if (st && mx_cache_after_failure(cache, &st)) st = add_measurement_locked(cache, key, m);
     mx_cache_unlock(cache);
     return st;
 }
@@ -240,6 +243,7 @@ mxattn_status mx_cache_has_measurement(mx_cache *cache, const mx_tune_key *key, 
     if (!cache) return has_measurement_locked(cache, key, config, measured);
     mx_cache_lock(cache);
     mxattn_status st = has_measurement_locked(cache, key, config, measured);
+    if (st && mx_cache_after_failure(cache, &st)) st = has_measurement_locked(cache, key, config, measured);
     mx_cache_unlock(cache);
     return st;
 }
@@ -295,6 +299,7 @@ mxattn_status mx_cache_list_measurements(mx_cache *cache, const mx_tune_key *key
     if (!cache) return list_measurements_locked(cache, key, out, count);
     mx_cache_lock(cache);
     mxattn_status st = list_measurements_locked(cache, key, out, count);
+    if (st && mx_cache_after_failure(cache, &st)) st = list_measurements_locked(cache, key, out, count);
     mx_cache_unlock(cache);
     return st;
 }
@@ -347,6 +352,7 @@ mxattn_status mx_cache_query(mx_cache *cache, const mx_tune_filter *f, mx_tune_r
     if (!cache) return query_locked(cache, f, rows, count);
     mx_cache_lock(cache);
     mxattn_status st = query_locked(cache, f, rows, count);
+    if (st && mx_cache_after_failure(cache, &st)) st = query_locked(cache, f, rows, count);
     mx_cache_unlock(cache);
     return st;
 }

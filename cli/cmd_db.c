@@ -295,7 +295,9 @@ int cmd_db(int argc, char **argv) {
     if (rc >= 0) return rc;
     if (!strcmp(a.action, "keygen")) return run_keygen(a.out);
     mx_cache *cache;
-    mxattn_status s = mx_cache_open(a.db, &cache);
+    /* check and export only read it: a missing database is an error, never created. */
+    unsigned flags = !strcmp(a.action, "check") || !strcmp(a.action, "export") ? MX_CACHE_OPEN_EXISTING : 0;
+    mxattn_status s = mx_cache_open_ex(a.db, flags, &cache);
     if (s) return cli_fail_status("db", s);
     if (mx_cache_recovered(cache)) fprintf(stderr, "mxattn db: warning: %s\n", mx_cache_recovered(cache));
     rc = run_action(cache, &a);

@@ -91,7 +91,7 @@ static void print_table(const mx_tune_row *rows, int count) {
 }
 
 static int open_cache(const char *path, mx_cache **cache) {
-    mxattn_status s = mx_cache_open(path, cache);
+    mxattn_status s = mx_cache_open_ex(path, MX_CACHE_OPEN_EXISTING, cache); /* a missing one is not created */
     if (s) return cli_fail_status("query", s);
     if (mx_cache_recovered(*cache)) fprintf(stderr, "mxattn query: warning: %s\n", mx_cache_recovered(*cache));
     return 0;

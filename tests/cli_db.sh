@@ -49,9 +49,18 @@ row() { # gpu family head_dim dtype causal bucket config ms (a prefill row: q_bu
           VALUES('$1', 132, 90, 12040, 12040, '0.1.0', 'abc', '$2', $3, '$4', '$4', $5, 1, 'bhnd', $6, $6, '$7', $8, 400, $8 * 1.5, 1700000000);"
 }
 
-# ---- an empty database is created on first use ---------------------------
+# ---- reading a missing database is an error and creates nothing -----------
+expect_error "query on a missing db" "1" "$MX" query
+grep -q "no cache database at '$MXATTN_CACHE'" "$T/stderr" || fail "query on a missing db: $(cat "$T/stderr")"
+expect_error "query --db in a missing directory" "1" "$MX" query --db "$T/nodir/x.db"
+expect_error "db check on a missing db" "1" "$MX" db check --db "$T/nodir/x.db"
+expect_error "db export of a missing db" "1" "$MX" db export "$T/out.mxdb" --db "$T/nodir/x.db"
+[ ! -e "$T/cache" ] && [ ! -e "$T/nodir" ] && [ ! -e "$T/out.mxdb" ] || fail "a read of a missing db created files"
+
+# ---- an empty database is created by a command that writes ---------------
+"$MX" db vacuum >/dev/null 2>"$T/stderr" || fail "db vacuum on a new db: $(cat "$T/stderr")"
 expect_ok "query on empty db" "no tuned configurations" "$MX" query
-[ -f "$MXATTN_CACHE" ] || fail "query did not create $MXATTN_CACHE"
+[ -f "$MXATTN_CACHE" ] || fail "vacuum did not create $MXATTN_CACHE"
 expect_ok "query --json on empty db" '^\[\]$' "$MX" query --json
 
 # ---- plant rows, then filter ----------------------------------------------
@@ -92,7 +101,7 @@ expect_ok "export with kernels" "kernels" "$MX" db export "$T/full.mxdb" --with-
 expect_ok "import with kernels" "0 kernels read" "$MX" db import "$T/full.mxdb" --with-kernels --trust "$(printf "%064d" 0)" --db "$T/third.db"
 
 # ---- problems are reported, never crashed on --------------------------------
-sql "$MXATTN_CACHE" "INSERT INTO kernels VALUES('$(printf 'a%.0s' {1..64})', 'sm_90a', 12040, 'k', x'00', '$(printf 'b%.0s' {1..64})', 1, 1, 1, 0, 1);"
+sql "$MXATTN_CACHE" "INSERT INTO kernels(key, arch, nvrtc_version, kernel_names, cubin, cubin_sha256, compile_ms, registers, shared_bytes, spill_bytes, created_at) VALUES('$(printf 'a%.0s' {1..64})', 'sm_90a', 12040, 'k', x'00', '$(printf 'b%.0s' {1..64})', 1, 1, 1, 0, 1);"
 expect_error "check finds a bad kernel" "1" "$MX" db check
 grep -q "1 with a bad hash" "$T/stdout" || fail "check report lacks the bad kernel: $(cat "$T/stdout")"
 
@@ -120,11 +129,23 @@ expect_error "query stray argument" "2" "$MX" query h200
 n=$("$MX" query --json | grep -c '"gpu":')
 [ "$n" = 3 ] || fail "after the bad inputs the db has $n rows, wanted 3"
 
-# ---- a corrupt database is moved aside with a warning ----------------------
-head -c 8192 /dev/urandom > "$T/corrupt.db"
-expect_ok "corrupt db is rebuilt" "no tuned configurations" "$MX" query --db "$T/corrupt.db"
-grep -q "warning: .*corrupt-" "$T/stderr" || fail "no warning about the corrupt db: $(cat "$T/stderr")"
-ls "$T"/corrupt.db.corrupt-* >/dev/null 2>&1 || fail "corrupt db was not moved aside"
+# ---- a file that is not ours is refused and left as it is ------------------
+head -c 8192 /dev/urandom > "$T/noise.db"
+cp "$T/noise.db" "$T/noise.copy"
+expect_error "query of a file that is not ours" "1" "$MX" query --db "$T/noise.db"
+grep -q "not an mxattn database" "$T/stderr" || fail "foreign file: $(cat "$T/stderr")"
+cmp -s "$T/noise.db" "$T/noise.copy" || fail "a foreign file was modified"
+ls "$T"/noise.db?* >/dev/null 2>&1 && fail "files were created beside a foreign file: $(ls "$T")"
+
+# ---- a damaged database of ours is rebuilt from what still reads ------------
+cp "$MXATTN_CACHE" "$T/damaged.db"
+sql "$T/damaged.db" "UPDATE meta SET value=0 WHERE name='last_check'"
+page=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT rootpage FROM sqlite_schema WHERE name=\"measurements\"").fetchone()[0])' "$T/damaged.db" 2>/dev/null ||
+       sqlite3 "$T/damaged.db" "SELECT rootpage FROM sqlite_schema WHERE name='measurements'")
+head -c 4096 /dev/urandom | dd of="$T/damaged.db" bs=4096 seek=$((page - 1)) conv=notrunc status=none
+expect_ok "damaged db is rebuilt" "H200" "$MX" query --db "$T/damaged.db"
+grep -q "warning: .*3 of 3 tuning results.*corrupt-" "$T/stderr" || fail "no warning about the damaged db: $(cat "$T/stderr")"
+ls "$T"/damaged.db.corrupt-* >/dev/null 2>&1 || fail "damaged db was not kept aside"
 
 "$MX" db --help | grep -q "with-kernels" || fail "db --help"
 "$MX" query --help | grep -q -- "--head-dim" || fail "query --help"

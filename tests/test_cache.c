@@ -118,7 +118,9 @@ static void test_fresh_database_is_created_with_parents(void **state) {
     mx_cache_close(c);
     sqlite3 *db = raw_open("a/b/c/mxattn.db");
     assert_int_equal(raw_int(db, "PRAGMA user_version"), mx_cache_schema_version());
-    assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE type='table'"), 3);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE type='table'"), 4); /* + meta */
+    assert_int_equal(raw_int(db, "PRAGMA application_id"), MX_CACHE_APPLICATION_ID);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info('kernels') WHERE name='last_used'"), 1);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info('tune_results') WHERE name='tuned_at'"), 1);
     sqlite3_stmt *stmt;
     assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &stmt, NULL), SQLITE_OK);
@@ -128,7 +130,9 @@ static void test_fresh_database_is_created_with_parents(void **state) {
     sqlite3_close(db);
 }
 
-/* The v1 schema exactly as the first release wrote it. */
+/* The v1 schema exactly as the first release wrote it, with a kernel whose
+ * blob is one zero byte. */
+#define OLD_KERNEL_KEY "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 static const char V1_SCHEMA[] =
     "CREATE TABLE kernels(key TEXT PRIMARY KEY NOT NULL, arch TEXT NOT NULL, nvrtc_version INTEGER NOT NULL,"
     " kernel_names TEXT NOT NULL, cubin BLOB NOT NULL, cubin_sha256 TEXT NOT NULL, compile_ms REAL NOT NULL,"
@@ -153,6 +157,8 @@ static const char V1_SCHEMA[] =
     "INSERT INTO tune_results VALUES('NVIDIA H200', 132, 90, 12040, 12040, '0.1.0',"
     " 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', 'int8-f16', 128, 'f16', 'f16',"
     " 1, 4, 'bhnd', 4096, 'block_m=128 block_n=64', 0.75, 600, 1.0);"
+    "INSERT INTO kernels VALUES('" OLD_KERNEL_KEY "', 'sm_90a', 12040, 'attn_fwd', x'00',"
+    " '6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d', 1.5, 64, 0, 0, 1700000000);"
     "PRAGMA user_version=1;";
 
 static void test_v1_database_is_migrated(void **state) {
@@ -171,10 +177,20 @@ static void test_v1_database_is_migrated(void **state) {
     assert_int_equal(r.tuned_at, 0); /* unknown for rows from before v2 */
     key.q_bucket = 16;       /* a decode problem over the same keys: not tuned */
     assert_int_equal(mx_cache_get_tune(c, &key, &r), MXATTN_ERROR_NOT_FOUND);
+    mx_kernel_record got;
+    assert_int_equal(mx_cache_get_kernel(c, OLD_KERNEL_KEY, "sm_90a", &got), MXATTN_OK);
+    assert_int_equal(got.cubin_size, 1);
+    mx_kernel_record_release(&got);
     mx_cache_close(c);
 
     db = raw_open("old.db");
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), mx_cache_schema_version());
+    /* An old file of ours has no application_id: recognised by its tables, stamped. */
+    assert_int_equal(raw_int(db, "PRAGMA application_id"), MX_CACHE_APPLICATION_ID);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM tune_results"), 1);
+    /* v4: an old kernel's last use is taken to be its creation (the hit
+     * above was more than an hour later, so it is now). */
+    assert_true(raw_int(db, "SELECT last_used FROM kernels") > 1700000000);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE name='tune_results_by_problem'"), 1);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_schema WHERE name LIKE '%_v3'"), 0);
     sqlite3_close(db);

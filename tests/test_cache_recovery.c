@@ -1,5 +1,6 @@
-/* A damaged or foreign database file is detected when opened, moved aside
- * with its -wal and -shm, and replaced by a fresh one; nothing else in its
+/* A damaged database of ours is detected when opened, moved aside with its
+ * -wal and -shm, and replaced by one rebuilt from what still reads; a file
+ * that is not ours is refused and left exactly as it was; nothing else in its
  * directory is touched.  A path that cannot be created is a clear error. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -146,20 +147,47 @@ static void expect_recovery(const void *original, size_t original_size) {
     assert_only_expected_files();
 }
 
-static void test_random_bytes_are_moved_aside(void **state) {
+/* A file that is not ours: the open fails with CACHE_FOREIGN naming the path
+ * and why, and the file keeps its bytes and mtime, with nothing beside it. */
+static void expect_foreign(const char *why) {
+    place_bystanders();
+    static unsigned char before[1 << 16], after[1 << 16];
+    size_t n = read_file(g_db, before, sizeof before);
+    struct stat sb, sa;
+    assert_int_equal(stat(g_db, &sb), 0);
+    mx_cache *c = (mx_cache *)0x1;
+    assert_int_equal(mx_cache_open(g_db, &c), MXATTN_ERROR_CACHE_FOREIGN);
+    assert_null(c);
+    const char *msg = mx_error_message();
+    if (!strstr(msg, g_db) || !strstr(msg, why)) fail_msg("message '%s' lacks the path or '%s'", msg, why);
+    assert_int_equal(stat(g_db, &sa), 0);
+    assert_int_equal(read_file(g_db, after, sizeof after), n);
+    assert_memory_equal(before, after, n);
+    assert_true(sa.st_mtim.tv_sec == sb.st_mtim.tv_sec && sa.st_mtim.tv_nsec == sb.st_mtim.tv_nsec);
+    char side[200], aside[256];
+    snprintf(side, sizeof side, "%s-wal", g_db);
+    assert_int_not_equal(access(side, F_OK), 0);
+    snprintf(side, sizeof side, "%s-shm", g_db);
+    assert_int_not_equal(access(side, F_OK), 0);
+    assert_false(find_aside(aside, sizeof aside));
+    assert_bystanders_intact();
+    assert_only_expected_files();
+}
+
+static void test_random_bytes_are_left_alone(void **state) {
     (void)state;
     static unsigned char noise[8192];
     srand(42);
     for (size_t i = 0; i < sizeof noise; i++) noise[i] = (unsigned char)rand();
     write_file(g_db, noise, sizeof noise);
-    expect_recovery(noise, sizeof noise);
+    expect_foreign("not an SQLite file");
 }
 
-static void test_text_file_is_moved_aside(void **state) {
+static void test_text_file_is_left_alone(void **state) {
     (void)state;
     static const char text[] = "this is not a database, it is a shopping list\n";
     write_file(g_db, text, sizeof text - 1);
-    expect_recovery(text, sizeof text - 1);
+    expect_foreign("not an SQLite file");
 }
 
 /* A real database with enough rows to span many pages, cut in half. */
@@ -194,10 +222,19 @@ static void make_foreign_db(const char *sql) {
     sqlite3_close(db);
 }
 
-static void test_foreign_tables_are_moved_aside(void **state) {
+static void test_foreign_tables_are_left_alone(void **state) {
     (void)state;
     make_foreign_db("CREATE TABLE users(name TEXT, password TEXT); INSERT INTO users VALUES('a','b');");
-    expect_recovery(NULL, 0);
+    expect_foreign("users");
+}
+
+/* Another application's file, even in WAL mode and with tables named like
+ * ours, is recognised by its application_id. */
+static void test_foreign_application_id_is_left_alone(void **state) {
+    (void)state;
+    make_foreign_db("PRAGMA application_id=42; PRAGMA journal_mode=WAL; CREATE TABLE kernels(x);"
+                    "CREATE TABLE tune_results(y); CREATE TABLE measurements(z);");
+    expect_foreign("application_id 0x0000002a");
 }
 
 static void test_our_tables_plus_a_stranger_are_moved_aside(void **state) {
@@ -230,11 +267,12 @@ static void test_schema_from_the_future_is_left_alone(void **state) {
     assert_memory_equal(before, after, n);
 }
 
-static void test_wrong_columns_are_moved_aside(void **state) {
+/* Our table names without our application_id or columns: not ours. */
+static void test_wrong_columns_are_left_alone(void **state) {
     (void)state;
     make_foreign_db("CREATE TABLE kernels(a); CREATE TABLE tune_results(b); CREATE TABLE measurements(c);"
                     "PRAGMA user_version=2;");
-    expect_recovery(NULL, 0);
+    expect_foreign("foreign schema");
 }
 
 /* The -wal and -shm of a corrupt file go with it, so they cannot be replayed
@@ -242,15 +280,27 @@ static void test_wrong_columns_are_moved_aside(void **state) {
 static void test_side_files_move_with_the_database(void **state) {
     (void)state;
     char wal[160], aside[256], aside_wal[300];
-    write_file(g_db, "garbage garbage garbage garbage", 31);
+    mx_cache *c;
+    assert_int_equal(mx_cache_open(g_db, &c), MXATTN_OK);
+    assert_usable(c); /* one tuning row */
+    mx_cache_close(c);
+    /* The damage (a table that is not ours, in a file that is) is left in
+     * the -wal: the connection closes without checkpointing. */
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(g_db, &db), SQLITE_OK);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+    assert_int_equal(sqlite3_exec(db, "CREATE TABLE extra(x);", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
     snprintf(wal, sizeof wal, "%s-wal", g_db);
-    write_file(wal, "stale wal", 9);
+    struct stat st;
+    assert_int_equal(stat(wal, &st), 0);
+    assert_true(st.st_size > 0);
     expect_recovery(NULL, 0);
     assert_true(find_aside(aside, sizeof aside));
     snprintf(aside_wal, sizeof aside_wal, "%s-wal", aside);
-    char buf[32];
-    assert_int_equal(read_file(aside_wal, buf, sizeof buf), 9);
-    assert_memory_equal(buf, "stale wal", 9);
+    struct stat moved;
+    assert_int_equal(stat(aside_wal, &moved), 0);
+    assert_int_equal(moved.st_size, st.st_size);
 }
 
 static void test_empty_file_becomes_a_database(void **state) {
@@ -312,13 +362,14 @@ static void test_path_that_is_a_directory_is_a_clear_error(void **state) {
 #define CASE(fn) cmocka_unit_test_setup_teardown(fn, make_dir, remove_dir)
 int main(void) {
     const struct CMUnitTest tests[] = {
-        CASE(test_random_bytes_are_moved_aside),
-        CASE(test_text_file_is_moved_aside),
+        CASE(test_random_bytes_are_left_alone),
+        CASE(test_text_file_is_left_alone),
         CASE(test_truncated_database_is_moved_aside),
-        CASE(test_foreign_tables_are_moved_aside),
+        CASE(test_foreign_tables_are_left_alone),
+        CASE(test_foreign_application_id_is_left_alone),
         CASE(test_our_tables_plus_a_stranger_are_moved_aside),
         CASE(test_schema_from_the_future_is_left_alone),
-        CASE(test_wrong_columns_are_moved_aside),
+        CASE(test_wrong_columns_are_left_alone),
         CASE(test_side_files_move_with_the_database),
         CASE(test_empty_file_becomes_a_database),
         CASE(test_directory_under_a_regular_file_is_a_clear_error),
