@@ -27,8 +27,8 @@ run() {
 has() { grep -qE -- "$2" "$T/$1" || fail "$3: $1 lacks /$2/: $(cat "$T/$1")"; }
 
 SRC="$T/src.db"; DST="$T/dst.db"
-run 0 "create source" "$MX" db check --db "$SRC"
-run 0 "create target" "$MX" db check --db "$DST"
+run 0 "create source" "$MX" db vacuum --db "$SRC"
+run 0 "create target" "$MX" db vacuum --db "$DST"
 KEY_COLS="gpu_name, sm_count, compute_capability, driver_version, nvrtc_version, mxattn_version, template_hash, family, head_dim, dtype, out_dtype, causal, gqa, layout, seq_bucket, q_bucket"
 py "$SRC" "
 for i, ms in enumerate([1.0, 1e-300]):
@@ -37,7 +37,9 @@ for i, ms in enumerate([1.0, 1e-300]):
               ' \'bhnd\', ?, ?, \'block_m=64\', ?, 400, 2, 1700000000)', (1024 << i, 1024 << i, ms))
 for i in range(2):
     blob = bytes((j * 7 + i) & 255 for j in range(3000))
-    c.execute('INSERT INTO kernels VALUES(?, \'sm_90a\', 12040, \'mxattn_f16_fwd\', ?, ?, 1.0, 96, 0, 0, 1700000000)',
+    c.execute('INSERT INTO kernels(key, arch, nvrtc_version, kernel_names, cubin, cubin_sha256, compile_ms,'
+              ' registers, shared_bytes, spill_bytes, created_at) VALUES(?, \'sm_90a\', 12040, \'mxattn_f16_fwd\','
+              ' ?, ?, 1.0, 96, 0, 0, 1700000000)',
               (hashlib.sha256(b'k%d' % i).hexdigest(), blob, hashlib.sha256(blob).hexdigest()))"
 
 # ---- keys ---------------------------------------------------------------------

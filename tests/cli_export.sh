@@ -21,7 +21,7 @@ if ! command -v sqlite3 > /dev/null && ! python3 -c 'import sqlite3' 2> /dev/nul
   echo "skip: neither sqlite3 nor python3's sqlite3 module to plant rows"; exit 77
 fi
 
-"$MX" db check > /dev/null || { echo "cannot create the database"; exit 1; }
+"$MX" db vacuum > /dev/null || { echo "cannot create the database"; exit 1; }
 
 # ---- an existing file is replaced only with --force --------------------------
 echo "precious" > "$T/out.mxdb"

@@ -12,6 +12,7 @@ fails=0
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export MXATTN_CACHE="$T/db.sqlite"
+"$MX" db vacuum > /dev/null || { echo "cannot create the database"; exit 1; }
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 command -v python3 > /dev/null || { echo "skip: python3 reads the JSON"; exit 77; }
 

@@ -330,6 +330,7 @@ static void stored_or_not_is_recorded(void **state) {
     assert_int_equal(sqlite3_exec(cache->db, "PRAGMA query_only=1", NULL, NULL, NULL), SQLITE_OK);
     k = store_into(cache, 1);
     expect_not_stored(&k, "readonly");
+    assert_int_equal(k.store_status, MXATTN_ERROR_CACHE_READ_ONLY);
     assert_int_equal(sqlite3_exec(cache->db, "PRAGMA query_only=0", NULL, NULL, NULL), SQLITE_OK);
 
     /* Another connection holds the write lock past the (here shortened) wait. */
@@ -337,8 +338,11 @@ static void stored_or_not_is_recorded(void **state) {
     assert_int_equal(sqlite3_open(path, &holder), SQLITE_OK);
     assert_int_equal(sqlite3_exec(holder, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_busy_timeout(cache->db, 20);
+    setenv("MXATTN_CACHE_BUSY_MS", "50", 1);
     k = store_into(cache, 2);
-    expect_not_stored(&k, "locked");
+    unsetenv("MXATTN_CACHE_BUSY_MS");
+    expect_not_stored(&k, "write lock");
+    assert_int_equal(k.store_status, MXATTN_ERROR_CACHE_BUSY);
     sqlite3_exec(holder, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close(holder);
     k = store_into(cache, 2);
