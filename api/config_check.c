@@ -41,6 +41,9 @@ static int refuse(char *why, size_t cap, const char *fmt, ...) {
 static int check_saving_error(mxattn_ctx *ctx, const char *shape, const mx_tune_result *r, char *why, size_t cap) {
     if (cap) why[0] = 0;
     if (!memchr(r->config, 0, sizeof r->config)) return refuse(why, cap, "config is not a terminated string");
+    /* The tuner stores every knob of its winner; an empty row would pass for
+     * "tuned" while building the default. */
+    if (!r->config[strspn(r->config, " ")]) return refuse(why, cap, "config is empty");
     if (!isfinite(r->median_ms) || r->median_ms <= MX_TUNE_MIN_MEDIAN_MS)
         return refuse(why, cap, "median_ms %g is not a plausible time (finite, > %g ms)", r->median_ms,
                       MX_TUNE_MIN_MEDIAN_MS);

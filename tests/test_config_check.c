@@ -103,6 +103,8 @@ static void tune_rows_are_checked_against_their_key(void **state) {
     r = row(legal, INFINITY); expect_refused(ctx, &key, &r, "median_ms");
     r = row(legal, 0.05); r.default_ms = NAN; expect_refused(ctx, &key, &r, "default_ms");
     r = row(legal, 0.05); r.tops = -INFINITY; expect_refused(ctx, &key, &r, "tops");
+    r = row("", 0.05);       expect_refused(ctx, &key, &r, "empty");
+    r = row("   ", 0.05);    expect_refused(ctx, &key, &r, "empty");
     /* An unterminated config, as a damaged or crafted row could hold. */
     r = row(legal, 0.05); memset(r.config, 'a', sizeof r.config); expect_refused(ctx, &key, &r, "terminated");
     /* The key's own text fields become tokens of the shape: no smuggling through them. */
