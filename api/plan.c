@@ -1,4 +1,5 @@
 /* Plans: descriptor -> chosen configuration -> loaded kernel; and runs. */
+#include "api/config_check.h"
 #include "api/context.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -33,12 +34,19 @@ static void fill_args(const mx_problem *pr, mx_kernel_args *a) {
 }
 
 /* The configuration to build: the caller's, the tuned one, or the default
- * (an empty knob string lets the templates fill their heuristic default). */
+ * (an empty knob string lets the templates fill their heuristic default).
+ * The caller's was checked against the problem already (make_plan).  A tuned
+ * row is checked the same way before it is used: the database may hold rows
+ * imported from elsewhere, and one whose config named another shape
+ * (head_dim=256 causal=0 lse=1 for a D=64 causal problem) or an illegal value
+ * would build a kernel for another problem.  A row that fails is ignored,
+ * the default is built, and the plan's info says why. */
 static mxattn_status choose_config(mxattn_plan *plan, const char *explicit_config, const char *shape,
                                    char *config, size_t cap) {
     mxattn_ctx *ctx = plan->ctx;
     config[0] = 0;
     if (explicit_config) {
+        /* Checked to be at most 255 characters: it fits, never cut. */
         snprintf(config, cap, "%s", explicit_config);
         plan->info.config_source = "explicit";
         return MXATTN_OK;
@@ -52,9 +60,14 @@ static mxattn_status choose_config(mxattn_plan *plan, const char *explicit_confi
     mx_ctx_tune_key(ctx, plan->dev, &plan->pr, &key);
     if (mx_cache_get_tune(env.cache, &key, &tuned) == MXATTN_OK) {
         /* v_terms, like smooth_k, is an accuracy choice outside the tuning
-         * key, so a tuned tile serves both; but only the wgmma kernel has a
-         * second V term, and tuning here would overwrite the one-term row. */
-        if (plan->pr.p.v_terms != 1 && !strstr(tuned.config, "variant=wgmma")) return MXATTN_OK;
+         * key, so a tuned tile serves both where the parameter space allows
+         * it (only the wgmma kernel has a second V term: the check against
+         * this problem's shape, which holds v_terms, refuses the others). */
+        char why[400];
+        if (!mx_api_check_tuned_config(ctx, shape, &tuned, why, sizeof why)) {
+            snprintf(plan->info.note, sizeof plan->info.note, "tuned row ignored: %s", why);
+            return MXATTN_OK;
+        }
         snprintf(config, cap, "%s", tuned.config);
         plan->info.config_source = "tuned";
         return MXATTN_OK;
@@ -97,26 +110,30 @@ static mxattn_status default_config(const mx_jit_env *env, const char *shape, co
     return st;
 }
 
-/* The caller's configuration names knobs only (the templates' check_config
- * says why); checked before the GPU is touched, so the message is the same
- * on a machine without one. */
-static mxattn_status check_explicit_config(mxattn_ctx *ctx, const char *config) {
-    mx_jit_env env;
-    mx_ctx_gen_env(ctx, NULL, &env);
-    char *checked = NULL;
-    mxattn_status st = mx_jit_gen_call(&env, "check_config", config, NULL, &checked);
-    free(checked);
-    return st;
-}
-
 static mxattn_status make_plan(mxattn_plan *plan, const mxattn_problem *p, const char *explicit_config) {
     mxattn_status st = MXATTN_OK;
     char shape[1024], sizes[256], config[512], params[1600];
     MX_TRY(mx_problem_resolve(p, &plan->pr));
-    if (explicit_config) MX_TRY(check_explicit_config(plan->ctx, explicit_config));
-    MX_TRY(mx_ctx_device(plan->ctx, &plan->dev));
+    /* The caller's configuration is checked before the GPU is touched, so
+     * that the message is the same on a machine without one: its grammar,
+     * names and values first; then, on the GPU's architecture (sm_90a's where
+     * there is none, as mxattn_candidates lists), its legality for this
+     * problem. */
+    if (explicit_config) MX_TRY(mx_api_check_config(plan->ctx, explicit_config, NULL));
+    st = mx_ctx_device(plan->ctx, &plan->dev);
+    if (st != MXATTN_OK) {
+        if (!explicit_config) goto fail;
+        char driver[1024];
+        snprintf(driver, sizeof driver, "%s", mx_error_message());
+        mx_problem_shape_params(&plan->pr, "sm_90a", shape, sizeof shape);
+        mxattn_status checked = mx_api_check_config(plan->ctx, explicit_config, shape);
+        if (checked == MXATTN_OK) mx_fail(st, "%s", driver);   /* the driver's message, not the check's */
+        else st = checked;
+        goto fail;
+    }
     mx_problem_shape_params(&plan->pr, plan->dev->arch, shape, sizeof shape);
     mx_problem_sizes(&plan->pr, sizes, sizeof sizes);
+    if (explicit_config) MX_TRY(mx_api_check_config(plan->ctx, explicit_config, shape));
     MX_TRY(choose_config(plan, explicit_config, shape, config, sizeof config));
     mx_jit_env env;
     mx_ctx_jit_env(plan->ctx, plan->dev, &env);

@@ -1,5 +1,6 @@
 #include "api/problem.h"
 #include "util/err.h"
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,6 +43,9 @@ static mxattn_status check_strides(const char *name, mxattn_strides s, int batch
     if (s.batch < 0 || s.head < 0 || s.seq < 0)
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "%s strides must be non-negative (got batch %lld, head %lld, seq %lld)",
                        name, (long long)s.batch, (long long)s.head, (long long)s.seq);
+    if (s.batch > MX_MAX_STRIDE || s.head > MX_MAX_STRIDE || s.seq > MX_MAX_STRIDE)
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "%s strides must be <= 2^40 elements (got batch %lld, head %lld, seq %lld)",
+                       name, (long long)s.batch, (long long)s.head, (long long)s.seq);
     if (seq > 1 && s.seq < d)
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "%s seq stride %lld is smaller than head_dim %d: rows would overlap",
                        name, (long long)s.seq, d);
@@ -59,6 +63,22 @@ static int largest_align(int64_t x) {
     return 1;
 }
 
+/* v_terms=2 is int8-fp8's wgmma kernel's alone (templates/space.lua's
+ * v_terms families, families/int8_fp8.lua's check), and its two terms of V^T
+ * are one TMA box of 2 * head_dim <= 256 rows (families/int8_fp8_wgmma.lua):
+ * mxattn_candidates refuses any other, so the problem check does too. */
+static mxattn_status check_v_terms(const mxattn_problem *p) {
+    if (p->v_terms != 1 && p->v_terms != 2)
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "v_terms must be 1 or 2, got %d", p->v_terms);
+    if (p->v_terms == 2 && strcmp(p->family, "int8-fp8") != 0)
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "v_terms=2: only family int8-fp8 reads a second V term (family %.40s)",
+                       p->family);
+    if (p->v_terms == 2 && p->head_dim > 128)
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "v_terms=2 needs head_dim <= 128 (V^T's two terms are one TMA box of "
+                       "at most 256 rows), not head_dim %d", p->head_dim);
+    return MXATTN_OK;
+}
+
 static mxattn_status check_sizes(const mxattn_problem *p) {
     if (p->head_dim < 8 || p->head_dim > 256)
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "head_dim %d is out of range: mxattn supports 8..256", p->head_dim);
@@ -70,16 +90,48 @@ static mxattn_status check_sizes(const mxattn_problem *p) {
     if (p->seq_q < 1 || p->seq_k < 1)
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "seq_q and seq_k must be >= 1 (got %d and %d): an empty sequence has no attention to compute",
                        p->seq_q, p->seq_k);
+    if (p->seq_q > MX_MAX_SEQ || p->seq_k > MX_MAX_SEQ)
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "seq_q and seq_k must be <= %d (got %d and %d)", MX_MAX_SEQ,
+                       p->seq_q, p->seq_k);
     if (p->heads_q > 65535 || p->batch > 65535)
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "heads_q and batch must be <= 65535 (grid limits)");
+    /* The templates' gqa parameter takes 1..256 (space.lua). */
+    if (p->heads_q / p->heads_kv > 256)
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "heads_q / heads_kv must be <= 256 query heads per KV head, got %d",
+                       p->heads_q / p->heads_kv);
     if ((unsigned)p->causal > MXATTN_CAUSAL_BOTTOM_RIGHT)
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "causal must be NONE, TOP_LEFT or BOTTOM_RIGHT, got %d", (int)p->causal);
     if ((unsigned)p->dtype > MXATTN_BF16 || (unsigned)p->out_dtype > MXATTN_BF16)
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "dtype and out_dtype must be MXATTN_F16 or MXATTN_BF16");
     if ((unsigned)p->layout > MXATTN_LAYOUT_BNHD)
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "layout must be MXATTN_LAYOUT_BHND or MXATTN_LAYOUT_BNHD");
-    if (!(p->sm_scale >= 0) || isinf(p->sm_scale))
-        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "sm_scale must be a finite number >= 0 (0 means 1/sqrt(head_dim))");
+    /* 0 means 1/sqrt(head_dim).  The kernels take exp2 of scores times
+     * sm_scale * log2(e), which must be a finite float too (FLT_MAX's is inf). */
+    if (!(p->sm_scale >= 0) || !isfinite(p->sm_scale) || !((double)p->sm_scale * M_LOG2E <= FLT_MAX))
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "sm_scale must be finite and > 0, with sm_scale * log2(e) a finite "
+                       "float (0 means 1/sqrt(head_dim)), got %g", (double)p->sm_scale);
+    const struct { const char *name; int v; } flags[3] = {
+        {"return_lse", p->return_lse}, {"direct_p", p->direct_p}, {"smooth_k", p->smooth_k}};
+    for (int i = 0; i < 3; i++)
+        if (flags[i].v != 0 && flags[i].v != 1)
+            return mx_fail(MXATTN_ERROR_INVALID_VALUE, "%s must be 0 or 1, got %d", flags[i].name, flags[i].v);
+    return check_v_terms(p);
+}
+
+/* The elements a tensor spans from its first element, and that in bytes,
+ * computed in checked steps: with every size and stride bounded the result
+ * fits int64 by far, but the bound is what this proves, not what it assumes. */
+static mxattn_status tensor_extent(const char *name, mxattn_strides s, int batch, int heads, int seq, int d,
+                                   int64_t *bytes) {
+    int64_t a, b, c, sum;
+    int bad = __builtin_mul_overflow((int64_t)(batch - 1), s.batch, &a) |
+              __builtin_mul_overflow((int64_t)(heads - 1), s.head, &b) |
+              __builtin_mul_overflow((int64_t)(seq - 1), s.seq, &c) |
+              __builtin_add_overflow(a, b, &sum) | __builtin_add_overflow(sum, c, &sum) |
+              __builtin_add_overflow(sum, (int64_t)d, &sum) | __builtin_mul_overflow(sum, (int64_t)2, &sum);
+    if (bad)
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "%s spans more than 2^63 bytes with these strides", name);
+    *bytes = sum;
     return MXATTN_OK;
 }
 
@@ -106,6 +158,7 @@ mxattn_status mx_problem_resolve(const mxattn_problem *in, mx_problem *out) {
     for (int i = 0; i < 4; i++) {
         if (is_zero(*t[i].s)) *t[i].s = layout_strides(p->layout, t[i].heads, t[i].seq, p->head_dim);
         st = check_strides(t[i].name, *t[i].s, p->batch, t[i].heads, t[i].seq, p->head_dim);
+        if (st == MXATTN_OK) st = tensor_extent(t[i].name, *t[i].s, p->batch, t[i].heads, t[i].seq, p->head_dim, &out->bytes[i]);
         if (st != MXATTN_OK) return st;
         int a = largest_align(t[i].s->seq);
         if (t[i].heads > 1 && largest_align(t[i].s->head) < a) a = largest_align(t[i].s->head);
@@ -138,12 +191,11 @@ void mx_problem_sizes(const mx_problem *pr, char *out, size_t cap) {
              p->batch, p->heads_q, p->heads_kv, p->seq_q, p->seq_k, p->head_dim);
 }
 
-/* Byte range [lo, hi) a tensor spans, from its strides. */
-static void extent(const void *base, mxattn_strides s, int batch, int heads, int seq, int d,
-                   uintptr_t *lo, uintptr_t *hi) {
-    int64_t last = (int64_t)(batch - 1) * s.batch + (int64_t)(heads - 1) * s.head + (int64_t)(seq - 1) * s.seq + d;
+/* Byte range [lo, hi) a tensor spans, from its extent (mx_problem.bytes).
+ * 0 when the range would pass the end of the address space: no such tensor. */
+static int extent(const void *base, int64_t bytes, uintptr_t *lo, uintptr_t *hi) {
     *lo = (uintptr_t)base;
-    *hi = (uintptr_t)base + (uintptr_t)last * 2;
+    return !__builtin_add_overflow(*lo, (uintptr_t)bytes, hi);
 }
 
 mxattn_status mx_problem_check_pointers(const mx_problem *pr, const void *q, const void *k,
@@ -163,12 +215,14 @@ mxattn_status mx_problem_check_pointers(const mx_problem *pr, const void *q, con
         return mx_fail(MXATTN_ERROR_NULL_POINTER, "lse is NULL but the problem asks for return_lse");
     if (lse && (uintptr_t)lse % 4 != 0) return mx_fail(MXATTN_ERROR_MISALIGNED, "lse is not 4-byte aligned");
     uintptr_t olo, ohi;
-    extent(o, p->o_strides, p->batch, p->heads_q, p->seq_q, p->head_dim, &olo, &ohi);
-    const mxattn_strides in_strides[3] = {p->q_strides, p->k_strides, p->v_strides};
-    const int in_heads[3] = {p->heads_q, p->heads_kv, p->heads_kv}, in_seq[3] = {p->seq_q, p->seq_k, p->seq_k};
+    if (!extent(o, pr->bytes[3], &olo, &ohi))
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "o (%p) plus its %lld bytes passes the end of the address space",
+                       o, (long long)pr->bytes[3]);
     for (int i = 0; i < 3; i++) {
         uintptr_t lo, hi;
-        extent(ptrs[i], in_strides[i], p->batch, in_heads[i], in_seq[i], p->head_dim, &lo, &hi);
+        if (!extent(ptrs[i], pr->bytes[i], &lo, &hi))
+            return mx_fail(MXATTN_ERROR_INVALID_VALUE, "%s (%p) plus its %lld bytes passes the end of the address space",
+                           names[i], ptrs[i], (long long)pr->bytes[i]);
         if (lo < ohi && olo < hi)
             return mx_fail(MXATTN_ERROR_INVALID_VALUE,
                            "o overlaps %s: attention reads every key while writing outputs, so the output must not alias an input",

@@ -3,13 +3,25 @@
 #ifndef MX_API_PROBLEM_H
 #define MX_API_PROBLEM_H
 #include <stddef.h>
+#include <stdint.h>
 #include "mxattn.h"
+
+/* Upper bounds on sizes (include/mxattn.h documents them).  2^24 tokens is
+ * longer than any context a model ships (10M, Llama 4 Scout) and keeps
+ * seq * heads * head_dim * batch products far inside int64; a stride of 2^40
+ * elements puts rows 2 TiB apart, 14x an H200's memory.  A tensor's extent
+ * (up to 65535 * 2^40 * 2 for each of batch and heads, plus 2^24 * 2^40 * 2
+ * for rows) could still pass 2^63 bytes, so mx_problem_resolve computes it
+ * with overflow checks and refuses a tensor that does. */
+#define MX_MAX_SEQ (1 << 24)
+#define MX_MAX_STRIDE ((int64_t)1 << 40)
 
 /* A checked problem with every default resolved. */
 typedef struct {
     mxattn_problem p;       /* strides filled in, sm_scale resolved */
     char family[32];
     int align;              /* elements per vector access allowed by head_dim and strides */
+    int64_t bytes[4];       /* q, k, v, o: bytes from the first element to past the last */
 } mx_problem;
 
 /* Checks everything that can be checked without the GPU or pointers, and

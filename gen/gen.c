@@ -181,26 +181,32 @@ mxattn_status mx_gen_call(mx_gen *g, const char *fn, const char *arg1, const cha
     return *result ? MXATTN_OK : mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "out of memory");
 }
 
+/* Strict, as the templates' S.parse: a key given twice or a value that does
+ * not fit is -1 with value "", never the first or last of two nor a value cut
+ * short (either would name another kernel than the text does). */
 int mx_params_get(const char *params, const char *key, char *value, size_t value_len) {
     size_t klen = strlen(key);
+    int found = 0;
+    if (!value_len) return -1;
+    value[0] = 0;
     for (const char *p = params; p && *p;) {
         while (*p == ' ' || *p == '\n') p++;
         const char *end = p + strcspn(p, " \n");
         if ((size_t)(end - p) > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
             size_t n = (size_t)(end - p) - klen - 1;
-            if (n >= value_len) n = value_len - 1;
+            if (found || n >= value_len) { value[0] = 0; return -1; }
             memcpy(value, p + klen + 1, n);
             value[n] = 0;
-            return 1;
+            found = 1;
         }
         p = end;
     }
-    return 0;
+    return found;
 }
 
 long mx_params_get_int(const char *params, const char *key, long fallback) {
     char v[64], *end;
-    if (!mx_params_get(params, key, v, sizeof v)) return fallback;
+    if (mx_params_get(params, key, v, sizeof v) != 1) return fallback;
     long x = strtol(v, &end, 10);
     return *end == 0 && end != v ? x : fallback;
 }

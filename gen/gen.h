@@ -30,8 +30,10 @@ mxattn_status mx_gen_call(mx_gen *g, const char *fn, const char *arg1, const cha
  * are never reused (hex, 64 chars + NUL). */
 const char *mx_gen_template_hash(mx_gen *g);
 
-/* "key=value" lookup in a canonical parameter string; returns 0 if absent. */
+/* "key=value" lookup in a canonical parameter string; returns 1 when found,
+ * 0 if absent, -1 (value "") when the key is there twice or its value does
+ * not fit in value_len. */
 int mx_params_get(const char *params, const char *key, char *value, size_t value_len);
-/* Integer flavour; returns `fallback` when absent or not a number. */
+/* Integer flavour; returns `fallback` when absent, ambiguous or not a number. */
 long mx_params_get_int(const char *params, const char *key, long fallback);
 #endif

@@ -79,19 +79,21 @@ typedef struct { int64_t batch, head, seq; } mxattn_strides;
 typedef struct {
     const char *family;        /* "f16", "int8-f16", "int8-fp8", "nvfp4", "mxfp4", "nvfp4-int8qk" */
     int head_dim;              /* 8 .. 256, any value */
-    int batch, heads_q, heads_kv; /* heads_q must be a multiple of heads_kv (grouped-query) */
-    int seq_q, seq_k;          /* >= 1, need not be equal */
+    int batch, heads_q, heads_kv; /* batch, heads_q <= 65535; heads_q a multiple of heads_kv, at most 256x */
+    int seq_q, seq_k;          /* 1 .. 2^24 (16,777,216), need not be equal */
     mxattn_causal causal;
     mxattn_dtype dtype;        /* of Q, K, V */
     mxattn_dtype out_dtype;    /* of O */
     mxattn_layout layout;      /* used for any strides left at zero */
-    mxattn_strides q_strides, k_strides, v_strides, o_strides; /* all zero: from layout, contiguous */
-    float sm_scale;            /* 0: 1/sqrt(head_dim) */
-    int return_lse;            /* 1: mxattn_run writes the natural-log LSE, fp32 [batch, heads_q, seq_q] */
-    int direct_p;              /* FP4 families: quantize P with the direct scale (for comparison only) */
-    int smooth_k;              /* quantized families: subtract K's channel mean (default 1) */
+    mxattn_strides q_strides, k_strides, v_strides, o_strides; /* all zero: from layout, contiguous;
+                                  each 0 .. 2^40 elements, a tensor's extent under 2^63 bytes */
+    float sm_scale;            /* 0: 1/sqrt(head_dim); else finite, > 0, sm_scale * log2(e) a finite float */
+    int return_lse;            /* 0 or 1; 1: mxattn_run writes the natural-log LSE, fp32 [batch, heads_q, seq_q] */
+    int direct_p;              /* 0 or 1; FP4 families: quantize P with the direct scale (for comparison only) */
+    int smooth_k;              /* 0 or 1; quantized families: subtract K's channel mean (default 1) */
     int v_terms;               /* int8-fp8: V as 1 (default) or 2 E4M3 terms; 2 removes V's rounding
-                                  error (accuracy past SageAttention2's) for ~2x the P V MMAs; wgmma only */
+                                  error (accuracy past SageAttention2's) for ~2x the P V MMAs; wgmma only,
+                                  head_dim <= 128; every other family takes 1 */
 } mxattn_problem;
 
 /* Library-wide options; NULL in mxattn_create() means all defaults. */
@@ -143,7 +145,14 @@ mxattn_status mxattn_problem_init(mxattn_problem *p, const char *family, int hea
 mxattn_status mxattn_problem_check(const mxattn_problem *p);
 
 /* Makes a plan.  config is NULL to let mxattn choose (tuned database entry, or
- * the heuristic default), or an explicit "block_m=64 block_n=64 ..." string. */
+ * the heuristic default), or an explicit "block_m=64 block_n=64 ..." string:
+ * tokens separated by spaces, each key=value with a knob's name (mxattn params)
+ * and a legal value, each key once, at most 255 characters; knobs left out take
+ * the default.  Anything else is MXATTN_ERROR_INVALID_VALUE naming the token,
+ * before any driver call; so are knobs illegal together or for the problem, on
+ * the GPU's architecture (sm_90a's where there is none).  A tuned row that does not fit the problem or
+ * the parameter space is ignored: the default is built, config_source says
+ * "default" and the info's note says why. */
 mxattn_status mxattn_plan_create(mxattn_ctx *ctx, const mxattn_problem *p,
                                  const char *config, mxattn_plan **out);
 mxattn_status mxattn_plan_get_info(const mxattn_plan *plan, mxattn_plan_info *info);

@@ -79,18 +79,28 @@ function M.validate(text)
 end
 
 -- A configuration (mxattn_plan_create's, `mxattn run --config`'s, a tuned
--- row's) names knobs only.  The problem sets the shape (head_dim, causal,
+-- or imported row's) names knobs only, in S.parse's strict grammar, at most
+-- S.MAX_CONFIG_CHARS long.  The problem sets the shape (head_dim, causal,
 -- lse, ...), and a configuration that named one would build a kernel for
 -- another problem than the one it runs: lse=1 where the caller asked for no
--- LSE writes through a NULL pointer.  Returns the text when it is clean.
-function M.check_config(text)
-  for key, _ in pairs(S.parse(text)) do
-    local role = S.by_name[key].role
-    if role ~= "knob" then
+-- LSE writes through a NULL pointer.  With `shape` (the problem's shape
+-- parameters, as a plan passes them) the knobs must also be legal for it:
+-- the family reads them, and the constraints between them and the shape hold
+-- (knobs left out are the family's default, as a plan fills them).  Returns
+-- the text when it is clean; otherwise an "invalid ..." error naming the token.
+function M.check_config(text, shape)
+  text = text or ""
+  if #text > S.MAX_CONFIG_CHARS then
+    error(string.format("invalid configuration: %d characters, at most %d", #text, S.MAX_CONFIG_CHARS), 0)
+  end
+  local t = S.parse(text)
+  for _, p in ipairs(S.params) do
+    if t[p.name] ~= nil and p.role ~= "knob" then
       error(string.format("invalid configuration: %s is a %s parameter, set by the problem, not by a configuration "
-                          .. "(a configuration names knobs only: mxattn params)", key, role), 0)
+                          .. "(a configuration names knobs only: mxattn params)", p.name, p.role), 0)
     end
   end
+  if shape then complete(shape .. " " .. text) end
   return text
 end
 

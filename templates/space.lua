@@ -102,16 +102,6 @@ local function list_text(list)
   return table.concat(t, "|")
 end
 
--- Parses "key=value key=value" into a table; numbers become numbers.
-function S.parse(text)
-  local t = {}
-  for key, value in string.gmatch(text or "", "([%w_]+)=([^%s]+)") do
-    if not S.by_name[key] then invalid("parameter '%s': no such parameter (see mxattn params)", key) end
-    t[key] = tonumber(value) or value
-  end
-  return t
-end
-
 -- Checks one parameter's value against its legal values.
 local function check_value(p, v)
   if p.values then
@@ -122,6 +112,46 @@ local function check_value(p, v)
     invalid("parameter %s=%s: must be an integer in [%d, %d]", p.name, tostring(v), p.min, p.max)
   end
 end
+
+-- A token as a message shows it: printable ASCII, at most 60 characters.
+local function shown(token)
+  local s = token:gsub("[^\32-\126]", function(c) return string.format("\\x%02x", c:byte()) end)
+  if #s > 60 then s = s:sub(1, 57) .. "..." end
+  return s
+end
+
+-- The grammar of every parameter text (a configuration, a shape, a tuned
+-- row): tokens separated by one or more spaces, each exactly key=value with
+-- a known key and a value legal for it, no key twice.  Anything else is an
+-- error naming the token, never dropped: cuDNN's knobs are typed and
+-- enumerated the same way.  A lenient parser (the old gmatch) turned
+-- "block_m:64", "block_m = 64" and "block_m64" into the default without a
+-- word and let the last of two block_m win.  Integers are decimal only
+-- (tonumber would read "0x40" and "6.4e1" as 64).
+function S.parse(text)
+  local t = {}
+  for token in string.gmatch(text or "", "[^ ]+") do
+    local key, value = token:match("^([%a_][%w_]*)=([%w_.%-]+)$")
+    if not key then
+      invalid("parameter token '%s': each token is key=value, separated by spaces, with no space around '=' (see mxattn params)",
+              shown(token))
+    end
+    local p = S.by_name[key]
+    if not p then invalid("parameter '%s': no such parameter (see mxattn params)", shown(key)) end
+    if t[key] ~= nil then
+      invalid("parameter %s given twice ('%s=%s' and '%s'): each key once", key, key, tostring(t[key]), shown(token))
+    end
+    local v = value
+    if value:match("^%-?%d+$") then v = math.tointeger(tonumber(value)) or value end
+    check_value(p, v)
+    t[key] = v
+  end
+  return t
+end
+
+-- The longest configuration text accepted: mxattn_plan_info.config holds 255
+-- characters, and a text cut after it was checked would build another kernel.
+S.MAX_CONFIG_CHARS = 255
 
 -- Constraints between parameters.  Each returns nil when satisfied, or a
 -- sentence that names the parameters involved.

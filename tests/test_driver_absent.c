@@ -99,6 +99,42 @@ static void arch_names_follow_compute_capability(void **state) {
     }
 }
 
+/* A plan's values are checked before the driver is asked for: a bad
+ * configuration or problem is INVALID_VALUE naming what is wrong, and only a
+ * legal request gets NO_DRIVER, with the driver's message (the old code
+ * checked only the names of config keys first, so these were NO_DRIVER). */
+static void plan_values_come_before_the_driver(void **state) {
+    mxattn_ctx *ctx = NULL;
+    mxattn_options o;
+    mxattn_options_init(&o);
+    o.no_cache = 1;
+    assert_int_equal(mxattn_create(&ctx, &o), MXATTN_OK);
+    mxattn_problem p;
+    mxattn_problem_init(&p, "f16", 64);
+    mxattn_plan *plan = NULL;
+    const char *bad[] = {"block_m=abc", "variant=tensor", "v_terms=3", "block_m=48", "block_m:64",
+                         "block_m=64 block_m=128", "overlap=1 block_m=64", "exp_poly=2"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        mxattn_status st = mxattn_plan_create(ctx, &p, bad[i], &plan);
+        if (st != MXATTN_ERROR_INVALID_VALUE)
+            fail_msg("config '%s': %s (%s), want INVALID_VALUE", bad[i], mxattn_status_string(st), mxattn_last_error());
+        assert_null(plan);
+    }
+    assert_non_null(strstr(mxattn_last_error(), "exp_poly=2"));
+    p.v_terms = 3;
+    assert_int_equal(mxattn_plan_create(ctx, &p, NULL, &plan), MXATTN_ERROR_INVALID_VALUE);
+    assert_non_null(strstr(mxattn_last_error(), "v_terms"));
+    p.v_terms = 1;
+    p.sm_scale = 3.0e38f;
+    assert_int_equal(mxattn_plan_create(ctx, &p, NULL, &plan), MXATTN_ERROR_INVALID_VALUE);
+    p.sm_scale = 0;
+    /* Legal: now the driver's status and message, not the check's. */
+    expect_no_driver(mxattn_plan_create(ctx, &p, "block_m=64 block_n=64", &plan), "mxattn_plan_create");
+    expect_no_driver(mxattn_plan_create(ctx, &p, NULL, &plan), "mxattn_plan_create");
+    assert_null(plan);
+    mxattn_destroy(ctx);
+}
+
 int main(void) {
     int count;
     mxattn_status s = mx_device_count(&count);
@@ -111,6 +147,7 @@ int main(void) {
         cmocka_unit_test(every_function_says_no_driver),
         cmocka_unit_test(null_arguments_come_before_the_driver),
         cmocka_unit_test(arch_names_follow_compute_capability),
+        cmocka_unit_test(plan_values_come_before_the_driver),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

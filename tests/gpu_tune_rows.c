@@ -1,0 +1,125 @@
+/* A tuned row is checked against the problem before a plan uses it: one that
+ * names another shape (the finding: head_dim=256 causal=0 lse=1 for a D=64
+ * causal problem, which read out of bounds, wrote an LSE through NULL and
+ * left the output unmasked) or claims an impossible time is ignored, the
+ * default is built, and the plan's info says why; a legal row is used.
+ * Without a GPU it skips (77); tests/test_config_check.c covers the check. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "api/context.h"
+#include "support/gpu_harness.h"
+#include "support/temp_dir.h"
+#include "util/err.h"
+
+static char g_dir[64], g_db[128];
+
+static mxattn_problem d64_causal(void) {
+    mxattn_problem p;
+    mxattn_problem_init(&p, "f16", 64);
+    p.batch = 1;
+    p.heads_q = 4; p.heads_kv = 1;
+    p.seq_q = p.seq_k = 512;
+    p.causal = MXATTN_CAUSAL_BOTTOM_RIGHT;
+    return p;
+}
+
+static mxattn_ctx *open_ctx(const char *db) {
+    mxattn_options o;
+    mxattn_options_init(&o);
+    o.db_path = db;
+    o.no_cache = db == NULL;
+    o.tune_policy = "off";
+    mxattn_ctx *ctx = NULL;
+    if (mxattn_create(&ctx, &o) != MXATTN_OK) fail_msg("mxattn_create: %s", mxattn_last_error());
+    return ctx;
+}
+
+/* Stores `config` at `ms` as the tuned row of the problem's key. */
+static void store_row(mxattn_ctx *ctx, const mxattn_problem *p, const char *config, double ms) {
+    const mx_device *dev = NULL;
+    assert_int_equal(mx_ctx_device(ctx, &dev), MXATTN_OK);
+    mx_problem pr;
+    assert_int_equal(mx_problem_resolve(p, &pr), MXATTN_OK);
+    mx_tune_key key;
+    mx_ctx_tune_key(ctx, dev, &pr, &key);
+    mx_tune_result r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.config, sizeof r.config, "%s", config);
+    r.median_ms = ms;
+    r.default_ms = 0.1;
+    r.tops = 10;
+    mx_cache *cache = mx_ctx_cache(ctx);
+    assert_non_null(cache);
+    if (mx_cache_put_tune(cache, &key, &r) != MXATTN_OK) fail_msg("put_tune: %s", mxattn_last_error());
+}
+
+static mxattn_plan_info plan_info(mxattn_ctx *ctx, const mxattn_problem *p) {
+    mxattn_plan *plan = NULL;
+    if (mxattn_plan_create(ctx, p, NULL, &plan) != MXATTN_OK) fail_msg("plan: %s", mxattn_last_error());
+    mxattn_plan_info info;
+    assert_int_equal(mxattn_plan_get_info(plan, &info), MXATTN_OK);
+    mxattn_plan_destroy(plan);
+    return info;
+}
+
+static void bad_rows_are_ignored_and_said(void **state) {
+    mxattn_problem p = d64_causal();
+    mxattn_ctx *plain = open_ctx(NULL);
+    mxattn_plan_info def = plan_info(plain, &p);
+    assert_string_equal(def.config_source, "default");
+    /* A legal tile other than the default, for the rows below. */
+    char *configs[2] = {NULL, NULL};
+    int count = 0;
+    assert_int_equal(mxattn_candidates(plain, &p, configs, 2, &count), MXATTN_OK);
+    assert_true(count >= 2);
+    mxattn_destroy(plain);
+
+    const struct { const char *config; double ms; const char *why; } bad[] = {
+        {"head_dim=256 causal=0 lse=1", 0.05, "set by the problem"},
+        {"block_m=48", 0.05, "block_m=48"},
+        {"block_m:64", 0.05, "block_m:64"},
+        {configs[1], 1e-300, "median_ms"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        mxattn_ctx *ctx = open_ctx(g_db);
+        store_row(ctx, &p, bad[i].config, bad[i].ms);
+        mxattn_plan_info info = plan_info(ctx, &p);
+        printf("# row '%s' (%g ms): %s, %s\n", bad[i].config, bad[i].ms, info.config_source, info.note);
+        assert_string_equal(info.config_source, "default");
+        assert_string_equal(info.config, def.config);
+        assert_non_null(strstr(info.note, "tuned row ignored"));
+        assert_non_null(strstr(info.note, bad[i].why));
+        mxattn_destroy(ctx);
+    }
+    /* A legal row is used as it is. */
+    mxattn_ctx *ctx = open_ctx(g_db);
+    store_row(ctx, &p, configs[1], 0.05);
+    mxattn_plan_info info = plan_info(ctx, &p);
+    assert_string_equal(info.config_source, "tuned");
+    assert_string_equal(info.config, configs[1]);
+    assert_null(strstr(info.note, "tuned row ignored"));
+    mxattn_destroy(ctx);
+    mxattn_free(configs[0]);
+    mxattn_free(configs[1]);
+}
+
+int main(void) {
+    mx_device dev;
+    gpu_open_or_skip(&dev, "gpu_tune_rows");
+    mx_device_close(&dev);
+    if (temp_dir_make(g_dir, sizeof g_dir, "mxattn-gpu-tune-rows")) return 1;
+    snprintf(g_db, sizeof g_db, "%s/rows.db", g_dir);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bad_rows_are_ignored_and_said),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    temp_dir_remove(g_dir);
+    return failed;
+}
