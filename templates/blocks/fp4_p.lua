@@ -18,7 +18,9 @@ local COMMON = [[
 // Level 1: the row's pre-scale (0 for a row with no visible key in this tile,
 // whose P2 and codes are then all 0, as numerics does; NaN when a P~ is,
 // i.e. a score was: then P^ is 0 and the fold of s1 makes O NaN).  The maxima
-// keep NaN (fmax_nan, one instruction as fmaxf).
+// keep NaN (fmax_nan, one instruction as fmaxf), so a NaN P~ gives its block
+// the NaN scale code, the MMA's (native) to honour; either way the row sum
+// is NaN, and the epilogue makes the row NaN from it.
 MX_INLINE float p_row_scale(const float (&s)[MT][NT][4], int mt, int h) {
   float m = 0.f;
 #pragma unroll
@@ -52,12 +54,12 @@ MX_INLINE void quantize_p(float (&s)[MT][NT][4], u32 (&pa)[MT][BN / 16][4], floa
       s1[mt][h] = p_row_scale(s, mt, h);
 #pragma unroll
       for (int blk = 0; blk < BN / PB; blk++) {
-        const float s2 = scale_value(p_block_scale(s, mt, h, blk, s1[mt][h]));
+        const float s2 = scale_value_raw(p_block_scale(s, mt, h, blk, s1[mt][h]));
 #pragma unroll
         for (int nt = blk * (PB / 8); nt < (blk + 1) * (PB / 8); nt++)
 #pragma unroll
           for (int e = 2 * h; e < 2 * h + 2; e++)
-            s[mt][nt][e] = s2 != 0.f ? e2m1_value(e2m1_code(s[mt][nt][e] / s2)) * s2 : 0.f;   // NaN s2: NaN
+            s[mt][nt][e] = s2 > 0.f ? e2m1_value(e2m1_code(s[mt][nt][e] / s2)) * s2 : 0.f;
       }
     }
 #pragma unroll
@@ -103,7 +105,7 @@ MX_INLINE void quantize_p(float (&s)[MT][NT][4], u32 (&pa)[MT][BN / 64][4], u32 
 #pragma unroll
       for (int blk = 0; blk < BN / PB; blk++) {
         sc[h][blk] = p_block_scale(s, mt, h, blk, s1[mt][h]);
-        const float s2 = scale_value(sc[h][blk]);
+        const float s2 = scale_value_raw(sc[h][blk]);
 #pragma unroll
         for (int nt = blk * (PB / 8); nt < (blk + 1) * (PB / 8); nt++) {
           const u32 lo = s2 > 0.f ? e2m1_code(s[mt][nt][2 * h] / s2) : 0u;

@@ -53,7 +53,7 @@ MX_INLINE u32 quantize_block(const float (&x)[PB], u8 *dst) {
   float amax = 0.f;
 #pragma unroll
   for (int i = 0; i < PB; i++) amax = fmax_nan(amax, fabsf(x[i]));
-  const u32 sc = block_scale_code(amax);
+  const u32 sc = block_scale_code(finite_f(amax) ? amax : __int_as_float(0x7fffffff));   // +inf: NaN too
   const float s = scale_value(sc);
 #pragma unroll
   for (int w = 0; w < PB / 8; w++) {
