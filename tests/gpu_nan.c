@@ -74,15 +74,14 @@ static mxattn_status reference(const mxattn_problem *p, const char *config, cons
 }
 
 /* Runs the plan on BHND contiguous bf16 copies of q, k, v (floats already
- * bf16-exact) and returns O as floats and the LSE; config gets the plan's. */
-static mxattn_status run_plan(const mxattn_problem *p, const char *want, const float *q, const float *k,
-                              const float *v, float *o, float *lse, char *config, size_t config_len) {
+ * bf16-exact) and returns O as floats and the LSE. */
+static mxattn_status run_plan(mxattn_plan *plan, const mxattn_problem *p, const float *q, const float *k,
+                              const float *v, float *o, float *lse) {
     mxattn_status st = MXATTN_OK;
     size_t nq = (size_t)p->batch * p->heads_q * p->seq_q * p->head_dim;
     size_t nk = (size_t)p->batch * p->heads_kv * p->seq_k * p->head_dim, rows = nq / (size_t)p->head_dim;
     uint16_t *h = malloc((nq > nk ? nq : nk) * 2);
     void *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL, *dlse = NULL;
-    mxattn_plan *plan = NULL;
     if (!h) return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "gpu_nan: host buffer");
     MX_TRY(mx_mem_alloc(&g_dev, nq * 2, &dq));
     MX_TRY(mx_mem_alloc(&g_dev, nk * 2, &dk));
@@ -101,17 +100,12 @@ static mxattn_status run_plan(const mxattn_problem *p, const char *want, const f
     unsigned lse_bits;
     memcpy(&lse_bits, &lse_poison, 4);
     MX_TRY(mx_memset_d32(&g_dev, dlse, lse_bits, rows, NULL));
-    MX_TRY(mxattn_plan_create(g_ctx, p, want, &plan));
-    mxattn_plan_info info;
-    MX_TRY(mxattn_plan_get_info(plan, &info));
-    snprintf(config, config_len, "%s", info.config);
     MX_TRY(mxattn_run(plan, dq, dk, dv, dout, dlse, NULL));
     MX_TRY(mx_device_synchronize(&g_dev));
     MX_TRY(mx_memcpy_dtoh(&g_dev, h, dout, nq * 2));
     for (size_t i = 0; i < nq; i++) o[i] = mx_bf16_to_f32(h[i]);
     MX_TRY(mx_memcpy_dtoh(&g_dev, lse, dlse, rows * 4));
 fail:
-    mxattn_plan_destroy(plan);
     mx_mem_free(&g_dev, dq); mx_mem_free(&g_dev, dk); mx_mem_free(&g_dev, dv);
     mx_mem_free(&g_dev, dout); mx_mem_free(&g_dev, dlse);
     free(h);
@@ -131,14 +125,12 @@ static int sdpa_nan(int which, int causal, int r, int col) {
     return which == 1 ? sees : sees && col == V_COL;
 }
 
-/* One kernel, one head_dim, one causal mode, one planted NaN; returns the
- * number of failures (0 or 1) and prints a line. */
-static int check_one(const kernel_case *kc, int d, int causal, int which, uint64_t seed) {
-    mxattn_problem p;
-    mxattn_problem_init(&p, kc->family, d);
-    p.batch = B; p.heads_q = H; p.heads_kv = H; p.seq_q = N; p.seq_k = N;
-    p.causal = causal ? MXATTN_CAUSAL_TOP_LEFT : MXATTN_CAUSAL_NONE;
-    p.dtype = p.out_dtype = MXATTN_BF16; p.layout = MXATTN_LAYOUT_BHND; p.return_lse = 1;
+/* One plan (kernel, head_dim, causal mode: problem p, canonical config),
+ * one planted NaN; returns the number of failures (0 or 1) and prints a line. */
+static int check_one(const kernel_case *kc, mxattn_plan *plan, const mxattn_problem *pp, const char *config,
+                     int which, uint64_t seed) {
+    const mxattn_problem p = *pp;
+    const int d = p.head_dim, causal = p.causal != MXATTN_CAUSAL_NONE;
     const size_t n = (size_t)B * H * N * d, rows = (size_t)B * H * N;
     float *q = malloc(n * 4), *k = malloc(n * 4), *v = malloc(n * 4), *o = malloc(n * 4), *lse = malloc(rows * 4);
     double *o_ref = malloc(n * 8), *lse_ref = malloc(rows * 8);
@@ -152,11 +144,11 @@ static int check_one(const kernel_case *kc, int d, int causal, int which, uint64
     if (which == 0) q[head + (size_t)Q_ROW * d + 3] = NAN;
     if (which == 1) k[head + (size_t)KV_ROW * d + 3] = NAN;
     if (which == 2) v[head + (size_t)KV_ROW * d + V_COL] = NAN;
-    char config[256] = "", what[320];
+    char what[320];
     snprintf(what, sizeof what, "%s [%s] D=%d causal=%d NaN in %c", kc->family, kc->config ? kc->config : "default",
              d, causal, "QKV"[which]);
     int bad = 0;
-    mxattn_status st = run_plan(&p, kc->config, q, k, v, o, lse, config, sizeof config);
+    mxattn_status st = run_plan(plan, &p, q, k, v, o, lse);
     if (st == MXATTN_OK) st = reference(&p, config, q, k, v, o_ref, lse_ref);
     if (st != MXATTN_OK) {
         printf("FAIL %s: %s: %s\n", what, mxattn_status_string(st), mxattn_last_error());
@@ -228,11 +220,31 @@ static void test_nan_rows_follow_the_reference(void **state) {
     static const int dims[] = {64, 128};
     int failures = 0, i = 0;
     for (size_t f = 0; f < sizeof KERNELS / sizeof KERNELS[0]; f++) {
-        if (KERNELS[f].wgmma_only && strcmp(g_dev.arch, "sm_90a") != 0) continue;
+        const kernel_case *kc = &KERNELS[f];
+        if (kc->wgmma_only && strcmp(g_dev.arch, "sm_90a") != 0) continue;
         for (int di = 0; di < 2; di++)
-            for (int causal = 0; causal <= 1; causal++)
-                for (int which = 0; which < 3; which++)
-                    failures += check_one(&KERNELS[f], dims[di], causal, which, gpu_seed_base() + (uint64_t)i++);
+            for (int causal = 0; causal <= 1; causal++) {
+                mxattn_problem p;
+                mxattn_problem_init(&p, kc->family, dims[di]);
+                p.batch = B; p.heads_q = H; p.heads_kv = H; p.seq_q = N; p.seq_k = N;
+                p.causal = causal ? MXATTN_CAUSAL_TOP_LEFT : MXATTN_CAUSAL_NONE;
+                p.dtype = p.out_dtype = MXATTN_BF16; p.layout = MXATTN_LAYOUT_BHND; p.return_lse = 1;
+                mxattn_plan *plan = NULL;
+                mxattn_plan_info info;
+                if (mxattn_plan_create(g_ctx, &p, kc->config, &plan) != MXATTN_OK ||
+                    mxattn_plan_get_info(plan, &info) != MXATTN_OK) {
+                    printf("FAIL %s [%s] D=%d causal=%d: plan: %s\n", kc->family, kc->config ? kc->config : "default",
+                           dims[di], causal, mxattn_last_error());
+                    mxattn_plan_destroy(plan);
+                    failures++;
+                    continue;
+                }
+                char config[256];
+                snprintf(config, sizeof config, "%s", info.config);
+                for (int which = 0; which < 3; which++)   /* one plan, fresh inputs each time */
+                    failures += check_one(kc, plan, &p, config, which, gpu_seed_base() + (uint64_t)i++);
+                mxattn_plan_destroy(plan);
+            }
     }
     assert_int_equal(failures, 0);
 }
