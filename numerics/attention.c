@@ -57,7 +57,9 @@ static void attend_row(const mx_ref_shape *s, int i, const float *q, const float
         double dot = 0;
         for (int c = 0; c < d; c++) dot += (double)q[c] * k[(size_t)j * d + c];
         scores[j] = scale * dot;
-        if (scores[j] > m) m = scores[j];
+        /* A NaN score makes the max NaN (fmax would skip it), so that a row
+         * whose every score is NaN comes out NaN, not as a row with no key. */
+        if (scores[j] > m || isnan(scores[j])) m = isnan(m) ? m : scores[j];
     }
     for (int c = 0; c < d; c++) if (o) o[c] = 0;
     if (m == -INFINITY) {                      /* no visible key */

@@ -16,6 +16,19 @@
  *  - A scale that decodes to 0 (all-zero block, or amax so small that the
  *    scale underflows the scale format) makes every code of its block 0
  *    (+0): nothing is divided by zero.
+ *  - NaN and infinity follow exact attention (and SDPA): nothing non-finite
+ *    is hidden.  A block (or token, channel, per-thread group: whatever one
+ *    scale covers) that holds a NaN or an infinity gets a NaN scale: UE4M3
+ *    0x7F, UE8M0 0xFF, a NaN fp32 scale; its codes are then 0 (a kernel may
+ *    write others: the NaN scale alone decides the values), so every element
+ *    of the block dequantizes to NaN.  The block maximum is taken with a
+ *    max that keeps NaN (fmaxf drops it).  The attention then spreads it:
+ *    a row's score maximum is NaN if any visible score is, so the row's O and
+ *    LSE are NaN; a NaN in V^ (times any P^, 0 included) makes the columns it
+ *    is in NaN in every row that sees its key.  Smooth-K's mean counts a
+ *    non-finite element as 0, so that a bad key stays in its own block.
+ *    Exact attention differs only for infinities: an infinite score there is
+ *    +-inf, and only rows with a +inf score come out NaN.
  */
 #ifndef MX_NUMERICS_H
 #define MX_NUMERICS_H
@@ -43,7 +56,8 @@
  *   no zero and no sign.  mx_f32_to_ue8m0 rounds to the nearest power of
  *   two in value (threshold 1.5 * 2^e; an exact tie goes to the even code);
  *   x <= 0 gives code 0 (2^-127, the smallest), x >= 2^127 and +inf give
- *   0xFE, NaN gives 0xFF.  Block scales use mx_ue8m0_scale_for_amax below.
+ *   0xFE, NaN gives 0xFF.  Block scales use mx_ue8m0_scale_for_amax below
+ *   (which gives 0xFF for an infinite amax).
  * UE4M3 (NVFP4 block scale): E4M3 with the sign bit forced to 0, so codes
  *   0x00..0x7F (0x7F NaN, max 448 at 0x7E); a code with bit 7 set is not a
  *   UE4M3 code and decodes to NaN.  Negative inputs (and -0) encode to 0;
@@ -144,7 +158,8 @@ int    mx_fp4_block_size(mx_fp4_kind kind);               /* 16 or 32 */
 int    mx_fp4_padded_cols(mx_fp4_kind kind, int cols);
 size_t mx_fp4_codes_bytes(mx_fp4_kind kind, int rows, int cols);
 size_t mx_fp4_scales_bytes(mx_fp4_kind kind, int rows, int cols);
-/* The scale codes a block of largest magnitude `amax` gets. */
+/* The scale codes a block of largest magnitude `amax` gets; a NaN or
+ * infinite amax gets the NaN code (0x7F, 0xFF). */
 uint8_t mx_nvfp4_scale_for_amax(float amax);  /* UE4M3 code of e4m3(amax/6) */
 uint8_t mx_ue8m0_scale_for_amax(float amax);  /* UE8M0 code, 2^(floor(log2 amax)-2) (OCP) */
 uint8_t mx_ue8m0_scale_ceil(float amax);      /* UE8M0 code, 2^ceil(log2(amax/6)), for comparison */

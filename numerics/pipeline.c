@@ -52,6 +52,12 @@ mxattn_status mx_ref_family_config(const char *family, int direct_p, int smooth_
     return MXATTN_OK;
 }
 
+/* The larger of a and b, NaN if either is: a row's maximum over scores of
+ * which one is NaN is NaN, so that the whole row comes out NaN as exact
+ * attention makes it (a max that skipped the NaN would leave a row whose every
+ * score is NaN looking as if it saw no key, O = 0). */
+static double max_nan(double a, double b) { return (b > a || isnan(b)) && !isnan(a) ? b : a; }
+
 static int p_is_fp4(mx_p_mode p) { return p >= MX_P_NVFP4_DIRECT; }
 
 static mx_fp4_kind p_fp4_kind(mx_p_mode p) {
@@ -91,6 +97,7 @@ typedef struct {
     double *scores, *p, *phat;    /* nk: one row */
     double *o;           /* d: one output row */
     double *tile_max;    /* nk: the running max each tile was quantized under */
+    unsigned char *vbad; /* nk: key j's V^ row holds a NaN or an infinity */
     float *pf, *pdeq, *row_scale; /* nk: P segment in fp32, dequantized, s1 */
     uint8_t *codes, *scale_codes; /* P segment packed */
     int8_t *qcode, *kcode;        /* INT8 QK: Q's (nq * d) and K's (nk * d) codes */
@@ -101,7 +108,7 @@ typedef struct {
 static void workspace_free(workspace *w) {
     free(w->rounded); free(w->smoothed); free(w->kmean); free(w->transposed);
     free(w->qhat); free(w->khat); free(w->vhat); free(w->corr);
-    free(w->scores); free(w->p); free(w->phat); free(w->o); free(w->tile_max);
+    free(w->scores); free(w->p); free(w->phat); free(w->o); free(w->tile_max); free(w->vbad);
     free(w->pf); free(w->pdeq); free(w->row_scale); free(w->codes); free(w->scale_codes);
     free(w->qcode); free(w->kcode); free(w->qscale); free(w->kscale); free(w->acc);
 }
@@ -124,6 +131,7 @@ static int workspace_alloc(workspace *w, const mx_ref_shape *s) {
     w->phat = malloc(nk * sizeof(double));
     w->o = malloc(d * sizeof(double));
     w->tile_max = malloc(nk * sizeof(double));
+    w->vbad = malloc(nk + 1);
     w->pf = malloc(padded * sizeof(float));
     w->pdeq = malloc(padded * sizeof(float));
     w->row_scale = malloc(sizeof(float));
@@ -135,7 +143,7 @@ static int workspace_alloc(workspace *w, const mx_ref_shape *s) {
     w->kscale = malloc((nk + 16) * sizeof(float));
     w->acc = malloc((nk + 1) * sizeof(int));
     return w->rounded && w->smoothed && w->kmean && w->transposed && w->qhat && w->khat &&
-           w->vhat && w->corr && w->scores && w->p && w->phat && w->o && w->tile_max && w->pf &&
+           w->vhat && w->corr && w->scores && w->p && w->phat && w->o && w->tile_max && w->vbad && w->pf &&
            w->pdeq && w->row_scale && w->codes && w->scale_codes &&
            w->qcode && w->kcode && w->qscale && w->kscale && w->acc;
 }
@@ -199,7 +207,7 @@ static mxattn_status quantize_int8_per_thread(const float *x, int rows, int cols
 }
 
 /* V^ for one kv head.  FP4 V is quantized along the keys: V^T's rows. */
-static mxattn_status prepare_v(workspace *w, const mx_ref_config *c, const float *v) {
+static mxattn_status prepare_v_hat(workspace *w, const mx_ref_config *c, const float *v) {
     int d = w->d, nk = w->nk;
     size_t n = (size_t)nk * (size_t)d;
     round_slice(c->input_round, v, n, w->rounded);
@@ -246,6 +254,18 @@ static mxattn_status prepare_v(workspace *w, const mx_ref_config *c, const float
     }
     }
     return mx_fail(MXATTN_ERROR_INVALID_VALUE, "pipeline reference: bad V mode %d", (int)c->v);
+}
+
+/* V^ and which of its rows are not finite (accumulate_pv). */
+static mxattn_status prepare_v(workspace *w, const mx_ref_config *c, const float *v) {
+    mxattn_status st = prepare_v_hat(w, c, v);
+    for (int j = 0; j < w->nk && st == MXATTN_OK; j++) {
+        const double *vj = w->vhat + (size_t)j * (size_t)w->d;
+        int bad = 0;
+        for (int ch = 0; ch < w->d; ch++) bad |= !isfinite(vj[ch]);
+        w->vbad[j] = (unsigned char)bad;
+    }
+    return st;
 }
 
 static mxattn_status prepare_k(workspace *w, const mx_ref_config *c, const float *k) {
@@ -318,12 +338,16 @@ static mxattn_status quantize_p_segment(workspace *w, mx_p_mode mode, const doub
 }
 
 /* O = alpha O + the P^ V^ of keys [first, first + n): a key tile's step of
- * the online form (alpha: the running max's move), or the whole row (1). */
-static void accumulate_pv(const workspace *w, const double *phat, int first, int n, double alpha, double *o) {
+ * the online form (alpha: the running max's move), or the whole row (1), for
+ * row i.  A visible key whose P^ is 0 still multiplies its V^ row when that
+ * holds a NaN or an infinity (0 * NaN is NaN, in exact attention and on the
+ * tensor cores); a key the row does not see never does. */
+static void accumulate_pv(const workspace *w, const mx_ref_shape *s, int i, const double *phat, int first,
+                          int n, double alpha, double *o) {
     for (int ch = 0; ch < w->d; ch++) o[ch] *= alpha;
     for (int j = first; j < first + n; j++) {
         double pj = phat[j];
-        if (pj == 0) continue;
+        if (pj == 0 && (!w->vbad[j] || !mx_ref_key_visible(s, i, j))) continue;
         const double *vj = w->vhat + (size_t)j * w->d;
         for (int ch = 0; ch < w->d; ch++) o[ch] += pj * vj[ch];
     }
@@ -334,9 +358,9 @@ static void accumulate_pv(const workspace *w, const double *phat, int first, int
 static double softmax_row(const mx_ref_shape *s, int i, const double *scores, double *p, double *l) {
     double m = -INFINITY, sum = 0;
     for (int j = 0; j < s->seq_k; j++)
-        if (mx_ref_key_visible(s, i, j) && scores[j] > m) m = scores[j];
+        if (mx_ref_key_visible(s, i, j)) m = max_nan(m, scores[j]);
     for (int j = 0; j < s->seq_k; j++) {
-        p[j] = (m > -INFINITY && mx_ref_key_visible(s, i, j)) ? exp(scores[j] - m) : 0;
+        p[j] = (m != -INFINITY && mx_ref_key_visible(s, i, j)) ? exp(scores[j] - m) : 0;
         sum += p[j];
     }
     for (int j = 0; j < s->seq_k && sum > 0; j++) p[j] /= sum;
@@ -356,7 +380,7 @@ static mxattn_status attend_offline(workspace *w, const mx_ref_shape *s, const m
     }
     mxattn_status st = quantize_p_segment(w, c->p, w->p, w->nk, w->phat);
     if (st != MXATTN_OK) return st;
-    accumulate_pv(w, w->phat, 0, w->nk, 1.0, w->o);
+    accumulate_pv(w, s, i, w->phat, 0, w->nk, 1.0, w->o);
     *lse = m + log(l);
     return MXATTN_OK;
 }
@@ -371,8 +395,8 @@ static mxattn_status attend_tiled(workspace *w, const mx_ref_shape *s, const mx_
         int n = nk - t0 < tile ? nk - t0 : tile;
         double tile_max = -INFINITY;
         for (int j = t0; j < t0 + n; j++)
-            if (mx_ref_key_visible(s, i, j) && w->scores[j] > tile_max) tile_max = w->scores[j];
-        double m_new = tile_max > m ? tile_max : m;
+            if (mx_ref_key_visible(s, i, j)) tile_max = max_nan(tile_max, w->scores[j]);
+        double m_new = max_nan(m, tile_max);
         w->tile_max[t0 / tile] = m_new;
         if (m_new == -INFINITY) {                         /* nothing visible yet */
             for (int j = t0; j < t0 + n; j++) w->phat[j] = 0;
@@ -388,7 +412,7 @@ static mxattn_status attend_tiled(workspace *w, const mx_ref_shape *s, const mx_
         mxattn_status st = quantize_p_segment(w, c->p, w->phat + t0, n, w->phat + t0);
         if (st != MXATTN_OK) return st;
         l = l * alpha + sum;
-        accumulate_pv(w, w->phat, t0, n, alpha, w->o);
+        accumulate_pv(w, s, i, w->phat, t0, n, alpha, w->o);
         m = m_new;
     }
     if (m == -INFINITY) { *lse = -INFINITY; return MXATTN_OK; }
@@ -431,9 +455,9 @@ static mxattn_status attend_folded(workspace *w, const mx_ref_shape *s, const mx
             for (int ch = 0; ch < d; ch++) acc += qc[ch] * w->kcode[(size_t)j * d + ch];
             w->acc[j] = acc;
             float scale = qs * w->kscale[k_group(c, j)];
-            if (mx_ref_key_visible(s, i, j)) tile_m = fmaxf(tile_m, (float)acc * scale);
+            if (mx_ref_key_visible(s, i, j)) tile_m = (float)max_nan(tile_m, (float)acc * scale);
         }
-        float m_new = fmaxf(m, tile_m), base = m_new == -INFINITY ? 0.f : m_new;
+        float m_new = (float)max_nan(m, tile_m), base = m_new == -INFINITY ? 0.f : m_new;
         double alpha = exp2((double)(m - base));
         double sum = 0;
         for (int j = t0; j < t0 + n; j++) {
@@ -452,7 +476,7 @@ static mxattn_status attend_folded(workspace *w, const mx_ref_shape *s, const mx
         }
         w->tile_max[t0 / tile] = base;
         l = l * alpha + sum;
-        accumulate_pv(w, w->phat, t0, n, alpha, w->o);
+        accumulate_pv(w, s, i, w->phat, t0, n, alpha, w->o);
         m = m_new;
     }
     if (m == -INFINITY) {

@@ -20,14 +20,29 @@ size_t mx_fp4_scales_bytes(mx_fp4_kind kind, int rows, int cols) {
     return (size_t)rows * (size_t)(mx_fp4_padded_cols(kind, cols) / mx_fp4_block_size(kind));
 }
 
-uint8_t mx_nvfp4_scale_for_amax(float amax) { return mx_f32_to_ue4m3(amax / 6.0f); }
+/* A block holding a NaN or an infinity has no finite scale: it gets the scale
+ * format's NaN code, so that every element of the block dequantizes to NaN
+ * (E2M1 and INT8 have no NaN of their own).  The attention then spreads it
+ * as exact attention spreads a NaN input.  amax_nan keeps a NaN that fmaxf
+ * would drop. */
+static float amax_nan(float amax, float x) {
+    float a = fabsf(x);
+    return (a > amax || isnan(a)) && !isnan(amax) ? a : amax;
+}
+
+/* The fp32 scale amax / div of a block, NaN when amax is not finite. */
+static float fp32_scale(float amax, float div) { return isfinite(amax) ? amax / div : NAN; }
+
+uint8_t mx_nvfp4_scale_for_amax(float amax) {
+    if (!isfinite(amax)) return 0x7F;
+    return mx_f32_to_ue4m3(amax / 6.0f);
+}
 
 /* OCP MX v1.0: 2^(floor(log2 amax) - emax), emax = 2 for E2M1.  floor(log2)
  * is read off the exponent of amax, not computed with log2(). */
 uint8_t mx_ue8m0_scale_for_amax(float amax) {
-    if (isnan(amax)) return 0xFF;
+    if (!isfinite(amax)) return 0xFF;   /* NaN or inf: the block is NaN */
     if (!(amax > 0)) return 0;
-    if (isinf(amax)) return 0xFE;
     int e2;
     frexp((double)amax, &e2);
     int code = (e2 - 1) - 2 + 127;      /* floor(log2 amax) - emax(E2M1) */
@@ -72,7 +87,7 @@ static mxattn_status check_matrix(const char *what, const void *x, int rows, int
 static uint8_t quantize_fp4_block(mx_fp4_kind kind, const float *x, int n, uint8_t *row_codes,
                                   int first) {
     float amax = 0;
-    for (int i = 0; i < n; i++) amax = fmaxf(amax, fabsf(x[i]));
+    for (int i = 0; i < n; i++) amax = amax_nan(amax, x[i]);
     uint8_t scale_code = kind == MX_FP4_MXFP4 ? mx_ue8m0_scale_for_amax(amax)
                                               : mx_nvfp4_scale_for_amax(amax);
     float scale = mx_fp4_scale_value(kind, scale_code);
@@ -134,8 +149,8 @@ mxattn_status mx_p_quantize_two_level(mx_fp4_kind kind, const float *p, int rows
     for (int r = 0; r < rows; r++) {
         const float *row = p + (int64_t)r * row_stride;
         float rowmax = 0;
-        for (int c = 0; c < cols; c++) rowmax = fmaxf(rowmax, fabsf(row[c]));
-        float s1 = rowmax / 2688.0f;                     /* 448 * 6 */
+        for (int c = 0; c < cols; c++) rowmax = amax_nan(rowmax, row[c]);
+        float s1 = fp32_scale(rowmax, 2688.0f);          /* 448 * 6 */
         row_scales[r] = s1;
         for (int c = 0; c < cols; c++) scaled[c] = s1 > 0 ? row[c] / s1 : 0.0f;
         st = mx_fp4_quantize(kind, scaled, 1, cols, cols, codes + (size_t)r * (size_t)(padded / 2),
@@ -167,8 +182,8 @@ mxattn_status mx_int8_quantize_blocks(const float *x, int rows, int cols, int64_
         int r1 = r0 + block_rows < rows ? r0 + block_rows : rows;
         float amax = 0;
         for (int r = r0; r < r1; r++)
-            for (int c = 0; c < cols; c++) amax = fmaxf(amax, fabsf(x[(int64_t)r * row_stride + c]));
-        float scale = amax / 127.0f;
+            for (int c = 0; c < cols; c++) amax = amax_nan(amax, x[(int64_t)r * row_stride + c]);
+        float scale = fp32_scale(amax, 127.0f);
         mx_scale_recip inv = mx_scale_reciprocal(scale);
         scales[b] = scale;
         for (int r = r0; r < r1; r++)
@@ -197,8 +212,8 @@ mxattn_status mx_int8_quantize_per_thread(const float *x, int rows, int cols, in
         float amax = 0;
         for (int r = r0; r < r1; r++)
             if (mx_int8_per_thread_group(r, keys) == g)
-                for (int c = 0; c < cols; c++) amax = fmaxf(amax, fabsf(x[(int64_t)r * row_stride + c]));
-        float scale = amax / 127.0f;
+                for (int c = 0; c < cols; c++) amax = amax_nan(amax, x[(int64_t)r * row_stride + c]);
+        float scale = fp32_scale(amax, 127.0f);
         mx_scale_recip inv = mx_scale_reciprocal(scale);
         scales[g] = scale;
         for (int r = r0; r < r1; r++)
@@ -216,8 +231,8 @@ mxattn_status mx_e4m3_quantize_per_channel(const float *x, int rows, int cols, i
     if (st != MXATTN_OK) return st;
     for (int c = 0; c < cols; c++) {
         float amax = 0;
-        for (int r = 0; r < rows; r++) amax = fmaxf(amax, fabsf(x[(int64_t)r * row_stride + c]));
-        scales[c] = amax / 448.0f;
+        for (int r = 0; r < rows; r++) amax = amax_nan(amax, x[(int64_t)r * row_stride + c]);
+        scales[c] = fp32_scale(amax, 448.0f);
     }
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++)
@@ -250,7 +265,14 @@ void mx_channel_mean_sampled(const float *x, int rows, int cols, int64_t row_str
     int count = rows > 0 ? (rows + step - 1) / step : 0;
     for (int c = 0; c < cols; c++) {
         double sum = 0;
-        for (int r = 0; r < rows; r += step) sum += x[(int64_t)r * row_stride + c];
+        /* A NaN or infinite element counts as 0: any vector may be
+         * subtracted from the keys (numerics.h), and one that stays finite
+         * keeps a bad key's NaN in that key's own quantization block instead
+         * of spreading it through the mean to every key of the head. */
+        for (int r = 0; r < rows; r += step) {
+            float v = x[(int64_t)r * row_stride + c];
+            sum += isfinite(v) ? v : 0.0f;
+        }
         mean[c] = count > 0 ? (float)(sum / count) : 0.0f;
     }
 }

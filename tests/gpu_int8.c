@@ -9,11 +9,10 @@
  *  3. programmatic dependent launch (the plans' "pdl" steps): the same bits
  *     with it and without (MXATTN_PDL=0).
  *
- * What happens to NaN/Inf (same on both sides, checked in test 1): a block's
- * amax ignores NaN (fmaxf), a NaN element gets code 0 (INT8) or 0x7F (E4M3,
- * via x/scale = NaN); an Inf makes its block's (or channel's) scale Inf, so
- * every finite element becomes +-0 and the Inf itself NaN -> 0 / 0x7F.  The
- * attention output of such inputs is not meaningful (0 * Inf scales). */
+ * What happens to NaN/Inf (same on both sides, checked in test 1): a NaN or
+ * an Inf makes its block's (or group's, or V channel's) scale NaN and every
+ * code of it 0 (numerics.h), so the block dequantizes to NaN; the attention
+ * output of such inputs is checked by gpu_nan. */
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -554,6 +555,140 @@ static void test_bad_shapes(void **state) {
     release(&p);
 }
 
+
+/* ---- NaN and infinity follow exact attention ------------------------------
+ * Which output rows a NaN makes NaN, derived here from the families'
+ * quantization groups (numerics.h) rather than read off the reference: a NaN
+ * in Q row i0 poisons the scale of i0's Q group, so every row of the group is
+ * NaN in all columns; a NaN in key j0 poisons j0's K group, so every row that
+ * sees a key of the group is NaN; a NaN in V[j0][c0] poisons V's block or
+ * channel, so column c0 (only) is NaN in every row that sees a key of it. */
+typedef enum { G_ROW, G_INT8_BLOCKS, G_PER_THREAD } qk_groups;
+typedef struct { const char *family; qk_groups qk; int v_block; /* 1: per element, 0: per channel */ } nan_rule;
+static const nan_rule NAN_RULES[] = {
+    {"f16", G_ROW, 1}, {"int8-f16", G_INT8_BLOCKS, 1}, {"int8-fp8", G_PER_THREAD, 0},
+    {"nvfp4", G_ROW, 16}, {"mxfp4", G_ROW, 32}, {"nvfp4-int8qk", G_INT8_BLOCKS, 16},
+};
+
+static int same_q_group(qk_groups g, int r, int i0) {
+    if (g == G_INT8_BLOCKS) return r / 128 == i0 / 128;
+    if (g == G_PER_THREAD) return r / 16 == i0 / 16 && r % 8 == i0 % 8;
+    return r == i0;
+}
+/* The first key of key j0's group; causal top-left, a row sees the group iff it sees that key. */
+static int first_key_of_group(qk_groups g, int j0) {
+    if (g == G_INT8_BLOCKS) return j0 / 64 * 64;
+    if (g == G_PER_THREAD) return j0 / 128 * 128 + (j0 % 8) / 2 * 2;
+    return j0;
+}
+
+enum { NAN_N = 150, NAN_D = 32 };
+
+/* o[r][c] for one planted NaN; want: 0 finite, 1 NaN. */
+static void check_nan_rows(const char *what, const double *o, const double *lse, int (*want)(int r, int c),
+                           int lse_nan_too) {
+    for (int r = 0; r < NAN_N; r++) {
+        int any = 0;
+        for (int c = 0; c < NAN_D; c++) {
+            int w = want(r, c);
+            any |= w;
+            if (w != !!isnan(o[r * NAN_D + c]) || (!w && !isfinite(o[r * NAN_D + c]))) {
+                print_error("%s: row %d col %d is %g, want %s\n", what, r, c, o[r * NAN_D + c],
+                            w ? "NaN" : "finite");
+                fail();
+            }
+        }
+        int lw = any && lse_nan_too;
+        if (lw != !!isnan(lse[r]) || (!lw && !isfinite(lse[r]))) {
+            print_error("%s: row %d LSE is %g\n", what, r, lse[r]);
+            fail();
+        }
+    }
+}
+
+static const nan_rule *cur_rule;
+static int cur_causal, cur_at, cur_col;
+static int sees(int r, int j) { return !cur_causal || j <= r; }
+static int want_q(int r, int c) { (void)c; return same_q_group(cur_rule->qk, r, cur_at); }
+static int want_k(int r, int c) { (void)c; return sees(r, first_key_of_group(cur_rule->qk, cur_at)); }
+static int want_v(int r, int c) {
+    int first = cur_rule->v_block ? cur_at / cur_rule->v_block * cur_rule->v_block : 0;
+    return c == cur_col && sees(r, first);
+}
+
+static void test_nan_follows_exact_attention(void **state) {
+    (void)state;
+    for (size_t f = 0; f < sizeof NAN_RULES / sizeof NAN_RULES[0]; f++)
+        for (int causal = 0; causal <= 1; causal++)
+            for (int tile = 0; tile <= 64; tile += 64)
+                for (int which = 0; which < 3; which++) {
+                    problem p = make(1, 1, 1, NAN_N, NAN_N, NAN_D,
+                                     causal ? MXATTN_CAUSAL_TOP_LEFT : MXATTN_CAUSAL_NONE, 40 + f);
+                    cur_rule = &NAN_RULES[f];
+                    cur_causal = causal;
+                    cur_at = which == 0 ? 37 : which == 1 ? 100 : 90;
+                    cur_col = 5;
+                    float *x = which == 0 ? p.q : which == 1 ? p.k : p.v;
+                    x[cur_at * NAN_D + cur_col] = NAN;
+                    mxattn_problem prob;
+                    memset(&prob, 0, sizeof prob);
+                    prob.family = NAN_RULES[f].family;
+                    prob.head_dim = NAN_D; prob.batch = 1; prob.heads_q = 1; prob.heads_kv = 1;
+                    prob.seq_q = NAN_N; prob.seq_k = NAN_N; prob.causal = p.s.causal;
+                    prob.dtype = MXATTN_F16; prob.smooth_k = 1;
+                    assert_int_equal(mx_ref_family_attention(NULL, &prob, tile, p.q, p.k, p.v, p.o, p.lse),
+                                     MXATTN_OK);
+                    char what[96];
+                    snprintf(what, sizeof what, "%s causal %d tile %d NaN in %c", prob.family, causal, tile,
+                             "QKV"[which]);
+                    check_nan_rows(what, p.o, p.lse, which == 0 ? want_q : which == 1 ? want_k : want_v,
+                                   which < 2);
+                    release(&p);
+                }
+}
+
+/* An infinity in a quantized block is a NaN block, like a NaN (the scale
+ * cannot be finite); before, NVFP4 saturated it to 448 * 6. */
+static void test_inf_poisons_quantized_blocks(void **state) {
+    (void)state;
+    for (size_t f = 1; f < sizeof NAN_RULES / sizeof NAN_RULES[0]; f++) {
+        problem p = make(1, 1, 1, NAN_N, NAN_N, NAN_D, MXATTN_CAUSAL_TOP_LEFT, 60);
+        cur_rule = &NAN_RULES[f];
+        cur_causal = 1;
+        cur_at = 100;
+        p.k[cur_at * NAN_D + 3] = -INFINITY;
+        mxattn_problem prob;
+        memset(&prob, 0, sizeof prob);
+        prob.family = NAN_RULES[f].family;
+        prob.head_dim = NAN_D; prob.batch = 1; prob.heads_q = 1; prob.heads_kv = 1;
+        prob.seq_q = NAN_N; prob.seq_k = NAN_N; prob.causal = MXATTN_CAUSAL_TOP_LEFT;
+        prob.dtype = MXATTN_F16; prob.smooth_k = 1;
+        assert_int_equal(mx_ref_family_attention(NULL, &prob, 64, p.q, p.k, p.v, p.o, p.lse), MXATTN_OK);
+        check_nan_rows(prob.family, p.o, p.lse, want_k, 1);
+        release(&p);
+    }
+}
+
+/* The exact reference: a NaN in Q row 3 makes row 3 NaN (its max was -inf
+ * before, as if it saw no key, and O came out 0); a NaN in V[5][2] makes
+ * column 2 NaN in the rows that see key 5, even where P is 0. */
+static void test_reference_nan(void **state) {
+    (void)state;
+    problem p = make(1, 1, 1, 12, 12, 8, MXATTN_CAUSAL_TOP_LEFT, 61);
+    p.q[3 * 8 + 1] = NAN;
+    p.v[5 * 8 + 2] = NAN;
+    p.k[7 * 8] = -1e30f;            /* P[i][7] underflows to exactly 0 */
+    p.v[7 * 8 + 4] = NAN;
+    assert_int_equal(mx_ref_attention(&p.s, p.q, p.k, p.v, p.o, p.lse), MXATTN_OK);
+    for (int r = 0; r < 12; r++)
+        for (int c = 0; c < 8; c++) {
+            int want = r == 3 || (c == 2 && r >= 5) || (c == 4 && r >= 7);
+            assert_int_equal(!!isnan(p.o[r * 8 + c]), want);
+        }
+    assert_true(isnan(p.lse[3]) && isfinite(p.lse[4]));
+    release(&p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reference_plain),
@@ -571,6 +706,9 @@ int main(void) {
         cmocka_unit_test(test_pipeline_int8_per_thread),
         cmocka_unit_test(test_parallel_reference_is_the_serial_one),
         cmocka_unit_test(test_bad_shapes),
+        cmocka_unit_test(test_nan_follows_exact_attention),
+        cmocka_unit_test(test_inf_poisons_quantized_blocks),
+        cmocka_unit_test(test_reference_nan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -374,6 +374,104 @@ static void test_bad_arguments(void **state) {
     assert_int_equal(mx_fp4_quantize(MX_FP4_NVFP4, x, -1, 16, 16, codes, &scale), MXATTN_ERROR_INVALID_VALUE);
 }
 
+
+/* A NaN or an infinity in a block gives the block the scale format's NaN
+ * code, so the whole block dequantizes to NaN; the neighbouring blocks are
+ * untouched.  On the old code fmaxf skipped the NaN (scale from the finite
+ * elements) and E2M1 coded the NaN as +6: a finite +6 * scale. */
+static void test_nan_poisons_its_fp4_block(void **state) {
+    (void)state;
+    const float bad[2] = {NAN, INFINITY};
+    for (int kind = 0; kind < 2; kind++)
+        for (int b = 0; b < 2; b++) {
+            int B = mx_fp4_block_size((mx_fp4_kind)kind);
+            float x[64], y[64];
+            for (int i = 0; i < 64; i++) x[i] = 0.25f * (float)(i % 7) - 0.5f;
+            x[B + 3] = bad[b];                         /* in block 1 */
+            uint8_t codes[32], scales[4];
+            assert_int_equal(mx_fp4_quantize((mx_fp4_kind)kind, x, 1, 64, 64, codes, scales), MXATTN_OK);
+            assert_int_equal(scales[1], kind == MX_FP4_MXFP4 ? 0xFF : 0x7F);
+            assert_int_not_equal(scales[0], scales[1]);
+            assert_int_equal(mx_fp4_dequantize((mx_fp4_kind)kind, codes, scales, 1, 64, y, 64), MXATTN_OK);
+            for (int i = 0; i < 64; i++) {
+                if (i / B == 1) assert_true(isnan(y[i]));
+                else assert_true(isfinite(y[i]));
+            }
+        }
+    assert_int_equal(mx_nvfp4_scale_for_amax(INFINITY), 0x7F);
+    assert_int_equal(mx_nvfp4_scale_for_amax(NAN), 0x7F);
+    assert_int_equal(mx_ue8m0_scale_for_amax(INFINITY), 0xFF);
+}
+
+/* INT8 has no NaN code: the block's fp32 scale becomes NaN, its codes 0. */
+static void test_nan_poisons_its_int8_block(void **state) {
+    (void)state;
+    float x[8 * 4];
+    for (int i = 0; i < 32; i++) x[i] = (float)(i % 5) - 2.0f;
+    x[2 * 4 + 1] = NAN;                                /* row 2: block 1 of 2-row blocks */
+    x[6 * 4 + 3] = -INFINITY;                          /* row 6: block 3 */
+    int8_t q[32];
+    float scales[4];
+    assert_int_equal(mx_int8_quantize_blocks(x, 8, 4, 4, 2, q, scales), MXATTN_OK);
+    assert_true(isfinite(scales[0]) && scales[0] > 0);
+    assert_true(isnan(scales[1]));
+    assert_true(isfinite(scales[2]) && scales[2] > 0);
+    assert_true(isnan(scales[3]));
+    for (int i = 8; i < 16; i++) assert_int_equal(q[i], 0);
+    /* per-thread groups: Q rows 1 and 9 share group 1; key 5 shares group 2 with keys 4, 12, 13 */
+    float big[16 * 2];
+    for (int i = 0; i < 32; i++) big[i] = 0.5f + (float)i;
+    big[9 * 2] = NAN;
+    int8_t q2[32];
+    float s2[16];
+    assert_int_equal(mx_int8_quantize_per_thread(big, 16, 2, 2, 0, q2, s2), MXATTN_OK);
+    for (int g = 0; g < 8; g++) assert_true(g == 1 ? isnan(s2[g]) : isfinite(s2[g]));
+    big[9 * 2] = 1.0f;
+    big[5 * 2 + 1] = NAN;
+    assert_int_equal(mx_int8_quantize_per_thread(big, 16, 2, 2, 1, q2, s2), MXATTN_OK);
+    for (int g = 0; g < 4; g++) assert_true(g == 2 ? isnan(s2[g]) : isfinite(s2[g]));
+}
+
+/* E4M3 per-channel V: the channel's scale is NaN; other channels are kept. */
+static void test_nan_poisons_its_e4m3_channel(void **state) {
+    (void)state;
+    float x[5 * 3];
+    for (int i = 0; i < 15; i++) x[i] = (float)i - 7.0f;
+    x[3 * 3 + 1] = NAN;
+    uint8_t codes[15], lo[15];
+    float scales[3];
+    assert_int_equal(mx_e4m3x2_quantize_per_channel(x, 5, 3, 3, codes, lo, scales), MXATTN_OK);
+    assert_true(isfinite(scales[0]) && isnan(scales[1]) && isfinite(scales[2]));
+    for (int r = 0; r < 5; r++) {
+        assert_true(isnan((mx_e4m3_to_f32(codes[r * 3 + 1]) + mx_e4m3_to_f32(lo[r * 3 + 1])) * scales[1]));
+        assert_true(isfinite(mx_e4m3_to_f32(codes[r * 3]) * scales[0]));
+    }
+}
+
+/* Two-level P with a NaN probability: s1 is NaN, so the row dequantizes to NaN. */
+static void test_nan_in_two_level_p(void **state) {
+    (void)state;
+    float p[32], out[32], s1;
+    for (int i = 0; i < 32; i++) p[i] = 1.0f / (float)(i + 1);
+    p[20] = NAN;
+    uint8_t codes[16], scales[2];
+    assert_int_equal(mx_p_quantize_two_level(MX_FP4_NVFP4, p, 1, 32, 32, codes, scales, &s1), MXATTN_OK);
+    assert_true(isnan(s1));
+    assert_int_equal(mx_p_dequantize_two_level(MX_FP4_NVFP4, codes, scales, &s1, 1, 32, out, 32), MXATTN_OK);
+    for (int i = 0; i < 32; i++) assert_true(isnan(out[i]));
+}
+
+/* Smooth-K's mean skips a non-finite element (counting it as 0), so that a
+ * bad key does not make every key of the head NaN through the mean. */
+static void test_channel_mean_skips_nan(void **state) {
+    (void)state;
+    const float x[4 * 2] = {1, 2, NAN, 4, 5, INFINITY, 7, 8};
+    float mean[2];
+    mx_channel_mean(x, 4, 2, 2, mean);
+    assert_true(mean[0] == (1.0f + 5.0f + 7.0f) / 4.0f);
+    assert_true(mean[1] == (2.0f + 4.0f + 8.0f) / 4.0f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nvfp4_block_unit_scale),
@@ -393,6 +491,11 @@ int main(void) {
         cmocka_unit_test(test_smooth_k_is_exact),
         cmocka_unit_test(test_sampled_channel_mean),
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_nan_poisons_its_fp4_block),
+        cmocka_unit_test(test_nan_poisons_its_int8_block),
+        cmocka_unit_test(test_nan_poisons_its_e4m3_channel),
+        cmocka_unit_test(test_nan_in_two_level_p),
+        cmocka_unit_test(test_channel_mean_skips_nan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

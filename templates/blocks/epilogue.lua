@@ -25,7 +25,7 @@ MX_INLINE void write_output_staged(const float (&o)[MT][DT][4], const float (&ro
 #pragma unroll
     for (int h = 0; h < 2; h++) {
       const float l = quad_sum(row_sum[mt][h]);
-      const float inv = l > 0.f ? 1.f / l : 0.f;   // a row that saw no key is all zeros
+      const float inv = l != 0.f ? 1.f / l : 0.f;   // a row that saw no key is all zeros; a NaN l stays NaN
       const int r = mt * 16 + lane / 4 + 8 * h;
 #pragma unroll
       for (int dt = 0; dt < DT; dt++) {
@@ -52,7 +52,7 @@ MX_INLINE void write_output_staged(const float (&o)[MT][DT][4], const float (&ro
 -- A row's natural-log LSE from its base-2 max and its sum (-inf for a row
 -- that saw no key), shared by both forms.
 local ROW_LSE = [[
-MX_INLINE float row_lse(float m, float l) { return l > 0.f ? (m + fast_log2(l)) * 0.6931471805599453f : MX_NEG_INF; }
+MX_INLINE float row_lse(float m, float l) { return l != 0.f ? (m + fast_log2(l)) * 0.6931471805599453f : MX_NEG_INF; }
 ]]
 
 -- The output of the persistent wgmma kernel without a causal mask in two
@@ -71,7 +71,7 @@ MX_INLINE void pack_output(u32 (&packed)[2][DT], float (&lse)[2], const float (&
 #pragma unroll
   for (int h = 0; h < 2; h++) {
     const float l = sums[h];
-    const float inv = l > 0.f ? 1.f / l : 0.f;   // a row that saw no key is all zeros
+    const float inv = l != 0.f ? 1.f / l : 0.f;   // a row that saw no key is all zeros; a NaN l stays NaN
 #pragma unroll
     for (int dt = 0; dt < DT; dt++) packed[h][dt] = pack_${OUT}(o[0][dt][2 * h] * inv, o[0][dt][2 * h + 1] * inv);
     lse[h] = WRITE_LSE ? row_lse(row_max[0][h], l) : 0.f;
@@ -105,7 +105,7 @@ MX_INLINE void write_output(const float (&o)[MT][DT][4], const float (&row_max)[
 #pragma unroll
     for (int h = 0; h < 2; h++) {
       const float l = quad_sum(row_sum[mt][h]);
-      const float inv = l > 0.f ? 1.f / l : 0.f;   // a row that saw no key is all zeros
+      const float inv = l != 0.f ? 1.f / l : 0.f;   // a row that saw no key is all zeros; a NaN l stays NaN
       const int row = row0 + mt * 16 + lane / 4 + 8 * h;
       if (row >= seq_q) continue;
       u16 *out = o_head + row * o_ss;

@@ -8,25 +8,32 @@
 -- assumes (x / scale, never x * (1 / scale)).
 local U = require("util")
 
--- The block scale of a block whose largest magnitude is amax (amax >= 0,
--- never NaN: fmaxf drops NaN elements, as the CPU's fmaxf does).
+-- The block scale of a block whose largest magnitude is amax (amax >= 0, or
+-- NaN: fmax_nan keeps a NaN element; the quantization kernels turn an
+-- infinite amax into NaN first).  A NaN amax gives the NaN code (numerics
+-- mx_nvfp4_scale_for_amax, mx_ue8m0_scale_for_amax), and scale_value of it is
+-- NaN, so the whole block dequantizes to NaN.  scale_value_raw skips that
+-- test for P's scales, where a NaN reaches O through s1 and the row sum
+-- anyway (blocks/fp4_p.lua), so the softmax loop pays nothing for it.
 local scale_rule = {
   -- NVFP4: e4m3(amax / 6), amax / 6 rounded in fp32 first as numerics does.
   nvfp4 = [[
 MX_INLINE u32 block_scale_code(float amax) { return ue4m3_code(amax / 6.0f); }
-MX_INLINE float scale_value(u32 code) { return ue4m3_value(code); }]],
+MX_INLINE float scale_value_raw(u32 code) { return ue4m3_value(code); }
+MX_INLINE float scale_value(u32 code) { return code == 0x7Fu ? __int_as_float(0x7fffffff) : ue4m3_value(code); }]],
   -- MXFP4: OCP MX v1.0, 2^(floor(log2 amax) - 2), read off amax's exponent
   -- field (numerics/quant.c mx_ue8m0_scale_for_amax).  Codes below 0 clamp to
-  -- 0 (2^-127); +inf gives 0xFE.  amax / scale lies in [4, 8), so elements
+  -- 0 (2^-127); NaN and +inf give 0xFF (NaN).  amax / scale lies in [4, 8), so elements
   -- above 6 * scale saturate to 6: that is the rule numerics chose.
   mxfp4 = [[
 MX_INLINE u32 block_scale_code(float amax) {
   const u32 e = __float_as_uint(amax) >> 23;          // biased exponent; amax >= 0
-  if (e == 255u) return 0xFEu;                        // +inf
+  if (e == 255u) return 0xFFu;                        // NaN or +inf: the NaN code
   return e > 2u ? e - 2u : 0u;
 }
-// 2^(code - 127); code 0 is the fp32 subnormal 2^-127.
-MX_INLINE float scale_value(u32 code) { return __uint_as_float(code ? code << 23 : 0x00400000u); }]],
+// 2^(code - 127); code 0 is the fp32 subnormal 2^-127, 0xFF is NaN (raw: +inf).
+MX_INLINE float scale_value_raw(u32 code) { return __uint_as_float(code ? code << 23 : 0x00400000u); }
+MX_INLINE float scale_value(u32 code) { return code == 0xFFu ? __int_as_float(0x7fffffff) : scale_value_raw(code); }]],
 }
 
 return function(p)

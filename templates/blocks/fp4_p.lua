@@ -16,12 +16,16 @@ local U = require("util")
 
 local COMMON = [[
 // Level 1: the row's pre-scale (0 for a row with no visible key in this tile,
-// whose P2 and codes are then all 0, as numerics does).
+// whose P2 and codes are then all 0, as numerics does; NaN when a P~ is,
+// i.e. a score was: then P^ is 0 and the fold of s1 makes O NaN).  The maxima
+// keep NaN (fmax_nan, one instruction as fmaxf), so a NaN P~ gives its block
+// the NaN scale code, the MMA's (native) to honour; either way the row sum
+// is NaN, and the epilogue makes the row NaN from it.
 MX_INLINE float p_row_scale(const float (&s)[MT][NT][4], int mt, int h) {
   float m = 0.f;
 #pragma unroll
-  for (int nt = 0; nt < NT; nt++) m = fmaxf(m, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
-  return TWO_LEVEL ? quad_max(m) / 2688.0f : 1.f;
+  for (int nt = 0; nt < NT; nt++) m = fmax_nan(m, fmax_nan(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+  return TWO_LEVEL ? quad_max_nan(m) / 2688.0f : 1.f;
 }
 
 // Level 2 for block `blk` of row half h: divides by s1 in place and returns
@@ -33,9 +37,9 @@ MX_INLINE u32 p_block_scale(float (&s)[MT][NT][4], int mt, int h, int blk, float
 #pragma unroll
     for (int e = 2 * h; e < 2 * h + 2; e++) {
       if (TWO_LEVEL) s[mt][nt][e] = s1 > 0.f ? s[mt][nt][e] / s1 : 0.f;
-      amax = fmaxf(amax, s[mt][nt][e]);
+      amax = fmax_nan(amax, s[mt][nt][e]);
     }
-  return block_scale_code(quad_max(amax));
+  return block_scale_code(quad_max_nan(amax));
 }
 ]]
 
@@ -50,7 +54,7 @@ MX_INLINE void quantize_p(float (&s)[MT][NT][4], u32 (&pa)[MT][BN / 16][4], floa
       s1[mt][h] = p_row_scale(s, mt, h);
 #pragma unroll
       for (int blk = 0; blk < BN / PB; blk++) {
-        const float s2 = scale_value(p_block_scale(s, mt, h, blk, s1[mt][h]));
+        const float s2 = scale_value_raw(p_block_scale(s, mt, h, blk, s1[mt][h]));
 #pragma unroll
         for (int nt = blk * (PB / 8); nt < (blk + 1) * (PB / 8); nt++)
 #pragma unroll
@@ -101,7 +105,7 @@ MX_INLINE void quantize_p(float (&s)[MT][NT][4], u32 (&pa)[MT][BN / 64][4], u32 
 #pragma unroll
       for (int blk = 0; blk < BN / PB; blk++) {
         sc[h][blk] = p_block_scale(s, mt, h, blk, s1[mt][h]);
-        const float s2 = scale_value(sc[h][blk]);
+        const float s2 = scale_value_raw(sc[h][blk]);
 #pragma unroll
         for (int nt = blk * (PB / 8); nt < (blk + 1) * (PB / 8); nt++) {
           const u32 lo = s2 > 0.f ? e2m1_code(s[mt][nt][2 * h] / s2) : 0u;

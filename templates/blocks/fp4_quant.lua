@@ -30,7 +30,10 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_kmean(const mx_kernel_
   const u16 *k = (const u16 *)a.k + (bh / a.heads_kv) * a.k_sb + (bh % a.heads_kv) * a.k_sh;
   double sum = 0;
   if (c < D)
-    for (int r = rg; r < a.seq_k; r += 8) sum += load_in(k + (i64)r * a.k_ss + c);
+    for (int r = rg; r < a.seq_k; r += 8) {
+      const float x = load_in(k + (i64)r * a.k_ss + c);
+      sum += finite_f(x) ? x : 0.f;    // a NaN or infinite key counts as 0, as numerics' mean
+    }
   part[rg][threadIdx.x % 32] = sum;
   __syncthreads();
   if (rg != 0) return;
@@ -44,12 +47,13 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_kmean(const mx_kernel_
 -- one scale byte (numerics quantize_fp4_block).
 local FP4_ROWS = [[
 // Quantizes x[0..PB) into PB/2 bytes at dst (element 2i in the low nibble of
-// byte i); returns the scale code.  A zero scale makes every code +0.
+// byte i); returns the scale code.  A zero scale makes every code +0, and so
+// does a NaN one (a NaN or an infinity in the block: fmax_nan keeps it).
 MX_INLINE u32 quantize_block(const float (&x)[PB], u8 *dst) {
   float amax = 0.f;
 #pragma unroll
-  for (int i = 0; i < PB; i++) amax = fmaxf(amax, fabsf(x[i]));
-  const u32 sc = block_scale_code(amax);
+  for (int i = 0; i < PB; i++) amax = fmax_nan(amax, fabsf(x[i]));
+  const u32 sc = block_scale_code(finite_f(amax) ? amax : __int_as_float(0x7fffffff));   // +inf: NaN too
   const float s = scale_value(sc);
 #pragma unroll
   for (int w = 0; w < PB / 8; w++) {
@@ -138,7 +142,8 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_quant_q(const mx_kerne
 
 -- INT8 rows (nvfp4-int8qk): SageAttention's per-block scales, one CTA per
 -- block of IB rows of one head: amax over the block, scale = amax / 127,
--- q = round-half-even(x / scale) clamped to +-127, NaN -> 0.  x / scale is
+-- q = round-half-even(x / scale) clamped to +-127, NaN -> 0; a NaN or an
+-- infinity in the block makes the scale NaN (fmax_nan, nan_if_inf) and the codes 0.  x / scale is
 -- blocks/scale_recip.lua's rule, as numerics' mx_div_by_scale, not a
 -- division: the two differ in the last bit, which sends a code the other way
 -- next to a tie, in ~5% of one-row blocks of bf16 inputs (x = amax / 2 is
@@ -156,15 +161,15 @@ MX_INLINE void quantize_int8_block(const u16 *g, i64 ss, int rows, const float *
   float amax = 0.f;
   for (int i = threadIdx.x; i < IB * D; i += 256) {
     const int row = r0 + i / D, col = i % D;
-    if (row < rows) amax = fmaxf(amax, fabsf(load_in(g + (i64)row * ss + col) - (mean ? mean[col] : 0.f)));
+    if (row < rows) amax = fmax_nan(amax, fabsf(load_in(g + (i64)row * ss + col) - (mean ? mean[col] : 0.f)));
   }
 #pragma unroll
-  for (int o = 16; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  for (int o = 16; o > 0; o /= 2) amax = fmax_nan(amax, __shfl_xor_sync(0xffffffffu, amax, o));
   if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = amax;
   __syncthreads();
   amax = warp_max[0];
-  for (int w = 1; w < 8; w++) amax = fmaxf(amax, warp_max[w]);
-  const float s = amax / 127.0f;
+  for (int w = 1; w < 8; w++) amax = fmax_nan(amax, warp_max[w]);
+  const float s = nan_if_inf(amax / 127.0f);
   const scale_recip inv = scale_reciprocal(s);
   if (threadIdx.x == 0) *scale = s;
   for (int i = threadIdx.x; i < IB * DP; i += 256) {

@@ -70,6 +70,18 @@ MX_INLINE float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
   return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
 }
+// NaN and infinity follow exact attention (numerics/numerics.h): a block
+// scale must see a NaN element, which fmaxf drops.  max.NaN.f32 (sm_80+) is
+// the same one instruction as fmaxf's max.f32.
+MX_INLINE float fmax_nan(float a, float b) { float r; asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+MX_INLINE float quad_max_nan(float x) {
+  x = fmax_nan(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmax_nan(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+// A scale from an infinite block maximum is NaN, as numerics makes it: the
+// block cannot be represented, and NaN is what dequantizes it to NaN.
+MX_INLINE float nan_if_inf(float s) { return fabsf(s) == __int_as_float(0x7f800000) ? __int_as_float(0x7fffffff) : s; }
+MX_INLINE bool finite_f(float x) { return fabsf(x) < __int_as_float(0x7f800000); }
 MX_INLINE float quad_sum(float x) {
   x += __shfl_xor_sync(0xffffffffu, x, 1);
   return x + __shfl_xor_sync(0xffffffffu, x, 2);

@@ -6,8 +6,9 @@
 --          scores come out in base 2), K - mean -> INT8 per 16 keys, and for
 --          FP8 V, V -> E4M3 per channel, transposed and key-permuted.
 -- Every rounding follows numerics/numerics.h bit for bit: x / scale by the
--- reciprocal rule of blocks/scale_recip.lua, amax with fmaxf (NaN ignored), RNE codes,
--- a zero scale gives zero codes.  Padding (rows past the sequence, columns
+-- reciprocal rule of blocks/scale_recip.lua, amax with fmax_nan (a NaN or an
+-- infinity makes the scale NaN, and the codes 0), RNE codes, a zero scale
+-- gives zero codes.  Padding (rows past the sequence, columns
 -- past D) is written as code 0, so the attention kernel loads without bounds.
 local U = require("util")
 
@@ -25,7 +26,7 @@ ${SCALE_RECIP}
 MX_INLINE float abs_f(float x) { float r; asm("abs.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
 MX_INLINE float warp_max(float x) {
 #pragma unroll
-  for (int s = 16; s > 0; s /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, s));
+  for (int s = 16; s > 0; s /= 2) x = fmax_nan(x, __shfl_xor_sync(0xffffffffu, x, s));
   return x;
 }
 MX_INLINE float warp_sum(float x) {
@@ -79,7 +80,7 @@ MX_INLINE void load_rows(const u16 *src, i64 ss, int row0, int rows, in_vec (&t)
 }
 
 // The largest |in| of the lane's vectors, two at a time in the input format
-// (max.bf16x2 / max.f16x2 ignore a NaN as fmaxf does); rows past the data
+// (max.NaN.bf16x2 / max.NaN.f16x2 keep a NaN); rows past the data
 // were loaded as 0 and do not count.  With no mean to subtract, x = in * mul
 // rounds monotonically, so the block's max |x| is |mul| * max |in| rounded
 // once, exactly what taking max |x| element by element gives.
@@ -88,11 +89,11 @@ MX_INLINE u32 fold_abs_pairs(u32 m2, const in_vec &v) {
 #pragma unroll
   for (int e = 0; e + 1 < VEC; e += 2) {
     const u32 pair = *(const u32 *)&v.h[e] & 0x7fff7fffu;
-    asm("max.${PAIR}x2 %0, %0, %1;" : "+r"(m2) : "r"(pair));
+    asm("max.NaN.${PAIR}x2 %0, %0, %1;" : "+r"(m2) : "r"(pair));
   }
   return m2;
 }
-MX_INLINE float pair_max_to_f32(u32 m2) { return fmaxf(in_to_f32((u16)m2), in_to_f32((u16)(m2 >> 16))); }
+MX_INLINE float pair_max_to_f32(u32 m2) { return fmax_nan(in_to_f32((u16)m2), in_to_f32((u16)(m2 >> 16))); }
 // One vector's largest |in| the same way (the per-thread groups' maxima, a
 // slot at a time).
 MX_INLINE float vec_in_amax(const in_vec &v) {
@@ -106,7 +107,7 @@ MX_INLINE float in_amax(const in_vec (&t)[LANE_VECS]) {
   float amax = pair_max_to_f32(m2);
   if (VEC == 1)
 #pragma unroll
-    for (int j = 0; j < LANE_VECS; j++) amax = fmaxf(amax, abs_f(in_to_f32(t[j].h[0])));
+    for (int j = 0; j < LANE_VECS; j++) amax = fmax_nan(amax, abs_f(in_to_f32(t[j].h[0])));
   return amax;
 }
 
@@ -231,12 +232,12 @@ MX_INLINE void quantize_rows(const u16 *src, i64 ss, int row0, int rows, float m
       int r, c;
       if (tile_slot(j, r, c) && row0 + r < rows)
 #pragma unroll
-        for (int e = 0; e < VEC; e++) amax = fmaxf(amax, abs_f(x_at(j, e)));
+        for (int e = 0; e < VEC; e++) amax = fmax_nan(amax, abs_f(x_at(j, e)));
     }
   } else {
     amax = __fmul_rn(in_amax(t), abs_f(mul));
   }
-  const float scale = div_rn(warp_max(amax), 127.f);
+  const float scale = nan_if_inf(div_rn(warp_max(amax), 127.f));
   if (threadIdx.x % 32 == 0) *scale_out = scale;
   const scale_recip inv = scale_reciprocal(scale);
   // Step 2: the codes; padding rows and columns are 0 (a padding row of Q
@@ -281,7 +282,7 @@ template <int G> MX_INLINE void group_amax(const in_vec (&t)[LANE_VECS], const f
     float v = 0.f;
     if (has_mean) {
 #pragma unroll
-      for (int e = 0; e < VEC; e++) v = fmaxf(v, abs_f(x_of(t, m, j, e, mul, true)));
+      for (int e = 0; e < VEC; e++) v = fmax_nan(v, abs_f(x_of(t, m, j, e, mul, true)));
     } else {
       v = vec_in_amax(t[j]);
     }
@@ -289,7 +290,7 @@ template <int G> MX_INLINE void group_amax(const in_vec (&t)[LANE_VECS], const f
     // conditional update was turned into a store at a computed index, which
     // put amax in local memory.
 #pragma unroll
-    for (int g = 0; g < G; g++) amax[g] = fmaxf(amax[g], row_group<G>(r) == g ? v : 0.f);
+    for (int g = 0; g < G; g++) amax[g] = fmax_nan(amax[g], row_group<G>(r) == g ? v : 0.f);
   }
   if (!has_mean)
 #pragma unroll
@@ -349,7 +350,7 @@ template <class Dst> MX_INLINE float quantize_q_per_thread(const u16 *src, i64 s
   float lane_scale = 0.f;                  // group lane % 8's
 #pragma unroll
   for (int g = 0; g < 8; g++) {
-    const float s = div_rn(warp_max(amax[g]), 127.f);
+    const float s = nan_if_inf(div_rn(warp_max(amax[g]), 127.f));
     if (lane % 8 == g) lane_scale = s;
   }
   group_codes<8>(src, ss, nullptr, t, m, row0, rows, mul, lane_scale, dst);
@@ -384,8 +385,8 @@ MX_INLINE void quantize_k_window(const u16 *src, i64 ss, int window0, bool live,
   __syncthreads();
   float window_amax = 0.f;
 #pragma unroll
-  for (int w = 0; w < 8; w++) window_amax = fmaxf(window_amax, warp_amax[w][lane % 4]);
-  const float lane_scale = div_rn(window_amax, 127.f);
+  for (int w = 0; w < 8; w++) window_amax = fmax_nan(window_amax, warp_amax[w][lane % 4]);
+  const float lane_scale = nan_if_inf(div_rn(window_amax, 127.f));
   if (warp == 0 && lane < 4) scale_out[lane] = lane_scale;
   if (live) group_codes<4>(src, ss, mean, t, m, row0, rows, 1.f, lane_scale, rows_of_d32{dst});
 }

@@ -60,14 +60,19 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_stats(const mx_kernel_
     for (int j = (warp * SV + key_lane) * kstep; j < a.seq_k; j += 8 * SV * kstep) {
       const stat_vec x = *(const stat_vec *)(k + (i64)j * a.k_ss);
 #pragma unroll
-      for (int e = 0; e < SV; e++) sum[e] += (double)in_to_f32(x.h[e]);
+      for (int e = 0; e < SV; e++) {
+        // A NaN or infinite key counts as 0 (numerics mx_channel_mean_sampled):
+        // the mean stays finite and the bad key's NaN stays in its own group.
+        const float f = in_to_f32(x.h[e]);
+        sum[e] += (double)(finite_f(f) ? f : 0.f);
+      }
     }
   if (FP8_V && c0 < D)
 #pragma unroll 4
     for (int j = warp * SV + key_lane; j < a.seq_k; j += 8 * SV) {
       const stat_vec x = *(const stat_vec *)(v + (i64)j * a.v_ss);
 #pragma unroll
-      for (int e = 0; e < SV; e++) amax[e] = fmaxf(amax[e], abs_f(in_to_f32(x.h[e])));
+      for (int e = 0; e < SV; e++) amax[e] = fmax_nan(amax[e], abs_f(in_to_f32(x.h[e])));
     }
   // The lanes of one channel group, then the warps.
 #pragma unroll
@@ -75,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_stats(const mx_kernel_
 #pragma unroll
     for (int s = SV_LANES; s < 32; s *= 2) {
       sum[e] += __shfl_xor_sync(0xffffffffu, sum[e], s);
-      amax[e] = fmaxf(amax[e], __shfl_xor_sync(0xffffffffu, amax[e], s));
+      amax[e] = fmax_nan(amax[e], __shfl_xor_sync(0xffffffffu, amax[e], s));
     }
     if (key_lane == 0) { part_sum[warp][lane * SV + e] = sum[e]; part_max[warp][lane * SV + e] = amax[e]; }
   }
@@ -83,11 +88,11 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_stats(const mx_kernel_
   if (warp != 0) return;
   double total = part_sum[0][lane];
   float vmax = part_max[0][lane];
-  for (int w = 1; w < 8; w++) { total += part_sum[w][lane]; vmax = fmaxf(vmax, part_max[w][lane]); }
+  for (int w = 1; w < 8; w++) { total += part_sum[w][lane]; vmax = fmax_nan(vmax, part_max[w][lane]); }
   const int c = blockIdx.x * 32 + lane;
   const i64 kh = (i64)batch * a.heads_kv + kv_head;
   ((float *)ws_at(a, WS_KMEAN))[kh * D32 + c] = SMOOTH_K && a.seq_k > 0 && c < D ? (float)(total / kcount) : 0.f;
-  if (FP8_V) ((float *)ws_at(a, WS_VSCALE))[kh * D32 + c] = div_rn(vmax, 448.f);
+  if (FP8_V) ((float *)ws_at(a, WS_VSCALE))[kh * D32 + c] = nan_if_inf(div_rn(vmax, 448.f));
 }
 
 // Kernels 2 and 3, quant_q and quant_kv, "pdl" launches, each a kernel of
