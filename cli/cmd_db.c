@@ -4,6 +4,7 @@
 #include "cache/cache.h"
 #include "cli/shipped.h"
 #include "cache/sign.h"
+#include "api/config_check.h"
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -138,10 +139,22 @@ static int run_keygen(const char *out) {
     return 0;
 }
 
+/* The templates' check of an imported row (its config legal for its key's
+ * problem) needs a context; one without a database opens none. */
+static mxattn_ctx *row_check_ctx;
+
 static mxattn_status import_options(const db_args *a, mx_import_options *o) {
     mx_import_options_init(o);
     o->with_kernels = a->with_kernels;
-    o->row_check = NULL;
+    if (!row_check_ctx) {
+        mxattn_options mo;
+        mxattn_options_init(&mo);
+        mo.no_cache = 1;
+        mxattn_status s = mxattn_create(&row_check_ctx, &mo);
+        if (s) return s;
+    }
+    o->row_check = mx_api_check_tune_row;
+    o->row_check_arg = row_check_ctx;
     for (int i = 0; i < a->n_trust; i++) {
         mxattn_status s = mx_sign_parse_public(a->trust[i], &o->trusted[i]);
         if (s) return s;
@@ -302,5 +315,7 @@ int cmd_db(int argc, char **argv) {
     if (mx_cache_recovered(cache)) fprintf(stderr, "mxattn db: warning: %s\n", mx_cache_recovered(cache));
     rc = run_action(cache, &a);
     mx_cache_close(cache);
+    mxattn_destroy(row_check_ctx);
+    row_check_ctx = NULL;
     return rc;
 }

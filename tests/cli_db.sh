@@ -65,10 +65,10 @@ expect_ok "query --json on empty db" '^\[\]$' "$MX" query --json
 
 # ---- plant rows, then filter ----------------------------------------------
 sql "$MXATTN_CACHE" "$(row 'NVIDIA H200' f16 128 f16 0 4096 'block_m=64 block_n=64' 1.0)
-$(row 'NVIDIA H200' int8-f16 128 bf16 1 4096 'block_m=128 block_n=64' 0.6)
+$(row 'NVIDIA H200' int8-f16 128 bf16 1 4096 'block_m=64 block_n=64 warps=4' 0.6)
 $(row 'NVIDIA H100 80GB HBM3' f16 64 f16 1 1024 'block_m=64 block_n=32' 0.4)" || { echo "cannot plant rows"; exit 1; }
 
-expect_ok "table lists rows" "block_m=128 block_n=64" "$MX" query
+expect_ok "table lists rows" "block_m=64 block_n=64 warps=4" "$MX" query
 expect_ok "table has a header" "^gpu +family" "$MX" query
 n=$("$MX" query --json | grep -c '"gpu":')
 [ "$n" = 3 ] || fail "--json gave $n objects, wanted 3"
@@ -90,11 +90,20 @@ expect_ok "export" "exported" "$MX" db export "$T/share.mxdb"
 expect_ok "import into another db" "3 taken" "$MX" db import "$T/share.mxdb" --db "$T/other.db"
 n=$("$MX" query --json --db "$T/other.db" | grep -c '"gpu":')
 [ "$n" = 3 ] || fail "imported db has $n rows, wanted 3"
-sql "$T/other.db" "UPDATE tune_results SET median_ms = 0.1, config = 'faster elsewhere' WHERE family = 'f16' AND head_dim = 128;
-                   UPDATE tune_results SET median_ms = 9.0, config = 'slower elsewhere' WHERE head_dim = 64;"
+sql "$T/other.db" "UPDATE tune_results SET median_ms = 0.1, config = 'block_m=128 block_n=64' WHERE family = 'f16' AND head_dim = 128;
+                   UPDATE tune_results SET median_ms = 9.0, config = 'block_m=128 block_n=64' WHERE head_dim = 64;"
 expect_ok "merge keeps the faster" "1 taken, 2 kept" "$MX" db merge "$T/other.db"
-expect_ok "merged row" "faster elsewhere" "$MX" query --family f16 --head-dim 128
+expect_ok "merged row" "block_m=128 block_n=64" "$MX" query --family f16 --head-dim 128
 expect_ok "kept row" "block_m=64 block_n=32" "$MX" query --head-dim 64
+# A row whose config its problem cannot take (a shape key smuggled in, an
+# illegal tile) is refused by name, and the legal one beside it is taken.
+"$MX" db vacuum --db "$T/bad.db" > /dev/null || fail "cannot create bad.db"
+sql "$T/bad.db" "$(row 'NVIDIA H200' f16 64 f16 1 1024 'head_dim=256 causal=0 lse=1' 0.3)
+$(row 'NVIDIA H200' int8-f16 128 bf16 0 4096 'block_m=128 block_n=64' 0.5)
+$(row 'NVIDIA H200' f16 128 bf16 0 8192 'block_m=128 block_n=64' 2.0)"
+expect_ok "import refuses what its problem cannot take" "3 tuning results read, 1 taken, 0 kept \(ours faster\), 2 refused" \
+    "$MX" db import "$T/bad.db"
+grep -q "refused 2 rows: .*head_dim" "$T/stderr" || fail "the refusal does not name the smuggled key: $(cat "$T/stderr")"
 expect_ok "vacuum" "vacuumed" "$MX" db vacuum
 expect_ok "check" "^ok$" "$MX" db check
 expect_ok "export with kernels" "kernels" "$MX" db export "$T/full.mxdb" --with-kernels
@@ -127,7 +136,7 @@ expect_error "query bad causal" "2" "$MX" query --causal yes
 expect_error "query missing value" "2" "$MX" query --gpu
 expect_error "query stray argument" "2" "$MX" query h200
 n=$("$MX" query --json | grep -c '"gpu":')
-[ "$n" = 3 ] || fail "after the bad inputs the db has $n rows, wanted 3"
+[ "$n" = 4 ] || fail "after the bad inputs the db has $n rows, wanted 4"
 
 # ---- a file that is not ours is refused and left as it is ------------------
 head -c 8192 /dev/urandom > "$T/noise.db"
@@ -144,7 +153,7 @@ page=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execut
        sqlite3 "$T/damaged.db" "SELECT rootpage FROM sqlite_schema WHERE name='measurements'")
 head -c 4096 /dev/urandom | dd of="$T/damaged.db" bs=4096 seek=$((page - 1)) conv=notrunc status=none
 expect_ok "damaged db is rebuilt" "H200" "$MX" query --db "$T/damaged.db"
-grep -q "warning: .*3 of 3 tuning results.*corrupt-" "$T/stderr" || fail "no warning about the damaged db: $(cat "$T/stderr")"
+grep -q "warning: .*4 of 4 tuning results.*corrupt-" "$T/stderr" || fail "no warning about the damaged db: $(cat "$T/stderr")"
 ls "$T"/damaged.db.corrupt-* >/dev/null 2>&1 || fail "damaged db was not kept aside"
 
 "$MX" db --help | grep -q "with-kernels" || fail "db --help"
