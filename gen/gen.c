@@ -142,6 +142,23 @@ static void open_sandbox(lua_State *L, mx_gen *g) {
     lua_setglobal(L, "package");
 }
 
+#ifdef MXATTN_FUZZ_LUA_COVERAGE
+/* Fuzz builds only (tests/fuzz): the templates' parser and enumerator are
+ * Lua, which libFuzzer's instrumentation of C cannot see, so every template
+ * line run is counted in libFuzzer's extra counters (a section it reads
+ * besides its own), and an input that reaches a new line is kept.  A target
+ * asks for it by defining mx_gen_fuzz_lua_coverage = 1: the hook makes
+ * template code ~3x slower, too slow for the candidate enumerator. */
+__attribute__((used, section("__libfuzzer_extra_counters"))) static uint8_t lua_line_counters[1 << 15];
+__attribute__((weak)) int mx_gen_fuzz_lua_coverage;
+
+static void lua_line_hook(lua_State *L, lua_Debug *ar) {
+    if (!lua_getinfo(L, "S", ar)) return;
+    uintptr_t h = ((uintptr_t)ar->source >> 4) * 0x9E3779B1u + (uintptr_t)ar->currentline;
+    lua_line_counters[(h ^ (h >> 15)) % sizeof lua_line_counters]++;
+}
+#endif
+
 static int traceback(lua_State *L) {
     const char *msg = lua_tostring(L, 1);
     luaL_traceback(L, L, msg ? msg : "(error object is not a string)", 1);
@@ -186,6 +203,9 @@ mxattn_status mx_gen_open(mx_gen **out) {
     if (!g->L) { free(g); return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "cannot create a Lua state"); }
     lua_State *L = g->L;
     open_sandbox(L, g);
+#ifdef MXATTN_FUZZ_LUA_COVERAGE
+    if (mx_gen_fuzz_lua_coverage) lua_sethook(L, lua_line_hook, LUA_MASKLINE, 0);
+#endif
 
     lua_getglobal(L, "require");
     lua_pushstring(L, "mxattn");
