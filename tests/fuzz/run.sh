@@ -35,7 +35,7 @@ run_one() {  # target: runs it, leaves its log in $DIR/fuzz-<target>.log, return
   # -timeout: one mxattn_candidates call for int8-fp8 takes ~15 s under ASan
   # on a loaded machine; a unit 8 times that is a hang.  The outer timeout
   # catches a run that never returns to libFuzzer's clock.
-  timeout $((SECS + 300)) "$F/fuzz_$t" -max_total_time="$SECS" -timeout=120 -rss_limit_mb=4096 \
+  timeout $((SECS + 300)) "$F/fuzz_$t" -max_total_time="$SECS" -timeout=120 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$DIR/fuzz-artifacts/$t-" "${extra[@]}" "${corpora[@]}" \
     >"$DIR/fuzz-$t.log" 2>&1
 }
