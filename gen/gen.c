@@ -33,37 +33,131 @@ static char *slurp(const char *path, size_t *len) {
     return buf;
 }
 
-/* package.searchers entry: finds a module among the templates, so that
- * `require "blocks.softmax"` works the same from the binary or a directory. */
-static int template_searcher(lua_State *L) {
-    const char *name = luaL_checkstring(L, 1);
-    mx_gen *g = lua_touserdata(L, lua_upvalueindex(1));
-    const char *text = NULL;
-    size_t len = 0;
-    char *owned = NULL;
+/* A module name is a dotted path of letters, digits and '_' ("blocks.softmax"):
+ * no '/', no "..", nothing absolute, so a name cannot reach outside the
+ * template directory however the directory is laid out. */
+static int module_name_ok(const char *name, size_t n) {
+    if (n == 0 || n > 200 || name[0] == '.' || name[n - 1] == '.') return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '_' || (c == '.' && name[i + 1] != '.');
+        if (!ok) return 0;
+    }
+    return 1;
+}
+
+/* Finds a template module's text, embedded or under template_dir; NULL when
+ * there is none.  *owned is what the caller must free. */
+static const char *template_text(mx_gen *g, const char *name, size_t *len, char **owned) {
+    *owned = NULL;
     if (g->template_dir[0]) {
         char path[1400], rel[256];
         snprintf(rel, sizeof rel, "%s", name);
         for (char *p = rel; *p; p++) if (*p == '.') *p = '/';
         snprintf(path, sizeof path, "%s/%s.lua", g->template_dir, rel);
-        owned = slurp(path, &len);
-        text = owned;
-    } else {
-        for (const mx_embedded_template *t = mx_embedded_templates; t->name; t++)
-            if (strcmp(t->name, name) == 0) { text = t->text; len = t->len; break; }
+        *owned = slurp(path, len);
+        return *owned;
     }
-    if (!text) {
-        lua_pushfstring(L, "\n\tno template '%s'", name);
-        return 1;
-    }
+    for (const mx_embedded_template *t = mx_embedded_templates; t->name; t++)
+        if (strcmp(t->name, name) == 0) { *len = t->len; return t->text; }
+    return NULL;
+}
+
+/* require(name), the only loader templates get: it reads modules from the
+ * templates alone, as source text.  Lua's own require would also search
+ * LUA_PATH, LUA_CPATH, "./?.lua" and "./?.so" and load C libraries, so a
+ * template directory (or the working directory) could run native code in
+ * every process that links mxattn.  Like Lua's, it caches results in the
+ * registry's _LOADED table, so `require` returns the same table every time. */
+static int template_require(lua_State *L) {
+    size_t n = 0;
+    const char *name = luaL_checklstring(L, 1, &n);
+    lua_settop(L, 1);
+    lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE); /* 2: package.loaded */
+    if (lua_getfield(L, 2, name) != LUA_TNIL && lua_toboolean(L, -1)) return 1;
+    lua_pop(L, 1);
+    mx_gen *g = lua_touserdata(L, lua_upvalueindex(1));
+    if (!module_name_ok(name, n))
+        return luaL_error(L, "module '%s' not found: a template name is letters, digits, '_' and '.'", name);
+    size_t len = 0;
+    char *owned = NULL;
+    const char *text = template_text(g, name, &len, &owned);
+    if (!text)
+        return luaL_error(L, "module '%s' not found: no template '%s'%s%s", name, name,
+                          g->template_dir[0] ? " in " : "", g->template_dir);
     mx_sha256_update(&g->hash_state, name, strlen(name));
     mx_sha256_update(&g->hash_state, text, len);
-    int rc = luaL_loadbuffer(L, text, len, name);
+    /* Mode "t": a precompiled chunk is refused, since Lua does not verify
+     * bytecode and a crafted one can read and write any memory. */
+    int rc = luaL_loadbufferx(L, text, len, name, "t");
     free(owned);
     if (rc != LUA_OK) return lua_error(L);
     lua_pushstring(L, name);
-    return 2;
+    lua_call(L, 1, 1);
+    if (!lua_isnil(L, -1)) lua_setfield(L, 2, name);
+    else lua_pop(L, 1);
+    if (lua_getfield(L, 2, name) == LUA_TNIL) { /* a module that returned nothing */
+        lua_pushboolean(L, 1);
+        lua_copy(L, -1, -2);
+        lua_setfield(L, 2, name);
+    }
+    return 1;
 }
+
+/* The templates' whole world: the base library less what reads files, loads
+ * code or prints, and string, table and math.  No os, io, debug, package.loadlib,
+ * coroutine or utf8: a template computes text from text and needs none of
+ * them (none of templates/ uses them).  A template directory is code the user
+ * pointed at, but it must not be able to run a program, touch a file or load
+ * a C library inside the process that asked for a kernel. */
+static void open_sandbox(lua_State *L, mx_gen *g) {
+    static const luaL_Reg libs[] = {
+        { LUA_GNAME, luaopen_base },         { LUA_STRLIBNAME, luaopen_string },
+        { LUA_TABLIBNAME, luaopen_table },   { LUA_MATHLIBNAME, luaopen_math },
+        { NULL, NULL } };
+    for (const luaL_Reg *lib = libs; lib->name; lib++) {
+        luaL_requiref(L, lib->name, lib->func, 1);
+        lua_pop(L, 1);
+    }
+    /* dofile/loadfile read files; load would accept binary chunks (and
+     * string.dump makes them); print and warn write to the process's stdout
+     * and stderr, which the library never does. */
+    static const char *const removed[] = { "dofile", "loadfile", "load", "print", "warn", NULL };
+    for (const char *const *f = removed; *f; f++) {
+        lua_pushnil(L);
+        lua_setglobal(L, *f);
+    }
+    lua_getglobal(L, LUA_STRLIBNAME);
+    lua_pushnil(L);
+    lua_setfield(L, -2, "dump");
+    lua_pop(L, 1);
+
+    lua_pushlightuserdata(L, g);
+    lua_pushcclosure(L, template_require, 1);
+    lua_setglobal(L, "require");
+    lua_newtable(L); /* package: only `loaded`, the table require fills */
+    lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_setfield(L, -2, "loaded");
+    lua_setglobal(L, "package");
+}
+
+#ifdef MXATTN_FUZZ_LUA_COVERAGE
+/* Fuzz builds only (tests/fuzz): the templates' parser and enumerator are
+ * Lua, which libFuzzer's instrumentation of C cannot see, so every template
+ * line run is counted in libFuzzer's extra counters (a section it reads
+ * besides its own), and an input that reaches a new line is kept.  A target
+ * asks for it by defining mx_gen_fuzz_lua_coverage = 1: the hook makes
+ * template code ~3x slower, too slow for the candidate enumerator. */
+__attribute__((used, section("__libfuzzer_extra_counters"))) static uint8_t lua_line_counters[1 << 15];
+__attribute__((weak)) int mx_gen_fuzz_lua_coverage;
+
+static void lua_line_hook(lua_State *L, lua_Debug *ar) {
+    if (!lua_getinfo(L, "S", ar)) return;
+    uintptr_t h = ((uintptr_t)ar->source >> 4) * 0x9E3779B1u + (uintptr_t)ar->currentline;
+    lua_line_counters[(h ^ (h >> 15)) % sizeof lua_line_counters]++;
+}
+#endif
 
 static int traceback(lua_State *L) {
     const char *msg = lua_tostring(L, 1);
@@ -107,20 +201,11 @@ mxattn_status mx_gen_open(mx_gen **out) {
     mx_sha256_init(&g->hash_state);
     g->L = luaL_newstate();
     if (!g->L) { free(g); return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "cannot create a Lua state"); }
-    luaL_openlibs(g->L);
-
-    /* Put our searcher first, so templates never come from LUA_PATH by accident. */
     lua_State *L = g->L;
-    lua_getglobal(L, "package");
-    lua_getfield(L, -1, "searchers");
-    lua_pushlightuserdata(L, g);
-    lua_pushcclosure(L, template_searcher, 1);
-    for (lua_Integer i = (lua_Integer)luaL_len(L, -2); i >= 1; i--) {
-        lua_rawgeti(L, -2, i);
-        lua_rawseti(L, -3, i + 1);
-    }
-    lua_rawseti(L, -2, 1);
-    lua_pop(L, 2);
+    open_sandbox(L, g);
+#ifdef MXATTN_FUZZ_LUA_COVERAGE
+    if (mx_gen_fuzz_lua_coverage) lua_sethook(L, lua_line_hook, LUA_MASKLINE, 0);
+#endif
 
     lua_getglobal(L, "require");
     lua_pushstring(L, "mxattn");

@@ -3,7 +3,8 @@
 #   scripts/mxattn.sh run    install what is missing, build, run the main job
 #                            (tuning on a GPU; compile-only kernel cache fill without one)
 #   scripts/mxattn.sh test   install what is missing, build, pass the tests
-#                            (CPU tests, a sanitizer build of them, and GPU tests where a GPU is)
+#                            (CPU tests, a sanitizer build of them, bounded fuzzing, and GPU
+#                            tests where a GPU is)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc 2>/dev/null || echo 2)
@@ -11,7 +12,7 @@ BUILD=${MXATTN_BUILD_DIR:-build}
 
 install_deps() {
   local need=()
-  for pkg in build-essential cmake pkg-config liblua5.4-dev libsqlite3-dev libsodium-dev libcmocka-dev python3 python3-venv; do
+  for pkg in build-essential cmake pkg-config liblua5.4-dev libsqlite3-dev libsodium-dev libcmocka-dev python3 python3-venv clang libclang-rt-14-dev; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
   done
   [ ${#need[@]} -eq 0 ] && return 0
@@ -50,6 +51,8 @@ run_tests() {
   # which always run, come last so their summary is what a reader sees.
   echo "== GPU tests (each skips with a message where there is no GPU)"
   ctest --test-dir "$BUILD" -L gpu --output-on-failure
+  echo "== fuzzing under ASan + UBSan (libFuzzer, ${MXATTN_FUZZ_SECONDS:-60} s a target, tests/fuzz/run.sh)"
+  bash tests/fuzz/run.sh "$BUILD-fuzz"
   echo "== CPU tests under AddressSanitizer + UndefinedBehaviorSanitizer"
   build "$BUILD-asan" -DMXATTN_SANITIZE=ON
   ASAN_OPTIONS=detect_leaks=1 ctest --test-dir "$BUILD-asan" -L cpu --output-on-failure -j"$JOBS"
