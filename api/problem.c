@@ -124,11 +124,11 @@ static mxattn_status check_sizes(const mxattn_problem *p) {
 static mxattn_status tensor_extent(const char *name, mxattn_strides s, int batch, int heads, int seq, int d,
                                    int64_t *bytes) {
     int64_t a, b, c, sum;
-    int bad = __builtin_mul_overflow((int64_t)(batch - 1), s.batch, &a) |
-              __builtin_mul_overflow((int64_t)(heads - 1), s.head, &b) |
-              __builtin_mul_overflow((int64_t)(seq - 1), s.seq, &c) |
-              __builtin_add_overflow(a, b, &sum) | __builtin_add_overflow(sum, c, &sum) |
-              __builtin_add_overflow(sum, (int64_t)d, &sum) | __builtin_mul_overflow(sum, (int64_t)2, &sum);
+    int bad = __builtin_mul_overflow((int64_t)(batch - 1), s.batch, &a) ||
+              __builtin_mul_overflow((int64_t)(heads - 1), s.head, &b) ||
+              __builtin_mul_overflow((int64_t)(seq - 1), s.seq, &c) ||
+              __builtin_add_overflow(a, b, &sum) || __builtin_add_overflow(sum, c, &sum) ||
+              __builtin_add_overflow(sum, (int64_t)d, &sum) || __builtin_mul_overflow(sum, (int64_t)2, &sum);
     if (bad)
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "%s spans more than 2^63 bytes with these strides", name);
     *bytes = sum;

@@ -109,6 +109,17 @@ static inline void fz_problem(fz_bytes *in, mxattn_problem *p, char *family_buf,
     }
 }
 
+/* The key the seed export is signed with and the import target trusts: a
+ * fixed seed, so that fuzz_seeds and fuzz_import agree without a file. */
+#include <sodium.h>
+#include "cache/sign.h"
+static inline void fz_signer(mx_sign_secret *key) {
+    unsigned char seed[crypto_sign_SEEDBYTES];
+    for (size_t i = 0; i < sizeof seed; i++) seed[i] = (unsigned char)(i * 13 + 5);
+    if (sodium_init() < 0 || crypto_sign_seed_keypair(key->pk.bytes, key->sk, seed) != 0)
+        fz_fail("libsodium could not make the fuzz key");
+}
+
 /* One context for the whole run: opening the templates costs ~10 ms. */
 static inline mxattn_ctx *fz_context(void) {
     static mxattn_ctx *ctx;

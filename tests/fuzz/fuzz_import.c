@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include "api/config_check.h"
 #include "cache/cache.h"
 
 static char g_dir[64], g_src[128];
@@ -50,7 +51,8 @@ static void check(const char *call, mxattn_status st, const mx_cache_counts *bef
      * only CACHE_CORRUPT to INVALID_VALUE). */
     static const mxattn_status allowed[] = { MXATTN_OK, MXATTN_ERROR_INVALID_VALUE, MXATTN_ERROR_UNSUPPORTED,
                                              MXATTN_ERROR_CACHE_FOREIGN, MXATTN_ERROR_IO,
-                                             MXATTN_ERROR_OUT_OF_MEMORY, MXATTN_ERROR_CACHE };
+                                             MXATTN_ERROR_OUT_OF_MEMORY, MXATTN_ERROR_CACHE,
+                                             MXATTN_ERROR_UNTRUSTED, MXATTN_ERROR_CACHE_CORRUPT };
     fz_expect(call, st, allowed, sizeof allowed / sizeof allowed[0]);
     if (st == MXATTN_OK) return;
     mx_cache_counts after;
@@ -74,8 +76,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mx_cache_counts before;
     counts(&before);
     mx_import_report rep;
-    check("mx_cache_import", mx_cache_import(g_cache, g_src, 1, &rep), &before);
+    /* As `db import --with-kernels --trust KEY` runs it: the seed's signer
+     * trusted, every row through the templates' check. */
+    static mx_import_options opt;
+    static int opt_ready;
+    if (!opt_ready) {
+        mx_sign_secret key;
+        fz_signer(&key);
+        mx_import_options_init(&opt);
+        opt.trusted[0] = key.pk;
+        opt.n_trusted = 1;
+        opt.row_check = mx_api_check_tune_row;
+        opt.row_check_arg = fz_context();
+        opt_ready = 1;
+    }
+    opt.with_kernels = 1;
+    check("mx_cache_import", mx_cache_import(g_cache, g_src, &opt, &rep), &before);
     counts(&before);
-    check("mx_cache_merge", mx_cache_merge(g_cache, g_src, &rep), &before);
+    opt.with_kernels = 0;
+    check("mx_cache_merge", mx_cache_merge(g_cache, g_src, &opt, &rep), &before);
     return 0;
 }

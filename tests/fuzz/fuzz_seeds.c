@@ -153,7 +153,9 @@ static void import_seed(void) {
         k.cubin_size = sizeof blob[i];
         if (mx_cache_put_kernel(c, &k) != MXATTN_OK) fz_fail("put_kernel: %s", mxattn_last_error());
     }
-    if (mx_cache_export(c, ex, 1) != MXATTN_OK) fz_fail("export: %s", mxattn_last_error());
+    mx_sign_secret key;
+    fz_signer(&key);
+    if (mx_cache_export(c, ex, 1, &key) != MXATTN_OK) fz_fail("export: %s", mxattn_last_error());
     mx_cache_close(c);
     size_t len = 0;
     FILE *f = fopen(ex, "rb");
