@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The GPU machine's half of a release check, over a build folder carried from
+# here (scripts/prepare_gpu_build.sh; carry build-gpu):
+#   scripts/gpu_suite.sh tests   ctest -L gpu (every GPU test, eight at a time), logs kept
+#   scripts/gpu_suite.sh bench   bench/overhead.py, then bench/attention.py beside SDPA
+#                                ($BENCH_ARGS, and a second table with $BENCH2_ARGS)
+# Logs and results go under $OUT; a short summary prints last.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B=${MXATTN_BUILD:-build-gpu}
+OUT=${OUT:-/tmp/mxattn-out}
+mkdir -p "$OUT"
+export MXATTN_LIB=$PWD/$B/libmxattn.so MXATTN_CACHE=/tmp/mxattn-gpu-suite.db PYTHONUNBUFFERED=1
+S=$OUT/summary.txt
+note() { echo "[$(date +%T) +${SECONDS}s] $*" | tee -a "$S"; }
+note "$(nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader)"
+
+case "${1:-}" in
+tests)
+  rm -f "$B"/Testing/Temporary/LastTest*.log
+  timeout ${CTEST_TOTAL:-480} ctest --test-dir "$PWD/$B" -L gpu -j8 --timeout 460 --output-on-failure \
+    > "$OUT/ctest_gpu.log" 2>&1
+  note "ctest -L gpu rc=$?"
+  grep -E "Test +#|tests passed|tests failed" "$OUT/ctest_gpu.log" >> "$S"
+  cp "$B"/Testing/Temporary/LastTest.log "$OUT/ctest_gpu_full.log" 2>/dev/null
+  ;;
+bench)
+  timeout 120 python3 bench/overhead.py --out "$OUT/overhead.json" > "$OUT/overhead.txt" 2>&1
+  note "overhead rc=$?"; tail -20 "$OUT/overhead.txt" >> "$S"
+  timeout ${BENCH_TIMEOUT:-400} python3 bench/attention.py ${BENCH_ARGS:-} --out "$OUT/bench" > "$OUT/bench.log" 2>&1
+  note "bench rc=$? ${BENCH_ARGS:-}"
+  grep -E "^\|" "$OUT/bench/results.md" 2>/dev/null | cut -d'|' -f2-11 >> "$S"
+  if [ -n "${BENCH2_ARGS:-}" ]; then
+    timeout ${BENCH2_TIMEOUT:-200} python3 bench/attention.py $BENCH2_ARGS --out "$OUT/bench2" > "$OUT/bench2.log" 2>&1
+    note "bench2 rc=$? $BENCH2_ARGS"
+    grep -E "^\|" "$OUT/bench2/results.md" 2>/dev/null | cut -d'|' -f2-11 >> "$S"
+  fi
+  ;;
+*) echo "usage: $0 tests|bench" >&2; exit 2 ;;
+esac
+echo "==== summary"; cat "$S"
