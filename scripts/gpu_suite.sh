@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 B=${MXATTN_BUILD:-build-gpu}
 OUT=${OUT:-/tmp/mxattn-out}
 mkdir -p "$OUT"
+export LD_LIBRARY_PATH=$PWD/$B/testlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}  # cmocka, which the GPU machine lacks
 export MXATTN_LIB=$PWD/$B/libmxattn.so MXATTN_CACHE=/tmp/mxattn-gpu-suite.db PYTHONUNBUFFERED=1
 S=$OUT/summary.txt
 note() { echo "[$(date +%T) +${SECONDS}s] $*" | tee -a "$S"; }
