@@ -37,10 +37,10 @@ main_job() {
     # The 48 likeliest candidates a shape (the default, its rivals, then by the
     # prior): each now settles for half a second first, so all ~300 a shape
     # would take ~10 minutes; `mxattn tune` without --max-candidates times all.
-    "$BUILD/mxattn" tune --family f16 --head-dims 64,128 --seqs 4096 --max-candidates 48
+    "$BUILD/mxattn" tune --family f16 --head-dim 64,128 --seqs 4096 --max-candidates 48
   else
     echo "== no GPU here: filling the kernel cache for sm_90a ahead of time (compile-only)"
-    "$BUILD/mxattn" tune --arch sm_90a --compile-only --family f16 --head-dims 64,128
+    "$BUILD/mxattn" tune --arch sm_90a --compile-only --family f16 --head-dim 64,128
   fi
   "$BUILD/mxattn" accuracy
 }
