@@ -202,7 +202,7 @@ def _settle(step, settle_ms):
     it, and a row timed right after another row (or after input sets were
     made) runs partly in the power controller's transient.  On the H200 at
     D=128 N=4096 cuDNN's rows read 1780-1800 MHz that way where, held for
-    seconds, it runs at ~1650 (bench/NOTES.md, set 23).
+    seconds, it runs at ~1650 (bench/NOTES.md, 2026-11-30).
     Settling times each implementation in its own sustained state, as
     `mxattn tune --settle-ms` times candidates."""
     if settle_ms <= 0:
@@ -430,7 +430,7 @@ def run_config(cfg, names, l2_bytes, rounds, clock_log=None, rep_ms=REP_MS, sett
     The implementations are timed in interleaved rounds (A B C, B C A, ...)
     rather than one after the other: the GPU's clock and power state drift
     over a run, and timed in order the same kernel read up to 7% apart
-    (bench/results/h200-2026-11-29-s6/call1), more than the differences the
+    (H200, 2026-11-29; bench/NOTES.md), more than the differences the
     tuner's choices and these ratios are about.  With a clock_log, each row
     also gets the clock and power sampled during its own timed calls.  With
     settle_ms, each timing is preceded by that long of the same

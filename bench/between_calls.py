@@ -5,7 +5,7 @@
 
 bench/attention.py times each call after triton's do_bench clears L2 (a 256 MB
 memset), and there our kernels read 6-9% slower than back to back (bench/NOTES.md,
-set 4), a cause never found.  This times each implementation after
+2026-11-29), a cause never found.  This times each implementation after
 each of: nothing (back to back), the 256 MB memset, a 256 MB read (L2 evicted
 without dirty lines) and an idle GPU (a spin kernel on one thread for about a
 millisecond), in interleaved rounds, and prints the median of each: whether

@@ -2,7 +2,7 @@
 
 Why: on the H200 a kernel's time in a sustained run can be well above its
 time alone (f16 D=64 N=16384: 17.0 ms best, 19.9 ms mean over 50 launches,
-bench/NOTES.md, set 7), and two implementations timed in the same
+bench/NOTES.md, 2026-11-29), and two implementations timed in the same
 run may not run at the same clock.  Sampling the clock beside the timings
 says whether a ratio is the kernels' or the power state's.
 

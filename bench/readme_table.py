@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prints the README's speed and accuracy tables from a bench run's results.json.
 
-    python3 bench/readme_table.py bench/results/h200-2026-11-29/results.json
+    python3 bench/readme_table.py bench/results/h200/results.json
 
 One row per (D, N, causal): every implementation's TOPS and, in brackets, its
 ratio to SDPA cuDNN in the same run; then cosine and relative L1 at the

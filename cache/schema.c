@@ -47,8 +47,8 @@ static const char SCHEMA_V2[] =
 
 /* The query-length bucket joins the key, so a decode problem (seq_q 1) and a
  * prefill one with the same keys no longer share a tuned configuration (at
- * f16 D=64 the prefill winner runs decode 2.4x slower; bench/NOTES.md, ninth
- * session).  SQLite cannot change a primary key in place: each table is
+ * f16 D=64 the prefill winner runs decode 2.4x slower; bench/NOTES.md,
+ * 2026-11-29).  SQLite cannot change a primary key in place: each table is
  * rebuilt.  Old rows take q_bucket = seq_bucket, the reading of the tuning
  * runs that wrote them (`mxattn tune` tunes seq_q = seq_k unless a spec says
  * otherwise). */

@@ -108,7 +108,7 @@ typedef struct {
     result_row *rows;
     int row_count;
     double entropy[EXPERIMENTS];  /* of the fp64 attention, 1 uniform .. 0 one-hot */
-} session;
+} accuracy_run;
 
 static const char *first_line_of(const char *msg, char *out, size_t len) {
     snprintf(out, len, "%s", msg ? msg : "");
@@ -187,7 +187,7 @@ static double student_t3_unit(mx_rng *rng) {
     return mx_rng_gaussian(rng) / sqrt(chi2 / 3) / sqrt(3.0);
 }
 
-static void fill_student_t(session *s) {
+static void fill_student_t(accuracy_run *s) {
     host_buffers *h = &s->host;
     int d = s->opt->head_dim;
     mx_rng rng;
@@ -213,7 +213,7 @@ static void round_to_bf16(float *x, uint16_t *bits, size_t n) {
     }
 }
 
-static void build_inputs(session *s, const experiment *e) {
+static void build_inputs(accuracy_run *s, const experiment *e) {
     host_buffers *h = &s->host;
     size_t bytes = h->count * sizeof(float);
     if (e->inputs == INPUTS_STUDENT_T) {
@@ -235,7 +235,7 @@ static void build_inputs(session *s, const experiment *e) {
 
 /* The fp64 output, and the fp64 attention's entropy to place the experiment
  * on the notes' sweep (diffuse 1 .. one-hot 0). */
-static mxattn_status reference(session *s, int experiment_index) {
+static mxattn_status reference(accuracy_run *s, int experiment_index) {
     host_buffers *h = &s->host;
     int n = s->opt->size;
     mx_ref_shape shape = {1, 1, 1, n, n, s->opt->head_dim, MXATTN_CAUSAL_NONE, 0};
@@ -263,7 +263,7 @@ static int gpu_present(char *why, size_t len) {
     return count >= 1;
 }
 
-static mxattn_status open_device(session *s) {
+static mxattn_status open_device(accuracy_run *s) {
     size_t bytes = s->host.count * sizeof(uint16_t);
     mxattn_status st;
     if ((st = mx_device_open(&s->dev, 0)) != MXATTN_OK) return st;
@@ -274,7 +274,7 @@ static mxattn_status open_device(session *s) {
     return mx_mem_alloc(&s->dev, bytes, &s->do_);
 }
 
-static void close_device(session *s) {
+static void close_device(accuracy_run *s) {
     for (int i = 0; i < s->plan_count; i++) mxattn_plan_destroy(s->plans[i].plan);
     if (s->dev.context) {
         mx_mem_free(&s->dev, s->dq); mx_mem_free(&s->dev, s->dk);
@@ -292,7 +292,7 @@ static int config_int(const char *config, const char *key) {
     return 0;
 }
 
-static void make_plan(session *s, const family_row *row, family_plan *f) {
+static void make_plan(accuracy_run *s, const family_row *row, family_plan *f) {
     memset(f, 0, sizeof *f);
     f->row = row;
     mxattn_problem_init(&f->problem, row->family, s->opt->head_dim);
@@ -314,13 +314,13 @@ static void make_plan(session *s, const family_row *row, family_plan *f) {
     }
 }
 
-static void make_plans(session *s) {
+static void make_plans(accuracy_run *s) {
     for (int i = 0; i < FAMILY_ROWS; i++)
         if (!s->opt->families || list_has(s->opt->families, all_families[i].family))
             make_plan(s, &all_families[i], &s->plans[s->plan_count++]);
 }
 
-static mxattn_status upload_inputs(session *s) {
+static mxattn_status upload_inputs(accuracy_run *s) {
     host_buffers *h = &s->host;
     size_t bytes = h->count * sizeof(uint16_t);
     mxattn_status st;
@@ -331,7 +331,7 @@ static mxattn_status upload_inputs(session *s) {
 
 /* Poisons O, runs the plan, reads O back: counts what the kernel left
  * unwritten and measures the rest against fp64. */
-static mxattn_status run_on_gpu(session *s, const family_plan *f, result_row *r) {
+static mxattn_status run_on_gpu(accuracy_run *s, const family_plan *f, result_row *r) {
     host_buffers *h = &s->host;
     size_t bytes = h->count * sizeof(uint16_t);
     for (size_t i = 0; i < h->count; i++) h->o16[i] = POISON_BF16;
@@ -351,7 +351,7 @@ static mxattn_status run_on_gpu(session *s, const family_plan *f, result_row *r)
 }
 
 /* The family's CPU oracle with P in tiles of p_tile keys (0: offline). */
-static mx_error_stats oracle(session *s, const family_plan *f, int p_tile) {
+static mx_error_stats oracle(accuracy_run *s, const family_plan *f, int p_tile) {
     host_buffers *h = &s->host;
     if (mx_ref_family_attention(f->problem.family, &f->problem, p_tile, h->q, h->k, h->v, h->o_test, NULL) !=
         MXATTN_OK)
@@ -365,7 +365,7 @@ static void set_error(result_row *r, mxattn_status st, const char *message) {
 }
 
 /* upload: the status of copying this experiment's inputs, with its message. */
-static void measure_row(session *s, int experiment_index, const family_plan *f, mxattn_status upload,
+static void measure_row(accuracy_run *s, int experiment_index, const family_plan *f, mxattn_status upload,
                         const char *upload_error, result_row *r) {
     memset(r, 0, sizeof *r);
     r->experiment = experiment_index;
@@ -389,7 +389,7 @@ static void measure_row(session *s, int experiment_index, const family_plan *f, 
     r->failed = st != MXATTN_OK || r->unwritten > 0 || !isfinite(r->gpu.cosine);
 }
 
-static mxattn_status run_experiment(session *s, int experiment_index) {
+static mxattn_status run_experiment(accuracy_run *s, int experiment_index) {
     char upload_error[MESSAGE_LEN] = "";
     build_inputs(s, &experiments[experiment_index]);
     mxattn_status st = reference(s, experiment_index);
@@ -434,7 +434,7 @@ static void print_human_row(FILE *f, const result_row *r, size_t count) {
     fputc('\n', f);
 }
 
-static void print_human(FILE *f, const session *s) {
+static void print_human(FILE *f, const accuracy_run *s) {
     const accuracy_gpu_options *o = s->opt;
     fprintf(f, "mxattn accuracy --gpu: seed %ld, %d x %d, one head, bf16 inputs and output, "
                "K channel-mean stddev %g\n", o->seed, o->size, o->head_dim, o->k_mean);
@@ -477,7 +477,7 @@ static void print_json_field(FILE *f, const char *key, double x) {
     print_json_number(f, x);
 }
 
-static void print_json_row(FILE *f, const session *s, const result_row *r) {
+static void print_json_row(FILE *f, const accuracy_run *s, const result_row *r) {
     const experiment *e = &experiments[r->experiment];
     fputs("  {\"experiment\": ", f);
     print_json_string(f, e->name);
@@ -502,7 +502,7 @@ static void print_json_row(FILE *f, const session *s, const result_row *r) {
     fputc('}', f);
 }
 
-static void print_json(FILE *f, const session *s) {
+static void print_json(FILE *f, const accuracy_run *s) {
     const accuracy_gpu_options *o = s->opt;
     fprintf(f, "{\"seed\": %ld, \"size\": %d, \"head_dim\": %d", o->seed, o->size, o->head_dim);
     print_json_field(f, "k_mean", o->k_mean);
@@ -523,7 +523,7 @@ static void print_csv_number(FILE *f, double x) {
     if (isfinite(x)) fprintf(f, "%.17g", x);
 }
 
-static void print_csv(FILE *f, const session *s) {
+static void print_csv(FILE *f, const accuracy_run *s) {
     fputs("experiment,family,direct_p,block_n,status,failed,unwritten,gpu_cos,gpu_rel_l1,"
           "oracle_offline_cos,oracle_offline_rel_l1,oracle_tile_cos,oracle_tile_rel_l1,entropy,v_terms\n", f);
     for (int i = 0; i < s->row_count; i++) {
@@ -543,13 +543,13 @@ static void print_csv(FILE *f, const session *s) {
 }
 
 /* ---- the command ---------------------------------------------------------- */
-static int count_failures(const session *s) {
+static int count_failures(const accuracy_run *s) {
     int n = 0;
     for (int i = 0; i < s->row_count; i++) n += s->rows[i].failed;
     return n;
 }
 
-static int measure_and_print(session *s) {
+static int measure_and_print(accuracy_run *s) {
     make_plans(s);
     for (int e = 0; e < EXPERIMENTS; e++) {
         mxattn_status st = run_experiment(s, e);
@@ -568,7 +568,7 @@ static int measure_and_print(session *s) {
 int accuracy_gpu_run(const accuracy_gpu_options *opt) {
     char why[MESSAGE_LEN];
     if (!gpu_present(why, sizeof why)) return cli_fail(CMD, "--gpu: no GPU found: %s", why);
-    session *s = calloc(1, sizeof *s);
+    accuracy_run *s = calloc(1, sizeof *s);
     if (!s) return cli_fail(CMD, "out of memory");
     s->opt = opt;
     int rc = 1;

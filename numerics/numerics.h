@@ -338,7 +338,7 @@ typedef struct {
      * qscale before it), which moves each 16-key group's exponent by up to
      * about 2^-23 |c| (1e-4 to 3e-4 at the usual scales): enough to flip an
      * E4M3 code of P now and then, and in a row of few keys one flip moves
-     * the output by 2-4e-3 (bench/NOTES.md, ninth session).  Masked
+     * the output by 2-4e-3 (bench/NOTES.md, 2026-11-29).  Masked
      * tiles follow softmax_tile (s rounded to fp32, exp2(s + (log2 448 - m))).
      * Needs qk INT8, p E4M3, p_tile > 0 and q_prescale != 0; the rows' 16-row
      * groups decide masking as the kernel's warps do. */

@@ -6,7 +6,7 @@
 Each copy of templates/ changes the wgmma kernel's softmax_acc or fold_pv (the path of every
 tile without a mask) so that it computes garbage faster: for `scripts/device.sh --ab` with
 `--check-heads 0` only (timing, never checked). What an ablation saves bounds what any
-optimisation of that piece can save (bench/NOTES.md, set 14).
+optimisation of that piece can save (bench/NOTES.md, 2026-11-30).
   nomax    no row maximum: m is a constant (the integer max, its conversion, the quad shuffles)
   noexp    no exponential: P is the scaled score itself (MUFU's 64 ex2 a warp and tile)
   nofold   no O = O * alpha + P V (its 64 FFMA a warp and tile; P V still issued and waited on;
@@ -17,7 +17,7 @@ optimisation of that piece can save (bench/NOTES.md, set 14).
            lagging reference would keep) while the tile's maximum is still taken and kept: the
            steady state of a softmax whose exponentials do not wait for the tile's maximum (a
            reference max moved only when a tile exceeds it by more than the headroom, a rare
-           fallback rescaling P: bench/NOTES.md, set 15); its first tile overflows
+           fallback rescaling P: bench/NOTES.md, 2026-11-30); its first tile overflows
 """
 import os
 import re

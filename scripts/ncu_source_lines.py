@@ -2,7 +2,7 @@
 """Condenses ncu's source page (`ncu --import R --page source --print-source sass --csv`) to
 one line per SASS instruction: address, warp instructions executed, stall samples, the top two
 stall reasons, the instruction.  The CSV has ~60 columns a line; this keeps what the notes read
-(bench/NOTES.md, "Where the quant pass waits", set 10) small enough to commit."""
+(bench/NOTES.md, "Where the quant pass waits", 2026-11-29) small enough to commit."""
 import csv
 import sys
 

@@ -348,8 +348,8 @@ static void test_persistent(void **state) {
 }
 
 /* mxattn_candidates lists first what a plan without a tuned configuration
- * builds, with this GPU's SM count (its header promises it; before session
- * 11 it asked the templates without the count): a small f16 problem whose
+ * builds, with this GPU's SM count (its header promises it; it once asked
+ * the templates without the count): a small f16 problem whose
  * default splits its row blocks along the keys, f16's one-warpgroup and
  * warp-specialized defaults, int8-fp8's. */
 static void test_candidates_start_with_the_plans_default(void **state) {

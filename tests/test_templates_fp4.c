@@ -131,7 +131,7 @@ static void test_nvrtc_sm90a_emulates_with_bf16_mma(void **state) {
              * spills a little: nvfp4 D=64 4 bytes, mxfp4 D=64 16, nvfp4-int8qk
              * D=80 20 (stored; as many loaded).  Those kernels ran a third
              * faster on the H200 than the 64-key tile's 170-206 registers
-             * without a spill (h200-2026-11-30-s19 calls 3-4); elsewhere none. */
+             * without a spill (2026-11-30); elsewhere none. */
             if (DIMS[i] <= 128 && registers == 128) assert_true(spills <= 2 * 24);
             else if (DIMS[i] <= 128) assert_int_equal(spills, 0);
             free(ptx);

@@ -160,24 +160,24 @@ static unsigned long long fnv1a(const char *s) {
  * the H200-verified winners keep their source and so their cache keys.  A
  * snapshot: when a shared block changes on purpose, re-pin with the printed
  * hash (and re-verify the kernels on a GPU). */
-/* Hashes of the sources as rendered in the fifth session of 2026-11-29, after
+/* Hashes of the sources as rendered on 2026-11-29, after
  * deliberate changes to shared blocks: attend_tile takes wgmma_overlap's
  * pack_p and issue_pv, every kernel asks tile_needs_mask (the PTX of the
  * first two is byte-identical to 9aeebc0's; the causal one's differs in
  * instruction order only; gpu_wgmma re-verified all three on the H200), and
  * the epilogue's LSE formula is one row_lse, and the key tiles a block sees
  * are one key_tiles (the last two: PTX byte-identical to the verified
- * kernels over 28 configurations of every family).  Re-pinned in the seventh
- * session: every kernel masks a tile through softmax.lua's mask_tile (the
+ * kernels over 28 configurations of every family).  Re-pinned later that
+ * day: every kernel masks a tile through softmax.lua's mask_tile (the
  * three pinned kernels' PTX, and 23 configurations' of every family and
- * arch, byte-identical to the GPU-verified ones).  Re-pinned in the tenth
- * session (branch tma-issue-warp0): `warp` is broadcast from lane 0 and the
+ * arch, byte-identical to the GPU-verified ones).  Re-pinned again that
+ * day (branch tma-issue-warp0): `warp` is broadcast from lane 0 and the
  * one-warpgroup kernels issue their copies under `warp == 0 && elect_one()`;
- * not yet run on a GPU (scripts/s11_first_call.sh).  Re-pinned in the
- * fifteenth session: the prelude every source starts with gained the
+ * not yet run on a GPU then.  Re-pinned on
+ * 2026-11-30: the prelude every source starts with gained the
  * programmatic-dependent-launch helpers, which the f16 kernels do not call
- * (the three pinned kernels' PTX byte-identical to 9c76c53's).  Re-pinned in
- * the seventeenth session: every kernel sits between #if guards so that a
+ * (the three pinned kernels' PTX byte-identical to 9c76c53's).  Re-pinned
+ * later that day: every kernel sits between #if guards so that a
  * module's kernels can be compiled apart (templates/mxattn.lua; the three
  * kernels' PTX byte-identical to b1341c1's).  Re-pinned when NaN came to
  * follow exact attention (numerics.h): the prelude gained fmax_nan and its

@@ -4,8 +4,8 @@
  * Why apart: NVRTC optimizes and assembles a module's kernels one after the
  * other, and the INT8 families' quantization kernel alone takes as long as
  * their attention kernel (int8-fp8 D=128 on the CPU machine: 0.69 s of a
- * 1.09 s module, the attention kernel 0.36 s; bench/NOTES.md, seventeenth
- * session).  Compiled as one program per kernel on parallel threads, a cold
+ * 1.09 s module, the attention kernel 0.36 s; bench/NOTES.md,
+ * 2026-11-30).  Compiled as one program per kernel on parallel threads, a cold
  * start waits for the slowest kernel.  NVRTC's own --split-compile measured
  * 0-20% on the GPU machine; separate programs leave nothing shared to wait on.
  *

@@ -434,9 +434,9 @@ static void remeasured(run *r, mx_measurement *m, float *ms, int n) {
  * on those timings.  The default is always timed first, on a GPU that has
  * only just been warmed, and on the H200 that first timing read up to 10%
  * slower than the same kernel timed later (1.94-1.96 ms in the tuner vs
- * 1.74-1.85 ms by `mxattn run`; bench/results/h200-2026-11-29-s5, calls 7-8),
+ * 1.74-1.85 ms by `mxattn run`; H200, 2026-11-29; bench/NOTES.md),
  * which crowned a winner the benchmark did not see; timings taken one after
- * the other also drift by a few percent (call 9).  Interleaved rounds give
+ * the other also drift by a few percent (the same day).  Interleaved rounds give
  * both kernels the same conditions. */
 #define CONFIRM_ROUNDS 4
 static mxattn_status confirm_finalists(run *r) {

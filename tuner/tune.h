@@ -53,7 +53,7 @@
  * kernels can rank one way in a burst at boost clock and the other way
  * under sustained load: int8-fp8's shared K/V ring is 3-7% slower than
  * one-warpgroup blocks in bursts and 6-7% faster sustained at D=128
- * N=16384 (bench/results/h200-2026-11-30-s20).  Sustained is how attention
+ * N=16384 (H200, 2026-11-30; bench/NOTES.md).  Sustained is how attention
  * runs in training and prefill, so each candidate is timed after this much
  * of its own load. */
 #define MX_TUNE_SETTLE_MS 500.0

@@ -2,7 +2,7 @@
  * the bench's inputs (standard normal q and k, D=128, scores in base 2: q.k / sqrt(D) * log2 e;
  * 64 rows, 128-key tiles), for a softmax that keeps a lagging reference maximum and moves it only
  * when a tile exceeds it by more than tau: the share of row-tiles and of warp-tiles (16 rows, the
- * unit that would take a fallback branch) after the first tile that would move it.  Set 15
+ * unit that would take a fallback branch) after the first tile that would move it.  Run on 2026-11-30
  * (bench/NOTES.md, "A softmax that does not wait for the tile's maximum"):
  *     cc -O2 -o /tmp/max_raises bench/micro/max_raises.c -lm && /tmp/max_raises 4096
  * N=4096: tau 0 (the exact running max) 8.6% of row-tiles, 60% of warp-tiles; tau 2: 0.8% / 12%;

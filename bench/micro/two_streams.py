@@ -9,7 +9,7 @@ quant passes wait for the previous call's attention) or alternating between two 
 GPU may run one call's passes beside the other's attention), with and without stream
 priorities; against the whole problem in one call.  Time per B=4 H=32 problem, from events
 around all reps.  A question for the design of issue #7's N=4096 target (bench/NOTES.md,
-set 16), not a benchmark.
+2026-11-30), not a benchmark.
 """
 import argparse
 import os

@@ -1,7 +1,7 @@
 /* How fine must FP8 V's scale be, and must it see every key?  int8-fp8
  * quantizes V to E4M3 with one scale per channel over all keys, which is why
  * its stats pass reads V once more than the quant pass (134 of its 151 MB at
- * D=128 N=4096 B=4 H=32; bench/NOTES.md, sets 19-20).  This runs V
+ * D=128 N=4096 B=4 H=32; bench/NOTES.md, 2026-11-30).  This runs V
  * quantized several ways, against fp64 attention:
  *   channel          one scale per channel over all keys (the library's; the
  *                    "library" column is numerics' own pipeline, a check of

@@ -2,8 +2,8 @@
 -- another block's shared memory, cluster barriers, and the TMA copy that
 -- lands in several blocks at once.  Rendered only into kernels launched as
 -- clusters (int8-fp8's cluster=2), so every other source stays as it was
--- (test_overlap0_source_is_pinned pins f16's; bench/NOTES.md, twenty-second
--- session, for why an unchanged kernel's text matters).  Uses tma_mbarrier's
+-- (test_overlap0_source_is_pinned pins f16's; bench/NOTES.md, 2026-11-30,
+-- for why an unchanged kernel's text matters).  Uses tma_mbarrier's
 -- types and barriers.
 return function()
   return [[

@@ -1,7 +1,7 @@
 -- The exponentials of the scores, in part on the FMA and integer pipes (knob
 -- exp_poly).  ex2.approx issues at 16 per clock per SM, the softmax's only
 -- instruction that slow (P's packs run at 31-62, the packed f16x2 ex2 is two
--- MUFU ops: bench/NOTES.md, seventh session); with 8-bit MMAs at twice
+-- MUFU ops: bench/NOTES.md, 2026-11-29); with 8-bit MMAs at twice
 -- bf16's rate the exponentials take as long as the tile's MMAs in the
 -- int8-fp8 kernel.  exp_poly = k sends k of every four 8-key score columns through
 -- poly_exp2 instead, which costs ~10 full-rate instructions.  P is rounded to

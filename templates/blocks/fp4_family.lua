@@ -136,7 +136,7 @@ end
 -- of NVRTC at D=128 on the H200 machine, 32-key ones 0.9-1.5 s.  Where ptxas
 -- then fits the kernel in 128 registers (D=64; nvfp4-int8qk D=80) two blocks
 -- share an SM and it runs a third faster; elsewhere (D=80-128) 7-14% slower
--- (h200-2026-11-30-s19 calls 3-4), which a tuned plan may take back.
+-- (H200, 2026-11-30), which a tuned plan may take back.
 function F.default(t)
   local bn = native(t) and 64 or 32
   if dv(t) > 128 then return { variant = "mma", block_m = 64, block_n = bn, warps = 4, stages = 2 } end

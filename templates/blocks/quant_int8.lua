@@ -37,7 +37,7 @@ MX_INLINE float warp_sum(float x) {
 // INT8 scores to fp32, exactly, without cvt.rn.f32.s32, so the kernels can
 // fold the conversion into the FFMA that scales the score (softmax_acc): an
 // integer add per score, as cheap to issue as sm_90a's I2FP (46+ per clock
-// per SM measured; bench/NOTES.md, seventh session).  For
+// per SM measured; bench/NOTES.md, 2026-11-29).  For
 // |x| < 2^22 the float with bits 0x4B400000 + x is 1.5 * 2^23 + x exactly
 // (x lands in the mantissa), and subtracting 1.5 * 2^23 leaves x, exactly:
 // an integer add and an fp32 add on full-rate pipes.  Scores of INT8 codes

@@ -37,7 +37,7 @@ MX_INLINE u8 *ws_at(const mx_kernel_args &a, int section) { return (u8 *)a.ws + 
 // (32 lanes / (32 / SV) lanes a key) and eight warps stride over the keys
 // (over every 8th key for K's mean from 1024 keys: 7/8 of K's bytes saved).
 // The pass is bound by the loads in flight: 2-byte loads (a warp load of 64
-// bytes) read 2.9 TB/s (s8 call 7).  The mean is summed in fp64 as numerics'
+// bytes) read 2.9 TB/s (H200, 2026-11-29).  The mean is summed in fp64 as numerics'
 // mx_channel_mean does; sums of bf16/fp16 values are exact in fp64 unless
 // their magnitudes span ~40 binades, so the order of the sum does not change
 // the fp32 mean.
@@ -98,7 +98,7 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_stats(const mx_kernel_
 // Kernels 2 and 3, quant_q and quant_kv, "pdl" launches, each a kernel of
 // its own because NVRTC compiles a module's kernels apart and in parallel:
 // together they were the module's slowest compile (int8-fp8 D=256 on the CPU
-// machine: Q ~290 of 827 ms, K ~290, V ~250; bench/NOTES.md, sessions 18-19).
+// machine: Q ~290 of 827 ms, K ~290, V ~250; bench/NOTES.md, 2026-11-30).
 // quant_q needs nothing of the stats kernel but the LSE's smooth-K term, so
 // its blocks run beside the stats pass; quant_kv's wait for the mean and V's
 // scales.  A PDL kernel's wait covers only the kernel launched just before
@@ -142,11 +142,12 @@ extern "C" __global__ void __launch_bounds__(${QUANT_BOUNDS}) ${NAME}_quant_kv(c
 -- on memory unless many warps share an SM.  At D=32 and 64 six blocks an SM
 -- fit in 80 registers without spills; at D=40, 48, 56, whose rows end in
 -- padding, 8-96 bytes spill.  int8-fp8 D=64 N=4096 B=4 H=32: 153 -> 135 us
--- (bench/NOTES.md, session 9).  Above, the compiler's choice: at D=128 it
--- took 94 registers in session 9 (five blocks); forcing six spilled and
+-- (bench/NOTES.md, 2026-11-29).  Above, the compiler's choice: at D=128 it
+-- then took 94 registers (five blocks); forcing six spilled and
 -- measured slower, and even a minimum of one block changed its register
 -- heuristic (int8-f16: 96 -> 108), so no minimum is written there.  Since
--- session 10's pass it takes 80 (int8-fp8) and 70 (int8-f16) on its own.
+-- the pass codes padding a word at a time (2026-11-29) it takes 80
+-- (int8-fp8) and 70 (int8-f16) on its own.
 -- D=96 joins D=32 and 64 since a lane keeps three mean sets there, not six
 -- (quant_int8's MEAN_PERIOD): 80 registers without spills in both families
 -- (127 before; without the minimum ptxas picks 80 and spills 4 bytes in

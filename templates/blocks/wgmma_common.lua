@@ -186,9 +186,9 @@ end
 -- completes a unit reads every piece back); a piece ends with finish_piece
 -- (C.SPLIT_FINISH) instead of the unit's output.  Splitting only the last
 -- wave of a large problem measured 0.8-1% slower on the H200 (the blocks
--- drift apart and absorb that wave; h200-2026-11-29-s7 call 7), so a problem
+-- drift apart and absorb that wave; 2026-11-29), so a problem
 -- with a wave's worth of units or more is not split; and the split-capable
--- kernel is 1.6% slower where it does not split (s8 call 1), hence a knob
+-- kernel is 1.6% slower where it does not split (H200, D=128), hence a knob
 -- that the default sets by the problem's size (WG.default).
 local SPLIT_SETUP = [[
   constexpr int MIN_PIECE_TILES = 4, MAX_SPLIT = ${MAX_SPLIT};
@@ -319,7 +319,7 @@ C.CONSUMER_STATE = require("util").indent(C.STATE_DECL .. C.STATE_INIT, "  "):gs
 -- it.  `warp == 0 && elect_one()`, not `threadIdx.x == 0`: under the latter
 -- the compiler predicated the issuing code (with a loop that makes the copy's
 -- operands uniform) in every warp, ~55 of int8-fp8's ~640 instructions a warp
--- and a tile, and 11% of its stall samples (h200-2026-11-29-s10 call 5).
+-- and a tile, and 11% of its stall samples (H200, 2026-11-29).
 C.KERNEL = [[
 ${preamble}extern "C" __global__ void __launch_bounds__(THREADS, ${min_blocks}) ${NAME}(const __grid_constant__ mx_kernel_args a) {
 ${SETUP}

@@ -26,10 +26,9 @@
 -- under it (ncu on the H200: 14% of the consumers' samples stalled on it).
 -- With the hook rotate = true the wait, O's rescale and P's packing head
 -- the next turn instead, where the loop's back edge keeps them after the
--- softmax: +3.5-4% for the f16 kernels (bench/results/h200-2026-11-29-s6,
--- calls 6-7).  S(t) then holds P(t) across the turn boundary, which a
--- family whose S accumulator is not its P (int8-fp8: S in int32, P in fp32)
--- pays for in spills (608 bytes), so it keeps the wait at the end.
+-- softmax: +3.5-4% for the f16 kernels (H200, 2026-11-29; bench/NOTES.md).
+-- S(t) then holds P(t) across the turn boundary, which a family whose S
+-- accumulator is not its P (int8-fp8: S in int32, P in fp32) pays for in spills (608 bytes), so it keeps the wait at the end.
 --
 -- A family brings its operands' pieces, called by the turns below:
 --   issue_qk(acc, desc_q, desc_k)  S = Q K^T into `acc`, one commit group
@@ -338,10 +337,9 @@ end
 -- softmax, so the stores leave under the other warpgroup's MMAs instead of
 -- between this warpgroup's units.  D=128 N=4096: 1.633 vs 1.659 ms, N=16384
 -- 6.22 vs 6.30; under causal 0.956 vs 0.948 ms, slower, so causal keeps the
--- kernel above (h200-2026-11-29-s7, call 3).  Stored right after S(0) was
+-- kernel above (H200, 2026-11-29).  Stored right after S(0) was
 -- issued, before the softmax, it was 1.5% slower than the kernel above: the
--- softmax's shuffles queued behind the stores (call 2).  u.flush runs once
--- more after the last unit, and in a unit that sees no key.  The hooks of u
+-- softmax's shuffles queued behind the stores.  u.flush runs once more after the last unit, and in a unit that sees no key.  The hooks of u
 -- (C text, indented here): state, the registers that outlive a unit; row0
 -- and open, the unit's warp_row0 and its fresh O and softmax state;
 -- flush and pending as above; split, true when ${SETUP} splits units along

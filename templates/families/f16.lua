@@ -36,7 +36,7 @@ end
 -- tiles: D<=64 the winner of `mxattn tune` on an H200 at N=4096 (32-row warp
 -- tiles); 64<D<=128 FlashAttention-2's own tile, 128x64 with 4 warps and Q
 -- reloaded from shared memory, which beat the tuner's earlier 256x32x8 pick
--- in one bench run (bench/results/h200-2026-11-29-s3: D=128 0.87-0.95x SDPA
+-- in one bench run (H200, 2026-11-29; bench/NOTES.md: D=128 0.87-0.95x SDPA
 -- flash vs 0.69-0.85x; D=80 1.09-1.14x vs 0.76-0.89x).
 function F.default(t, pr)
   -- On Hopper the warpgroup MMA is the fast path wherever TMA can move the rows.

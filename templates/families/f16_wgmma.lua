@@ -76,7 +76,7 @@ function WG.default(t, pr)
   -- 464 vs 445 at N=4096 (404 vs 407 causal), where three 64-row blocks per
   -- SM each streamed all of K and V (2.1x cuDNN's L2 reads) and the SM's
   -- clock sagged in sustained runs: best/mean of 100 launches 16.0/17.5 ms
-  -- against 16.8/19.4 (bench/results/h200-2026-11-29-s8/call2).  Without
+  -- against 16.8/19.4 (H200, 2026-11-29; bench/NOTES.md).  Without
   -- the producer (warps=12) it is 10-18% slower.  Shorter queries keep the
   -- 64-row blocks, three to an SM: a 192-row block pads a 1024-row head by
   -- 12% (4096: 3%), and with a few rows (decoding) its idle warpgroups
@@ -98,12 +98,12 @@ function WG.default(t, pr)
   -- drift apart and K/V out of L2: 468 vs 587), 344.5 vs 334.0 at N=1024,
   -- 511.2 vs 506.5 at N=4096, 588.0 vs 584.2 at N=16384 (three interleaved
   -- rounds).  176-key tiles measured level with 128 at N >= 4096 and 10%
-  -- slower at N=1024.  (bench/results/h200-2026-11-29-s5/call1 bn128, call2
-  -- p128; h200-2026-11-29-s6/call1 dyn, call2 causal.)
+  -- slower at N=1024.  (H200, 2026-11-29: the block_n and persistent sweeps,
+  -- the dynamic order and causal; bench/NOTES.md.)
   -- split=1 where a problem's row blocks leave at least half of the SMs
   -- idle (pr.sms: the plan's GPU): +10% at B=1 H=8 N=1024 (64 units on 132
   -- SMs, 0.0219 vs 0.0242 ms), while the split-capable kernel is 1.6%
-  -- slower where it does not split (h200-2026-11-29-s8 call 1).
+  -- slower where it does not split (H200, D=128, 2026-11-29).
   if dp <= 128 then
     local loops = open and t.overlap ~= 0
     local units = pr and pr.sms and pr.seq_q and U.ceil_div(pr.seq_q, 128) * (pr.heads_q or 1) * (pr.batch or 1)

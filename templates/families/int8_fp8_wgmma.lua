@@ -152,7 +152,7 @@ end
 -- paths: 172 at D=128), halving the SM's warpgroups for nothing.  Four
 -- cap the registers at 128, which spills above D=64; up to it the knob
 -- blocks_per_sm asks for four or five (the softmax's dependent chains want
--- more warps to interleave: h200-2026-11-29-s11 call 4's stall samples).
+-- more warps to interleave: the H200's stall samples, 2026-11-29).
 local function min_blocks(t)
   if consumers(t) > 1 or has_producer(t) then return 1 end
   if (t.blocks_per_sm or 0) > 0 then return t.blocks_per_sm end   -- WG.check: shared memory holds them
@@ -184,13 +184,13 @@ end
 -- TOPS at D=128 N=4096; +8-14% only causal): its 384 threads take the whole
 -- register file, so one block per SM.  Up to D=64, four blocks an SM
 -- (blocks_per_sm=4: 128 registers, no spills) beat three by 5% end to end
--- (h200-2026-11-30-s12 call 1, D=64 N=4096/16384, causal both): more warps
+-- (H200, 2026-11-30, D=64 N=4096/16384, causal both): more warps
 -- to interleave the softmax's dependent instructions.  (A table that names
 -- its own tile or overlap keeps blocks_per_sm=0 unless it asks, as f16's
 -- default does for its ping-pong: the knob holds for one tile only.)
 -- rowsum_mma (the row sums by the tensor cores) measured 2.3-2.9% faster at
 -- D=64 and 1.3-2.2% at D=128 without a mask, 0.9% at D=64 causal, and 1.9%
--- slower at D=128 N=4096 causal (one round; h200-2026-11-30-s12 call 2):
+-- slower at D=128 N=4096 causal (one round on the H200, 2026-11-30):
 -- on by default except there.
 function WG.default(t, pr)
   local open = t.block_m == nil and t.warps == nil and t.block_n == nil and t.stages == nil and t.overlap == nil
@@ -199,8 +199,7 @@ function WG.default(t, pr)
   -- (KERNEL_SHARED): under the board's 700 W cap they spend less energy a
   -- tile (a third or a quarter of the L2-to-SM traffic) and run at a higher
   -- clock (1.82-1.87 GHz where the one-warpgroup blocks run 1.70-1.75), though
-  -- 3-7% slower in short bursts at boost clock (h200-2026-11-30-s20 calls
-  -- 1-4).  Three at D=128: +6-7% at N=16384, +1-3% at N=4096; four at D=64:
+  -- 3-7% slower in short bursts at boost clock (H200, 2026-11-30).  Three at D=128: +6-7% at N=16384, +1-3% at N=4096; four at D=64:
   -- +3% at N=16384, -4.5% at N=4096; causal slower at N=4096 (D=128 -7%).
   -- Short query runs keep the 64-row blocks as f16 does (a 192-row block pads
   -- a 1024-row head by 12%), and so do problems with fewer than two waves of
@@ -225,7 +224,7 @@ function WG.default(t, pr)
     shared = shared and (waves_of(192) or 2) >= 2
     -- From 16384 keys the same three warpgroups take turns on the tensor
     -- pipe (overlap=3: KERNEL_RING): 1-3% faster than the shared ring there,
-    -- 2% slower at 4096 (h200-2026-11-30-s23 calls 6-7; 8192 not measured).
+    -- 2% slower at 4096 (H200, 2026-11-30; 8192 not measured).
     if shared and (seq_k == nil or seq_k >= 16384) then
       return { variant = "wgmma", overlap = 3, block_m = 192, warps = 12, block_n = 128, stages = 3, rowsum_mma = 1 }
     end
@@ -245,12 +244,12 @@ function WG.prior(t)
   local by_smem = math.min(SM_SHARED // math.max(WG.smem_bytes(t), 1), 2)
   local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
   -- exp_poly measured 7-9% (1) and 17-21% (2) slower than the per-thread
-  -- D=128 default (h200-2026-11-30-s14 call 2): the FMA pipe it moves the
+  -- D=128 default (H200, 2026-11-30): the FMA pipe it moves the
   -- exponentials to runs at half rate beside a wgmma (bench/micro).  Ranked
   -- below the same tile without it.
   -- Three consumers (block_m=192) measured 4-25% slower than the default's
-  -- one-warpgroup blocks at D=64 (h200-2026-11-29-s8 call 2), and the ring
-  -- (overlap=3) 12% slower than the shared ring at D=64 (s23 call 6).
+  -- one-warpgroup blocks at D=64 (H200, 2026-11-29), and the ring
+  -- (overlap=3) 12% slower than the shared ring at D=64 (H200, 2026-11-30).
   -- Ranked below every one-warpgroup tile, except above D=64:
   -- the shared ring (KERNEL_SHARED) and the ring measured faster than the
   -- one-warpgroup blocks under the power cap without a mask (WG.default),
@@ -259,32 +258,32 @@ function WG.prior(t)
   local wide = d32(t) > 64
   local three = consumers(t) == 3 and (shares_ring(t) and wide and 1.2 or t.overlap == 3 and wide and 1.19 or 0.3) or 1
   -- overlap=2 measured slower than overlap=0 on the same tile at B=4 H=32
-  -- (h200-2026-11-29-s11 call 4): D=64 +15-16%, D=128 level at 128 keys and
+  -- (H200, 2026-11-29): D=64 +15-16%, D=128 level at 128 keys and
   -- +20% at 64, against three blocks an SM of the default; with the
-  -- per-thread groups +20-23% at D=128 (s14 call 2).  Three one-warpgroup
+  -- per-thread groups +20-23% at D=128 (2026-11-30).  Three one-warpgroup
   -- blocks already cover each other's softmax; the overlap costs a block
   -- (128-key tiles, D>64) or a step of the ring's lead.  Ranked below the
   -- same tile without it: a tuner candidate, tried late.
   local pipelined = t.overlap == 2 and 0.8 or 1
   -- blocks_per_sm: four at 128-key tiles measured 5% faster than the same
   -- tile without it at D=64; five at 64-key tiles level or 1% slower than
-  -- that tile's three (h200-2026-11-30-s12 call 1).
+  -- that tile's three (H200, 2026-11-30).
   local more_blocks = ({ [0] = 1, [4] = 1.05, [5] = 1 })[t.blocks_per_sm or 0]
   -- rowsum_mma: 1-3% faster than the same tile without it (WG.default).
   local summed = (t.rowsum_mma or 0) == 1 and 1.02 or 1
   -- fuse_q measured 0.6-1.4% slower at D=128 and 0.7-3.6% at D=64 than its
-  -- plain twin, 0.9% faster only at D=128 N=4096 causal (s14 call 2; -2 to
+  -- plain twin, 0.9% faster only at D=128 N=4096 causal (2026-11-30; -2 to
   -- -8% predicted): below the twin, tried when the tuner has slots left.
   local fused = (t.fuse_q or 0) == 1 and 0.97 or 1
   -- pv_halves measured 1.7-2.1% slower at D=128 and 1.5% at D=64 than its
-  -- plain twin, level at D=128 causal (h200-2026-11-30-s14 call 8; -5 to -7%
-  -- predicted from call 7's ablation of the fold): eight half-width P V
+  -- plain twin, level at D=128 causal (H200, 2026-11-30; -5 to -7%
+  -- predicted from an ablation of the fold): eight half-width P V
   -- MMAs read P from registers twice.  Below the twin.
   local halves = (t.pv_halves or 0) == 1 and 0.97 or 1
   -- cluster=2 (two shared-ring blocks a K/V stream) measured 10-12% slower
   -- than its twin in bursts at D=128 (1.62 vs 1.47 ms at N=4096, 21.2 vs
   -- 18.9 at 16384) with half its L2 traffic, and slower under the power cap
-  -- too, where it ran 3% faster clocks (h200-2026-11-30-s22 calls 2-9): six
+  -- too, where it ran 3% faster clocks (H200, 2026-11-30): six
   -- warpgroups on two SMs release each slot.  Below the twin.
   local paired = cluster(t) == 2 and 0.95 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
@@ -497,7 +496,7 @@ MX_INLINE void add_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], int 
 // one FFMA a value.  The kernel is bound by issue (bench/NOTES.md), and a
 // separate rescale costs an FMUL a value on every tile where a row's max
 // moved; after the P V wait the fold costs as many instructions either way.
-// On the H200 (h200-2026-11-29-s8 call 3): 1.6% faster at D=128 N=16384,
+// On the H200 (2026-11-29): 1.6% faster at D=128 N=16384,
 // 2.3% at N=4096, but 2% slower at D=64, whose short P V leaves the
 // separate rescale under the MMA for free (FOLD_RESCALE).
 constexpr bool FOLD_RESCALE = DV > 64;
@@ -601,7 +600,7 @@ MX_INLINE void tile_scores(u32 (&pa)[BN / 32][4], float (&alphas)[1][2], float (
 // pv_halves: P V in two column halves, two commit groups, in the registers
 // of one, the first half folded while the second half's MMAs run (the fold
 // after the last MMA sits between this tile's P V and the next tile's S).
-// On the H200 1.5-2% slower than whole P V (h200-2026-11-30-s14 call 8):
+// On the H200 1.5-2% slower than whole P V (2026-11-30):
 // eight half-width MMAs read P from registers twice.
 template <class F>
 MX_INLINE void pv_in_halves(float (&o)[1][DT][4], float (&ls)[1][1][4], const u32 (&pa)[BN / 32][4],
@@ -864,9 +863,9 @@ ${EPILOGUE}
 -- The first form of the ring, a turn for each S and each P V (A.S(t),
 -- B.PV(t-1), C.S(t), A.PV(t), ...), gave each softmax two half turns (512
 -- clocks) where it takes ~1000, and measured 7-8% slower than this one at
--- D=128 and 10% at D=64 (h200-2026-11-30-s23 call 6); this one measured
+-- D=128 and 10% at D=64 (H200, 2026-11-30); this one measured
 -- 1-3% faster than the shared ring at D=128 N=16384 and 2% slower at
--- N=4096 (calls 6-7; WG.default).
+-- N=4096 (the same runs; WG.default).
 local RING = [[
 constexpr int RING_BAR = 1;   // named barriers RING_BAR + consumer warpgroup (0 is __syncthreads')
 MX_INLINE void ring_wait(int wg) { asm volatile("bar.sync %0, 256;" :: "r"(RING_BAR + wg) : "memory"); }
@@ -982,7 +981,7 @@ local SHARED_ONE = {
   -- run-time live (count % (4 * live)) cost ~20 instructions a warp and a
   -- tile; last_release(t, live) spends a multiply instead, which ptxas
   -- scheduled 3.4% slower at D=128 N=16384, the running count 0.5% (and
-  -- 2.2% faster at N=4096; h200-2026-11-30-s22 calls 10-12).
+  -- 2.2% faster at N=4096; H200, 2026-11-30).
   LOOP_STATE = "\n  u32 last_count = 4 * live - 1;",
   RELEASE = [[
     if (t + STAGES < n_tiles && elect_one() && release_slot(released + 4 * slot) == last_count)
@@ -1008,7 +1007,7 @@ MX_INLINE u32 slot_uses_through(int n, int t) {
 // block's reads of the slot completed at its warps' MMA waits, before their
 // acq_rel releases that this warp acquired, and the copy is issued only on
 // the returned count (acq_rel at cluster scope, a fence a tile, made the
-// pair 40-50% slower: h200-2026-11-30-s22 call 1).
+// pair 40-50% slower on the H200, 2026-11-30).
 MX_INLINE bool release_pair_slot(u32 count, int t, const int (&tiles)[2]) {
   u32 old;
   asm volatile("atom.relaxed.cluster.shared::cluster.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(count) : "memory");

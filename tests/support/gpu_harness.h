@@ -21,7 +21,7 @@ uint64_t gpu_seed_base(void);
 
 /* Runs `tests` (count of them) as the cmocka group `group`, as the command
  * line asks.  No argument: all but the speed lines, which are measurements,
- * not checks, and cost minutes of a device session.  A glob: the tests it
+ * not checks, and cost minutes of GPU time.  A glob: the tests it
  * names (`'*speed*'` included).  `--part K/N`: every Nth test from the Kth
  * on, speed lines left out, so that ctest runs a suite too long for its
  * timeout as N processes side by side (GPU_TEST_PARTS in tests/
