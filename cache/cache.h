@@ -6,8 +6,9 @@
  *     caller computes that key;
  *   - a tuning result is keyed by everything that changes the answer: the GPU
  *     SKU (name, SM count, compute capability, driver), the software (NVRTC,
- *     mxattn, template hash) and the problem.  Lookups match every field
- *     exactly, so a configuration tuned on one GPU is never applied to another.
+ *     mxattn, template hash) and the problem.  mx_cache_get_tune matches every
+ *     field exactly; mx_cache_get_tune_nearest lets only the software fields
+ *     differ, so a configuration tuned on one GPU is never applied to another.
  * Every candidate the tuner timed is kept as a measurement, so an interrupted
  * tuning run can resume where it stopped.
  *
