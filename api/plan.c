@@ -33,6 +33,39 @@ static void fill_args(const mx_problem *pr, mx_kernel_args *a) {
     a->gqa = p->heads_q / p->heads_kv;
 }
 
+/* Appends to a plan's note, "; " between parts, cut at its size. */
+static void note_append(mxattn_plan_info *info, const char *text) {
+    size_t used = strlen(info->note);
+    snprintf(info->note + used, sizeof info->note - used, "%s%s", used ? "; " : "", text);
+}
+
+/* Uses a row of this SKU and problem tuned by another build (another driver,
+ * NVRTC, mxattn version or template text), saying which fields differ. */
+static void use_other_build(mxattn_plan *plan, const char *row_config, const mx_tune_key *ours,
+                            const mx_tune_key *row, char *config, size_t cap) {
+    char parts[200] = "";
+    size_t n = 0;
+    if (strcmp(row->template_hash, ours->template_hash))
+        n += (size_t)snprintf(parts + n, sizeof parts - n, "template hash %.6s..", row->template_hash);
+    if (n < sizeof parts && strcmp(row->mxattn_version, ours->mxattn_version))
+        n += (size_t)snprintf(parts + n, sizeof parts - n, "%smxattn %s", n ? ", " : "", row->mxattn_version);
+    if (n < sizeof parts && row->nvrtc_version != ours->nvrtc_version)
+        n += (size_t)snprintf(parts + n, sizeof parts - n, "%sNVRTC %d", n ? ", " : "", row->nvrtc_version);
+    if (n < sizeof parts && row->driver_version != ours->driver_version)
+        snprintf(parts + n, sizeof parts - n, "%sdriver %d", n ? ", " : "", row->driver_version);
+    snprintf(config, cap, "%s", row_config);
+    if (!parts[0]) {
+        /* This build's own row after all (the exact read failed, this one
+         * did not): nothing to re-tune. */
+        plan->info.config_source = "tuned";
+        return;
+    }
+    char note[300];
+    snprintf(note, sizeof note, "tuned on another build (%s): re-tune with `mxattn tune` for this one", parts);
+    note_append(&plan->info, note);
+    plan->info.config_source = "tuned-other-build";
+}
+
 /* The configuration to build: the caller's, the tuned one, or the default
  * (an empty knob string lets the templates fill their heuristic default).
  * The caller's was checked against the problem already (make_plan).  A tuned
@@ -40,7 +73,17 @@ static void fill_args(const mx_problem *pr, mx_kernel_args *a) {
  * imported from elsewhere, and one whose config named another shape
  * (head_dim=256 causal=0 lse=1 for a D=64 causal problem) or an illegal value
  * would build a kernel for another problem.  A row that fails is ignored,
- * the default is built, and the plan's info says why. */
+ * the default is built, and the plan's info says why.
+ *
+ * Without a row for this build, the nearest row for the same SKU and problem
+ * from another build (mx_cache_get_tune_nearest: the shipped results after
+ * any template, driver or NVRTC change) is checked the same way and, when it
+ * passes, used with config_source "tuned-other-build": a winner measured on
+ * this GPU for this problem is a better guess than the heuristic default.
+ * It does not stand in for tuning the user asked for: under first-use the
+ * tuner runs as before and its winner is built (the other build's row only
+ * when the run finds none), and under background the row serves this plan
+ * while the tuner runs.  Under the default policy (off) it is used. */
 static mxattn_status choose_config(mxattn_plan *plan, const char *explicit_config, const char *shape,
                                    char *config, size_t cap) {
     mxattn_ctx *ctx = plan->ctx;
@@ -73,14 +116,29 @@ static mxattn_status choose_config(mxattn_plan *plan, const char *explicit_confi
         return MXATTN_OK;
     }
     mx_clear_error();
+    mx_tune_key other_key;
+    int have_other = 0;
+    if (mx_cache_get_tune_nearest(env.cache, &key, &tuned, &other_key) == MXATTN_OK) {
+        char why[400], note[460];
+        have_other = mx_api_check_tuned_config(ctx, shape, &tuned, why, sizeof why);
+        if (!have_other) {
+            snprintf(note, sizeof note, "tuned row from another build ignored: %s", why);
+            note_append(&plan->info, note);
+        }
+    }
+    mx_clear_error();  /* no row, or one that does not read: the default */
     /* Tuning a two-term plan would store its winner under the one-term key. */
-    if (ctx->tune_policy == MX_TUNE_OFF || plan->pr.p.v_terms != 1) return MXATTN_OK;
+    if (ctx->tune_policy == MX_TUNE_OFF || plan->pr.p.v_terms != 1) {
+        if (have_other) use_other_build(plan, tuned.config, &key, &other_key, config, cap);
+        return MXATTN_OK;
+    }
     mx_tune_sizes sizes;
     mx_tune_options opt;
     mx_tune_outcome outcome;
     mx_ctx_tune_sizes(&plan->pr, &sizes);
     if (ctx->tune_policy == MX_TUNE_BACKGROUND) {
         mx_ctx_tune_in_background(ctx, plan->dev, shape, &sizes, &key);
+        if (have_other) use_other_build(plan, tuned.config, &key, &other_key, config, cap);
         return MXATTN_OK;
     }
     /* first-use: tune here, once per key, then build the winner. */
@@ -91,8 +149,10 @@ static mxattn_status choose_config(mxattn_plan *plan, const char *explicit_confi
     if (mx_tune_run(&env, shape, &sizes, &key, &opt, &outcome) == MXATTN_OK && outcome.best[0]) {
         snprintf(config, cap, "%s", outcome.best);
         plan->info.config_source = "tuned";
+    } else if (have_other) {
+        use_other_build(plan, tuned.config, &key, &other_key, config, cap);
     }
-    mx_clear_error();  /* a failed tuning run falls back to the default */
+    mx_clear_error();  /* a failed tuning run falls back to the other build's row or the default */
     return MXATTN_OK;
 }
 

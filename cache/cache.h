@@ -6,8 +6,9 @@
  *     caller computes that key;
  *   - a tuning result is keyed by everything that changes the answer: the GPU
  *     SKU (name, SM count, compute capability, driver), the software (NVRTC,
- *     mxattn, template hash) and the problem.  Lookups match every field
- *     exactly, so a configuration tuned on one GPU is never applied to another.
+ *     mxattn, template hash) and the problem.  mx_cache_get_tune matches every
+ *     field exactly; mx_cache_get_tune_nearest lets only the software fields
+ *     differ, so a configuration tuned on one GPU is never applied to another.
  * Every candidate the tuner timed is kept as a measurement, so an interrupted
  * tuning run can resume where it stopped.
  *
@@ -150,6 +151,19 @@ typedef struct { mx_tune_key key; mx_tune_result result; } mx_tune_row;
 mxattn_status mx_cache_put_tune(mx_cache *cache, const mx_tune_key *key, const mx_tune_result *r);
 /* Exact match on every key field, or NOT_FOUND. */
 mxattn_status mx_cache_get_tune(mx_cache *cache, const mx_tune_key *key, mx_tune_result *out);
+/* The best row for the key's SKU (gpu_name, sm_count, compute_capability)
+ * and problem (family through q_bucket), from any build: any driver, NVRTC,
+ * mxattn version or template hash.  Where several match, the first of: the
+ * same template hash, the same mxattn version, the same NVRTC, the same
+ * driver, the newest tuned_at.  The exact row, where there is one, is
+ * therefore the answer; `found` (may be NULL) receives the row's own key, so
+ * the caller can tell and say which build it came from.  NOT_FOUND when no
+ * row of this SKU and problem exists.  One indexed query: plans call it on
+ * every exact miss. */
+mxattn_status mx_cache_get_tune_nearest(mx_cache *cache, const mx_tune_key *key, mx_tune_result *out,
+                                        mx_tune_key *found);
+/* The query's text, so a test can check that it searches an index. */
+const char *mx_cache_tune_nearest_sql(void);
 
 /* ---- measurements: every candidate the tuner timed ---------------------- */
 

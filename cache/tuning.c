@@ -172,6 +172,57 @@ mxattn_status mx_cache_get_tune(mx_cache *cache, const mx_tune_key *key, mx_tune
     return st;
 }
 
+/* Binds the whole key, though the build fields (?4 through ?7) are only
+ * compared in ORDER BY: a preference, not a filter.  The equalities on
+ * family, head_dim, dtype and causal let tune_results_by_problem (schema.c)
+ * serve the search; the key columns after tuned_at only make ties stable. */
+static const char NEAREST_SQL[] =
+    "SELECT " MX_TUNE_KEY_COLUMNS ", config, median_ms, tops, default_ms, tuned_at FROM tune_results"
+    " WHERE family=?8 AND head_dim=?9 AND dtype=?10 AND causal=?12 AND gpu_name=?1 AND sm_count=?2"
+    " AND compute_capability=?3 AND out_dtype=?11 AND gqa=?13 AND layout=?14 AND seq_bucket=?15"
+    " AND q_bucket=?16"
+    " ORDER BY template_hash=?7 DESC, mxattn_version=?6 DESC, nvrtc_version=?5 DESC,"
+    " driver_version=?4 DESC, tuned_at DESC, driver_version DESC, nvrtc_version DESC,"
+    " mxattn_version DESC, template_hash"
+    " LIMIT 1";
+
+const char *mx_cache_tune_nearest_sql(void) { return NEAREST_SQL; }
+
+static mxattn_status get_nearest_locked(mx_cache *cache, const mx_tune_key *key, mx_tune_result *out,
+                                        mx_tune_key *found) {
+    if (!cache || !key || !out)
+        return mx_fail(MXATTN_ERROR_NULL_POINTER, "mx_cache_get_tune_nearest: NULL argument");
+    mxattn_status st = mx_check_tune_key(key);
+    sqlite3_stmt *stmt;
+    if (st || (st = mx_db_prepare(cache->db, NEAREST_SQL, &stmt))) return st;
+    mx_bind_tune_key(stmt, key);
+    mx_tune_key row_key;
+    int rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW) {
+        /* A row that does not read back is reported, as mx_cache_query
+         * reports it, not skipped: the caller builds the default. */
+        st = mx_read_tune_key(stmt, 0, &row_key);
+        if (!st) st = read_result(stmt, MX_TUNE_KEY_NCOLS, out);
+        if (!st && found) *found = row_key;
+    } else if (rc == SQLITE_DONE) {
+        st = mx_fail(MXATTN_ERROR_NOT_FOUND, "cache: no tuning result for this GPU and problem from any build");
+    } else {
+        st = mx_db_fail(cache->db, rc, "cache: reading the nearest tuning result");
+    }
+    sqlite3_finalize(stmt);
+    return st;
+}
+
+mxattn_status mx_cache_get_tune_nearest(mx_cache *cache, const mx_tune_key *key, mx_tune_result *out,
+                                        mx_tune_key *found) {
+    if (!cache) return get_nearest_locked(cache, key, out, found);
+    mx_cache_lock(cache);
+    mxattn_status st = get_nearest_locked(cache, key, out, found);
+    if (st && mx_cache_after_failure(cache, &st)) st = get_nearest_locked(cache, key, out, found);
+    mx_cache_unlock(cache);
+    return st;
+}
+
 /* ---- measurements -------------------------------------------------------- */
 
 static int known_status(const char *s) {

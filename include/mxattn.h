@@ -111,14 +111,20 @@ typedef struct mxattn_plan mxattn_plan;
 typedef struct {
     char config[256];          /* the kernel configuration, "key=value ..." */
     char kernel_name[128];
-    const char *config_source; /* "explicit", "tuned", "default" */
+    const char *config_source; /* "explicit", "tuned", "default", or "tuned-other-build": no row for
+                                  this build, so the nearest for the same GPU (name, SM count,
+                                  compute capability) and problem tuned under another driver,
+                                  NVRTC, mxattn version or template text (the shipped rows after
+                                  an upgrade); the note says which, and `mxattn tune` makes this
+                                  build's own.  Not used instead of MXATTN_TUNE=first-use tuning */
     int cubin_from_cache;      /* 1: the binary came from the database, NVRTC was not run */
     double compile_ms;         /* NVRTC time spent making this plan (0 on a cache hit) */
     double create_ms;          /* wall time of mxattn_plan_create */
     int registers, shared_bytes, spill_bytes;
     size_t workspace_bytes;
     int cubin_stored;          /* 1: the binary is in the database (found there or written now); 0: not (see note) */
-    char note[512];            /* "" or why: a tuned row that was ignored, a binary that could not be stored */
+    char note[512];            /* "" or why: a tuned row that was ignored or came from another build,
+                                  a binary that could not be stored */
 } mxattn_plan_info;
 
 /* The database a context uses, opened on first need. */

@@ -345,6 +345,152 @@ static void test_tune_lookup_is_isolated_by_sku(void **state) {
     mx_cache_close(c);
 }
 
+static mx_tune_result result_at(const char *config, int64_t tuned_at) {
+    mx_tune_result r = sample_result(config, 1.0);
+    r.tuned_at = tuned_at;
+    return r;
+}
+
+static void expect_nearest(mx_cache *c, const mx_tune_key *key, const char *config) {
+    mx_tune_result got;
+    mx_tune_key found;
+    if (mx_cache_get_tune_nearest(c, key, &got, &found) != MXATTN_OK) fail_msg("nearest: %s", mx_error_message());
+    assert_string_equal(got.config, config);
+    /* The row's own key comes back: the same SKU and problem as asked. */
+    assert_string_equal(found.gpu_name, key->gpu_name);
+    assert_int_equal(found.sm_count, key->sm_count);
+    assert_int_equal(found.q_bucket, key->q_bucket);
+}
+
+/* Another build's row serves the same SKU and problem; another SKU's or
+ * another problem's never does. */
+static void test_nearest_tune_keeps_sku_and_problem(void **state) {
+    (void)state;
+    mx_cache *c = open_in_dir("nearest-sku.db");
+    mx_tune_key key = sample_key();
+    mx_tune_result got;
+    mx_tune_key found;
+    assert_int_equal(mx_cache_get_tune_nearest(c, &key, &got, &found), MXATTN_ERROR_NOT_FOUND);
+    mx_tune_key other[13];
+    for (int i = 0; i < 13; i++) {
+        other[i] = key;
+        other[i].driver_version = 13000;   /* another build besides: still never a match */
+    }
+    strcpy(other[0].gpu_name, "NVIDIA H100 80GB HBM3");
+    other[1].sm_count = 114;
+    other[2].compute_capability = 100;
+    strcpy(other[3].family, "f16");
+    other[4].head_dim = 64;
+    strcpy(other[5].dtype, "bf16");
+    strcpy(other[6].out_dtype, "bf16");
+    other[7].causal = 0;
+    other[8].gqa = 1;
+    strcpy(other[9].layout, "bnhd");
+    other[10].seq_bucket = 8192;
+    other[11].q_bucket = 16;
+    strcpy(other[12].gpu_name, "NVIDIA H200 NVL");
+    for (int i = 0; i < 13; i++) {
+        mx_tune_result r = sample_result("block_m=128", 1.0);
+        assert_int_equal(mx_cache_put_tune(c, &other[i], &r), MXATTN_OK);
+    }
+    assert_int_equal(mx_cache_get_tune_nearest(c, &key, &got, &found), MXATTN_ERROR_NOT_FOUND);
+    /* Each of them finds itself. */
+    for (int i = 0; i < 13; i++) {
+        assert_int_equal(mx_cache_get_tune_nearest(c, &other[i], &got, &found), MXATTN_OK);
+        assert_int_equal(found.driver_version, 13000);
+    }
+    /* A row of another driver, NVRTC, mxattn version and template text for this one. */
+    mx_tune_key elsewhere = key;
+    elsewhere.driver_version = 12080;
+    elsewhere.nvrtc_version = 12080;
+    strcpy(elsewhere.mxattn_version, "0.0.9");
+    memset(elsewhere.template_hash, 'f', 64);
+    mx_tune_result r = sample_result("block_m=64 block_n=32", 1.0);
+    assert_int_equal(mx_cache_put_tune(c, &elsewhere, &r), MXATTN_OK);
+    assert_int_equal(mx_cache_get_tune(c, &key, &got), MXATTN_ERROR_NOT_FOUND);
+    expect_nearest(c, &key, "block_m=64 block_n=32");
+    assert_int_equal(mx_cache_get_tune_nearest(c, &key, &got, &found), MXATTN_OK);
+    assert_int_equal(found.driver_version, 12080);
+    assert_string_equal(found.template_hash, elsewhere.template_hash);
+    assert_int_equal(mx_cache_get_tune_nearest(c, &key, &got, NULL), MXATTN_OK);
+    mx_cache_close(c);
+
+    /* A read-only file is served the same way. */
+    char path[256];
+    path_in_dir(path, sizeof path, "nearest-sku.db");
+    assert_int_equal(mx_cache_open_ex(path, MX_CACHE_OPEN_READ_ONLY, &c), MXATTN_OK);
+    assert_true(mx_cache_read_only(c));
+    expect_nearest(c, &key, "block_m=64 block_n=32");
+    mx_cache_close(c);
+}
+
+/* Same template hash first, then mxattn version, NVRTC, driver, newest. */
+static void test_nearest_tune_prefers_the_closest_build(void **state) {
+    (void)state;
+    mx_cache *c = open_in_dir("nearest-order.db");
+    mx_tune_key key = sample_key();
+    mx_tune_key k;
+    mx_tune_result r;
+    /* Differs in everything, but the newest. */
+    k = key; k.driver_version = 1; k.nvrtc_version = 1; strcpy(k.mxattn_version, "9"); k.template_hash[0] = 'z';
+    r = result_at("all=1", 900);
+    assert_int_equal(mx_cache_put_tune(c, &k, &r), MXATTN_OK);
+    expect_nearest(c, &key, "all=1");
+    /* The same template text outranks everything else. */
+    k = key; k.driver_version = 1; k.nvrtc_version = 1; strcpy(k.mxattn_version, "9");
+    r = result_at("hash=1", 100);
+    assert_int_equal(mx_cache_put_tune(c, &k, &r), MXATTN_OK);
+    expect_nearest(c, &key, "hash=1");
+    /* Then the same mxattn version. */
+    k = key; k.driver_version = 1; k.nvrtc_version = 1;
+    r = result_at("version=1", 50);
+    assert_int_equal(mx_cache_put_tune(c, &k, &r), MXATTN_OK);
+    expect_nearest(c, &key, "version=1");
+    /* Then the same NVRTC: this row's driver differs, as the next one's NVRTC does. */
+    k = key; k.driver_version = 2;
+    r = result_at("nvrtc=1", 10);
+    assert_int_equal(mx_cache_put_tune(c, &k, &r), MXATTN_OK);
+    k = key; k.nvrtc_version = 2;
+    r = result_at("driver=1", 800);
+    assert_int_equal(mx_cache_put_tune(c, &k, &r), MXATTN_OK);
+    expect_nearest(c, &key, "nvrtc=1");
+    /* Between rows that differ from this build alike, the newest. */
+    k = key; k.driver_version = 3;
+    r = result_at("newer=1", 20);
+    assert_int_equal(mx_cache_put_tune(c, &k, &r), MXATTN_OK);
+    expect_nearest(c, &key, "newer=1");
+    /* The exact row beats every other build. */
+    r = result_at("exact=1", 1);
+    assert_int_equal(mx_cache_put_tune(c, &key, &r), MXATTN_OK);
+    expect_nearest(c, &key, "exact=1");
+    mx_tune_key found;
+    mx_tune_result got;
+    assert_int_equal(mx_cache_get_tune_nearest(c, &key, &got, &found), MXATTN_OK);
+    assert_memory_equal(&found, &key, sizeof key);
+    mx_cache_close(c);
+}
+
+/* Plans run the query on every miss: it must search an index, not scan. */
+static void test_nearest_tune_searches_an_index(void **state) {
+    (void)state;
+    mx_cache_close(open_in_dir("nearest-plan.db"));
+    sqlite3 *db = raw_open("nearest-plan.db");
+    char sql[2048];
+    snprintf(sql, sizeof sql, "EXPLAIN QUERY PLAN %s", mx_cache_tune_nearest_sql());
+    sqlite3_stmt *stmt;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &stmt, NULL), SQLITE_OK);
+    int searched = 0;
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+        const char *detail = (const char *)sqlite3_column_text(stmt, 3);
+        printf("# %s\n", detail);
+        assert_null(strstr(detail, "SCAN tune_results"));
+        if (strstr(detail, "SEARCH tune_results USING")) searched = 1;
+    }
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    assert_true(searched);
+}
+
 /* ---- measurements -------------------------------------------------------- */
 
 static mx_measurement sample_measurement(const char *config, const char *status, double ms) {
@@ -508,6 +654,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_bad_kernel_records_are_rejected, make_dir, remove_dir),
         cmocka_unit_test_setup_teardown(test_tune_round_trip_and_retune_replaces, make_dir, remove_dir),
         cmocka_unit_test_setup_teardown(test_tune_lookup_is_isolated_by_sku, make_dir, remove_dir),
+        cmocka_unit_test_setup_teardown(test_nearest_tune_keeps_sku_and_problem, make_dir, remove_dir),
+        cmocka_unit_test_setup_teardown(test_nearest_tune_prefers_the_closest_build, make_dir, remove_dir),
+        cmocka_unit_test_setup_teardown(test_nearest_tune_searches_an_index, make_dir, remove_dir),
         cmocka_unit_test_setup_teardown(test_measurements_support_resuming, make_dir, remove_dir),
         cmocka_unit_test_setup_teardown(test_query_filters_and_json, make_dir, remove_dir),
         cmocka_unit_test(test_filter_parse_rejects_bad_terms),
