@@ -230,7 +230,7 @@ class BindingTest(unittest.TestCase):
     def test_plan_info(self):
         q, k, v = make_inputs(1, 4, 4, 96, 96, 64, torch.bfloat16, "HND")
         info = mxattn.plan_info(q, k, v)
-        self.assertIn(info["config_source"], ("explicit", "tuned", "default"))
+        self.assertIn(info["config_source"], ("explicit", "tuned", "tuned-other-build", "default"))
         self.assertTrue(info["config"])
 
     def test_heads_not_a_multiple_is_a_value_error(self):
