@@ -221,8 +221,8 @@ mxattn_status mx_tune_rows_json(const mx_tune_row *rows, int count, char **json)
 typedef struct { unsigned char bytes[32]; } mx_sign_public;
 struct mx_sign_secret; /* a key pair, cache/sign.h */
 
-/* Writes a standalone database file with the tuning results (and the kernels
- * when with_kernels).  With `signer` (cache/sign.h, may be NULL) every kernel
+/* Writes a standalone database file with the tuning results and the
+ * measurements (and the kernels when with_kernels).  With `signer` (cache/sign.h, may be NULL) every kernel
  * is signed: the export's kernels table gets two more columns, signer (the
  * public key, 64 hex digits) and signature (128 hex digits, Ed25519 over
  * mx_kernel_signing_message()); a kernel whose blob fails its own hash is
@@ -235,7 +235,8 @@ mxattn_status mx_cache_export(mx_cache *cache, const char *dest, int with_kernel
  * to take it, 0 to refuse it with a reason in why[why_cap].  The cache's own
  * checks (finite times in range, printable config, key fields in range) run
  * first; this one adds what only the templates know (the config is legal for
- * the key's family and head_dim). */
+ * the key's family and head_dim).  It also sees each "ok" measurement, as a
+ * result with the measurement's config and median_ms (tops, default_ms 0). */
 typedef int (*mx_tune_row_check)(void *arg, const mx_tune_key *key, const mx_tune_result *r, char *why,
                                  size_t why_cap);
 
@@ -254,13 +255,17 @@ void mx_import_options_init(mx_import_options *o);
 typedef struct {
     long tune_rows_read, tune_rows_taken, tune_rows_kept;  /* kept: ours was faster */
     long tune_rows_refused;           /* failed a check: not taken */
-    char first_refusal[256];          /* the first refused row and why, or "" */
+    char first_refusal[256];          /* the first refused row or measurement and why, or "" */
     long kernels_read, kernels_taken; /* read: verified (hash and signature) */
+    /* taken: written (merge: read - taken - refused were kept as ours) */
+    long measurements_read, measurements_taken, measurements_refused;
 } mx_import_report;
 
-/* Takes the tuning results of an export (replacing ours for the same key)
- * and, only when opt->with_kernels, its kernels.  A row that fails a check
- * is refused (counted, the first reason kept) and the others are taken.
+/* Takes the tuning results and measurements of an export (replacing ours
+ * for the same key, and for a measurement the same config) and, only when
+ * opt->with_kernels, its kernels.  A tuning row or measurement that fails a
+ * check is refused (counted, the first reason kept) and the others are taken;
+ * a measurement that is not "ok" must have median_ms 0 or a plausible time.
  * Kernels need at least one trusted key, and every kernel must carry a valid
  * signature by one of them over its fields and its blob's SHA-256, and its
  * blob must hash to its recorded SHA-256: otherwise MXATTN_ERROR_UNTRUSTED
@@ -269,12 +274,16 @@ typedef struct {
  * under another key).  Anything malformed or untrusted (not a database,
  * foreign schema, oversized blob, bad field, one bad kernel) rejects the
  * whole import: one transaction, rolled back, the target unchanged; so what
- * an import did is one of two states, never a mix.  opt and report may be NULL. */
+ * an import did is one of two states, never a mix.  A file SQLite cannot
+ * read as an export (damaged pages, a schema it cannot parse) is
+ * INVALID_VALUE, an I/O error or lock on it IO; the CACHE_* statuses are
+ * kept for failures of the target database.  opt and report may be NULL. */
 mxattn_status mx_cache_import(mx_cache *cache, const char *src, const mx_import_options *opt,
                               mx_import_report *report);
 /* Like import of tuning results, but where both have a key the faster wins
- * (after the same checks: a refused row never competes).  Kernels are never
- * taken; opt->with_kernels must be 0. */
+ * (after the same checks: a refused row never competes); for a measurement
+ * theirs wins only when it is "ok" and ours is not, or is slower.  Kernels
+ * are never taken; opt->with_kernels must be 0. */
 mxattn_status mx_cache_merge(mx_cache *cache, const char *src, const mx_import_options *opt,
                              mx_import_report *report);
 mxattn_status mx_cache_vacuum(mx_cache *cache);

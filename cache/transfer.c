@@ -10,9 +10,12 @@
  * and written through bound parameters, kernels come in only on request and
  * only when each is signed by a key the user trusts and its blob matches the
  * hash that was signed, and everything happens in one transaction of the
- * target that any problem rolls back.  Tuning rows whose values cannot be
- * right (a time of 1e-300 ms, unprintable config text) are refused one by
- * one and counted: they are data, not code, and the others stay good. */
+ * target that any problem rolls back.  Tuning rows and measurements whose
+ * values cannot be right (a time of 1e-300 ms, unprintable config text) are
+ * refused one by one and counted: they are data, not code, and the others
+ * stay good.  A file that cannot be read as an export is the file's fault:
+ * INVALID_VALUE (or IO), never one of the CACHE_* statuses, which speak of
+ * our own database. */
 #include "cache/cache_internal.h"
 #include "cache/sign.h"
 #include "util/err.h"
@@ -150,10 +153,17 @@ static mxattn_status copy_into_export(sqlite3 *db, int with_kernels, const mx_si
     static const char TUNE[] =
         "INSERT INTO export.tune_results(" MX_TUNE_KEY_COLUMNS ", config, median_ms, tops, default_ms, tuned_at)"
         " SELECT " MX_TUNE_KEY_COLUMNS ", config, median_ms, tops, default_ms, tuned_at FROM main.tune_results";
+    /* Every candidate the tuner timed travels with the winners: the
+     * importer's tuner then skips what was measured already. */
+    static const char MEASUREMENTS[] =
+        "INSERT INTO export.measurements(" MX_TUNE_KEY_COLUMNS ", config, status, median_ms, spread, registers,"
+        " measured_at) SELECT " MX_TUNE_KEY_COLUMNS ", config, status, median_ms, spread, registers, measured_at"
+        " FROM main.measurements";
     static const char KERNELS[] =
         "INSERT INTO export.kernels(" MX_KERNEL_COLUMNS ") SELECT " MX_KERNEL_COLUMNS " FROM main.kernels";
     mxattn_status st = mx_db_exec(db, "BEGIN");
     if (!st) st = mx_db_exec(db, TUNE);
+    if (!st) st = mx_db_exec(db, MEASUREMENTS);
     if (!st && with_kernels) st = mx_db_exec(db, KERNELS);
     if (!st && with_kernels && signer) st = sign_exported_kernels(db, signer);
     if (!st) return mx_db_commit(db);
@@ -211,13 +221,57 @@ static void harden_reader(sqlite3 *db) {
     sqlite3_limit(db, SQLITE_LIMIT_LENGTH, (int)(MX_CACHE_MAX_CUBIN_BYTES + (1u << 20)));
 }
 
+/* A failed read of the source file.  What SQLite cannot parse there (a
+ * damaged page, a schema it cannot read: "unsupported file format") says the
+ * file is not an export we can use, INVALID_VALUE; what the disk or another
+ * process did (an I/O error, a lock held past the wait) is IO.  Neither is
+ * one of the CACHE_* statuses, which speak of our own database: those stay
+ * with the writes to the target.  mx_db_fail is not used here, since it
+ * would also mark our database as possibly damaged. */
+static mxattn_status source_fail(sqlite3 *src, int rc, const char *what) {
+    const char *msg = src ? sqlite3_errmsg(src) : sqlite3_errstr(rc);
+    switch (rc & 0xff) {
+    case SQLITE_NOMEM: return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "%s: out of memory", what);
+    case SQLITE_IOERR: case SQLITE_CANTOPEN: case SQLITE_BUSY: case SQLITE_LOCKED: case SQLITE_READONLY:
+    case SQLITE_FULL:
+        return mx_fail(MXATTN_ERROR_IO, "cannot read the file: %s: %s", what, msg);
+    default: return mx_fail(MXATTN_ERROR_INVALID_VALUE, "not a usable export: %s: %s", what, msg);
+    }
+}
+
+static mxattn_status source_prepare(sqlite3 *src, const char *sql, sqlite3_stmt **stmt) {
+    int rc = sqlite3_prepare_v2(src, sql, -1, stmt, NULL);
+    return rc == SQLITE_OK ? MXATTN_OK : source_fail(src, rc, "preparing a statement");
+}
+
+/* The schema check is shared with our own database and answers in CACHE_*
+ * statuses; on the source they are the file's, as above.  CACHE_CORRUPT
+ * (a foreign or damaged schema) is always the file's content; the others
+ * came from SQLite, whose last error code on the connection says which. */
+static mxattn_status source_status(sqlite3 *src, mxattn_status st) {
+    switch (st) {
+    case MXATTN_ERROR_CACHE_CORRUPT:
+        return mx_fail_context(MXATTN_ERROR_INVALID_VALUE, "not a usable export");
+    case MXATTN_ERROR_CACHE: case MXATTN_ERROR_CACHE_BUSY: case MXATTN_ERROR_CACHE_READ_ONLY:
+    case MXATTN_ERROR_CACHE_FULL:
+        switch (sqlite3_extended_errcode(src) & 0xff) {
+        case SQLITE_NOMEM: return MXATTN_ERROR_OUT_OF_MEMORY;
+        case SQLITE_IOERR: case SQLITE_CANTOPEN: case SQLITE_BUSY: case SQLITE_LOCKED: case SQLITE_READONLY:
+        case SQLITE_FULL:
+            return mx_fail_context(MXATTN_ERROR_IO, "cannot read the file");
+        default: return mx_fail_context(MXATTN_ERROR_INVALID_VALUE, "not a usable export");
+        }
+    default: return st;
+    }
+}
+
 static mxattn_status source_integrity(sqlite3 *db) {
     sqlite3_stmt *stmt;
-    mxattn_status st = mx_db_prepare(db, "PRAGMA quick_check(1)", &stmt);
+    mxattn_status st = source_prepare(db, "PRAGMA quick_check(1)", &stmt);
     if (st) return st;
     int rc = sqlite3_step(stmt);
     const char *verdict = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(stmt, 0) : NULL;
-    if (rc != SQLITE_ROW) st = mx_db_fail(db, rc, "not a readable database");
+    if (rc != SQLITE_ROW) st = source_fail(db, rc, "the integrity check");
     else if (!verdict || strcmp(verdict, "ok")) st = mx_fail(MXATTN_ERROR_INVALID_VALUE, "integrity check failed");
     sqlite3_finalize(stmt);
     return st;
@@ -231,14 +285,15 @@ static mxattn_status open_source(const char *src, sqlite3 **out, int *version) {
         return mx_fail(MXATTN_ERROR_IO, "'%s' is not a regular file", src);
     sqlite3 *db = NULL;
     int rc = sqlite3_open_v2(src, &db, SQLITE_OPEN_READONLY, NULL);
-    mxattn_status st = rc == SQLITE_OK ? MXATTN_OK : mx_db_fail(db, rc, "opening");
+    mxattn_status st = rc == SQLITE_OK ? MXATTN_OK : source_fail(db, rc, "opening");
     if (!st) {
         harden_reader(db);
         sqlite3_busy_timeout(db, 10000);
         st = source_integrity(db);
     }
-    if (!st) st = mx_db_exec(db, "BEGIN"); /* one snapshot for the checks and the copy */
-    if (!st) st = mx_schema_verify(db, version);
+    /* one snapshot for the checks and the copy */
+    if (!st && (rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL)) != SQLITE_OK) st = source_fail(db, rc, "BEGIN");
+    if (!st) st = source_status(db, mx_schema_verify(db, version));
     if (!st && *version == 0) st = mx_fail(MXATTN_ERROR_INVALID_VALUE, "it holds no mxattn schema");
     if (st) { sqlite3_close(db); return st; }
     *out = db;
@@ -278,19 +333,15 @@ static int power_of_two_in(int v, int lo, int hi) { return v >= lo && v <= hi &&
 #define MIN_MS 1e-4
 #define MAX_MS 1e6
 
-/* What the cache can check without the templates; 1 if the row is plausible. */
-static int cache_row_check(const mx_tune_key *k, const mx_tune_result *r, char *why, size_t cap) {
+static int plausible_ms(double ms) { return isfinite(ms) && ms > MIN_MS && ms < MAX_MS; }
+
+/* What the cache can check of a key and a config without the templates; 1 if plausible. */
+static int cache_key_check(const mx_tune_key *k, const char *config, char *why, size_t cap) {
     const char *texts[] = {k->gpu_name, k->mxattn_version, k->template_hash, k->family, k->dtype, k->out_dtype, k->layout};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
         if (!printable(texts[i])) return snprintf(why, cap, "a key field holds unprintable characters"), 0;
-    if (!r->config[0] || !printable(r->config))
+    if (!config[0] || !printable(config))
         return snprintf(why, cap, "config text is empty or holds unprintable characters"), 0;
-    if (!isfinite(r->median_ms) || !(r->median_ms > MIN_MS && r->median_ms < MAX_MS))
-        return snprintf(why, cap, "median_ms %g is outside (%g, %g) ms", r->median_ms, MIN_MS, MAX_MS), 0;
-    if (!isfinite(r->default_ms) || !(r->default_ms == 0 || (r->default_ms > MIN_MS && r->default_ms < MAX_MS)))
-        return snprintf(why, cap, "default_ms %g is neither 0 nor inside (%g, %g) ms", r->default_ms, MIN_MS, MAX_MS), 0;
-    if (!isfinite(r->tops) || r->tops < 0 || r->tops > 1e6)
-        return snprintf(why, cap, "tops %g is outside [0, 1e6]", r->tops), 0;
     if (k->head_dim < 1 || k->head_dim > 1024 || k->gqa < 1 || k->gqa > 1024 || k->causal < 0 || k->causal > 2 ||
         k->sm_count < 1 || k->sm_count > 100000 || k->compute_capability < 10 || k->compute_capability > 1000)
         return snprintf(why, cap, "head_dim %d, gqa %d, causal %d, sm_count %d or compute capability %d out of range",
@@ -301,8 +352,20 @@ static int cache_row_check(const mx_tune_key *k, const mx_tune_result *r, char *
     return 1;
 }
 
+/* The same for a tuning row; 1 if the row is plausible. */
+static int cache_row_check(const mx_tune_key *k, const mx_tune_result *r, char *why, size_t cap) {
+    if (!cache_key_check(k, r->config, why, cap)) return 0;
+    if (!plausible_ms(r->median_ms))
+        return snprintf(why, cap, "median_ms %g is outside (%g, %g) ms", r->median_ms, MIN_MS, MAX_MS), 0;
+    if (!isfinite(r->default_ms) || !(r->default_ms == 0 || plausible_ms(r->default_ms)))
+        return snprintf(why, cap, "default_ms %g is neither 0 nor inside (%g, %g) ms", r->default_ms, MIN_MS, MAX_MS), 0;
+    if (!isfinite(r->tops) || r->tops < 0 || r->tops > 1e6)
+        return snprintf(why, cap, "tops %g is outside [0, 1e6]", r->tops), 0;
+    return 1;
+}
+
 static void refuse(mx_import_report *rep, const mx_tune_key *k, const char *why) {
-    if (!rep->tune_rows_refused++)
+    if (!rep->tune_rows_refused++ && !rep->measurements_refused)
         snprintf(rep->first_refusal, sizeof rep->first_refusal, "%.32s d%d %.8s seq %d/%d on %.48s: %s", k->family,
                  k->head_dim, k->dtype, k->seq_bucket, k->q_bucket, k->gpu_name, why);
 }
@@ -319,7 +382,7 @@ static mxattn_status copy_tune_rows(sqlite3 *src, int version, sqlite3 *dst, int
         "SELECT " MX_TUNE_KEY_COLUMNS_V2 ", seq_bucket, config, median_ms, tops, default_ms, tuned_at FROM tune_results";
     static const char V1[] =
         "SELECT " MX_TUNE_KEY_COLUMNS_V2 ", seq_bucket, config, median_ms, tops, default_ms, 0 FROM tune_results";
-    mxattn_status st = mx_db_prepare(src, version >= 3 ? V3 : version == 2 ? V2 : V1, &stmt);
+    mxattn_status st = source_prepare(src, version >= 3 ? V3 : version == 2 ? V2 : V1, &stmt);
     if (st) return st;
     int rc;
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
@@ -340,15 +403,148 @@ static mxattn_status copy_tune_rows(sqlite3 *src, int version, sqlite3 *dst, int
         if (changed) rep->tune_rows_taken++;
         else rep->tune_rows_kept++;
     }
-    if (!st && rc != SQLITE_DONE) st = mx_db_fail(src, rc, "reading tuning results");
+    if (!st && rc != SQLITE_DONE) st = source_fail(src, rc, "reading tuning results");
     sqlite3_finalize(stmt);
+    return st;
+}
+
+/* ---- measurements ---- */
+
+static int known_measure_status(const char *s) {
+    static const char *const known[] = {MX_MEASURE_OK, MX_MEASURE_COMPILE_FAILED, MX_MEASURE_OUT_OF_RESOURCES,
+                                        MX_MEASURE_WRONG_RESULT, MX_MEASURE_LAUNCH_FAILED};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(s, known[i])) return 1;
+    return 0;
+}
+
+/* Reads the columns after the key (config, status, median_ms, spread,
+ * registers, measured_at).  As for a tuning row, text that does not fit a
+ * field is a reason to refuse the row (in why), not a malformed file. */
+static mxattn_status read_source_measurement(sqlite3_stmt *s, int c, mx_measurement *m, char *why, size_t why_cap) {
+    memset(m, 0, sizeof *m);
+    if (sqlite3_column_type(s, c) != SQLITE_TEXT || sqlite3_column_type(s, c + 1) != SQLITE_TEXT)
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "a measurement's config or status is not text");
+    int n = sqlite3_column_bytes(s, c), ns = sqlite3_column_bytes(s, c + 1);
+    if (n >= (int)sizeof m->config) snprintf(why, why_cap, "config of %d characters (at most %zu)", n, sizeof m->config - 1);
+    else if (ns >= (int)sizeof m->status) snprintf(why, why_cap, "status of %d characters is not a known one", ns);
+    else if (!mx_column_text_copy(s, c, m->config, sizeof m->config) ||
+             !mx_column_text_copy(s, c + 1, m->status, sizeof m->status))
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "a measurement's config or status holds a NUL");
+    m->median_ms = sqlite3_column_double(s, c + 2);
+    m->spread = sqlite3_column_double(s, c + 3);
+    m->registers = sqlite3_column_int(s, c + 4);
+    m->measured_at = sqlite3_column_int64(s, c + 5);
+    return MXATTN_OK;
+}
+
+/* The cache's checks of a tuning row, for a measurement: a candidate that
+ * failed ("compile failed", ...) has no time, so its median_ms is 0. */
+static int cache_measurement_check(const mx_tune_key *k, const mx_measurement *m, char *why, size_t cap) {
+    if (!cache_key_check(k, m->config, why, cap)) return 0;
+    if (!known_measure_status(m->status))
+        return snprintf(why, cap, "status '%.32s' is not one a measurement has", printable(m->status) ? m->status : "?"), 0;
+    int ok = !strcmp(m->status, MX_MEASURE_OK);
+    if (ok ? !plausible_ms(m->median_ms) : !(m->median_ms == 0 || plausible_ms(m->median_ms)))
+        return snprintf(why, cap, "median_ms %g is %soutside (%g, %g) ms", m->median_ms, ok ? "" : "neither 0 nor ",
+                        MIN_MS, MAX_MS), 0;
+    if (!isfinite(m->spread) || m->spread < 0 || m->spread > 1e6)
+        return snprintf(why, cap, "spread %g is outside [0, 1e6]", m->spread), 0;
+    if (m->registers < 0 || m->registers > 65536)
+        return snprintf(why, cap, "registers %d is outside [0, 65536]", m->registers), 0;
+    return 1;
+}
+
+static void refuse_measurement(mx_import_report *rep, const mx_tune_key *k, const char *config, const char *why) {
+    if (!rep->measurements_refused++ && !rep->tune_rows_refused)
+        snprintf(rep->first_refusal, sizeof rep->first_refusal, "measurement %.32s d%d %.8s seq %d/%d on %.40s "
+                 "'%.40s': %s", k->family, k->head_dim, k->dtype, k->seq_bucket, k->q_bucket, k->gpu_name,
+                 printable(config) ? config : "?", why);
+}
+
+/* "replace" (import) overwrites ours for the same (key, config); merge
+ * keeps ours unless theirs is "ok" and faster than ours, or ours is not
+ * "ok" (a candidate that failed here and ran there is worth knowing). */
+static const char MEASURE_REPLACE[] =
+    "INSERT OR REPLACE INTO measurements(" MX_TUNE_KEY_COLUMNS ", config, status, median_ms, spread, registers,"
+    " measured_at) VALUES(" MX_TUNE_KEY_PLACEHOLDERS ",?17,?18,?19,?20,?21,?22)";
+static const char MEASURE_MERGE[] =
+    "INSERT INTO measurements(" MX_TUNE_KEY_COLUMNS ", config, status, median_ms, spread, registers, measured_at)"
+    " VALUES(" MX_TUNE_KEY_PLACEHOLDERS ",?17,?18,?19,?20,?21,?22)"
+    " ON CONFLICT(" MX_TUNE_KEY_COLUMNS ", config) DO UPDATE SET status=excluded.status,"
+    " median_ms=excluded.median_ms, spread=excluded.spread, registers=excluded.registers,"
+    " measured_at=excluded.measured_at"
+    " WHERE excluded.status='" MX_MEASURE_OK "' AND (measurements.status<>'" MX_MEASURE_OK "'"
+    " OR excluded.median_ms < measurements.median_ms)";
+
+static mxattn_status store_measurement(sqlite3 *dst, sqlite3_stmt *ins, const mx_tune_key *key,
+                                       const mx_measurement *m, int *changed) {
+    sqlite3_reset(ins);
+    mx_bind_tune_key(ins, key);
+    sqlite3_bind_text(ins, MX_TUNE_KEY_NCOLS + 1, m->config, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins, MX_TUNE_KEY_NCOLS + 2, m->status, -1, SQLITE_STATIC);
+    sqlite3_bind_double(ins, MX_TUNE_KEY_NCOLS + 3, m->median_ms);
+    sqlite3_bind_double(ins, MX_TUNE_KEY_NCOLS + 4, m->spread);
+    sqlite3_bind_int(ins, MX_TUNE_KEY_NCOLS + 5, m->registers);
+    sqlite3_bind_int64(ins, MX_TUNE_KEY_NCOLS + 6, m->measured_at);
+    int rc = sqlite3_step(ins);
+    if (rc != SQLITE_DONE) return mx_db_fail(dst, rc, "storing a measurement");
+    *changed = sqlite3_changes(dst) > 0;
+    return MXATTN_OK;
+}
+
+static mxattn_status copy_measurements(sqlite3 *src, int version, sqlite3 *dst, int replace,
+                                       const mx_import_options *opt, mx_import_report *rep) {
+    /* v1 and v2 files have no q_bucket; as for tuning rows, it reads seq_bucket. */
+    static const char V3[] = "SELECT " MX_TUNE_KEY_COLUMNS ", config, status, median_ms, spread, registers,"
+                             " measured_at FROM measurements";
+    static const char V2[] = "SELECT " MX_TUNE_KEY_COLUMNS_V2 ", seq_bucket, config, status, median_ms, spread,"
+                             " registers, measured_at FROM measurements";
+    sqlite3_stmt *stmt, *ins;
+    mxattn_status st = mx_db_prepare(dst, replace ? MEASURE_REPLACE : MEASURE_MERGE, &ins);
+    if (st) return st;
+    if ((st = source_prepare(src, version >= 3 ? V3 : V2, &stmt))) {
+        sqlite3_finalize(ins);
+        return st;
+    }
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        mx_tune_key key;
+        mx_measurement m;
+        char why[200] = "";
+        int changed = 0;
+        rep->measurements_read++;
+        if ((st = mx_read_tune_key(stmt, 0, &key)) ||
+            (st = read_source_measurement(stmt, MX_TUNE_KEY_NCOLS, &m, why, sizeof why)))
+            break;
+        if (!why[0] && cache_measurement_check(&key, &m, why, sizeof why) && opt->row_check &&
+            !strcmp(m.status, MX_MEASURE_OK)) {
+            /* The templates' check sees what a tuning row of this config would be. */
+            mx_tune_result r;
+            memset(&r, 0, sizeof r);
+            memcpy(r.config, m.config, sizeof r.config);
+            r.median_ms = m.median_ms;
+            r.tuned_at = m.measured_at;
+            if (!opt->row_check(opt->row_check_arg, &key, &r, why, sizeof why) && !why[0])
+                snprintf(why, sizeof why, "refused by the row check");
+        }
+        if (why[0]) {
+            refuse_measurement(rep, &key, m.config, why);
+            continue;
+        }
+        if ((st = store_measurement(dst, ins, &key, &m, &changed))) break;
+        rep->measurements_taken += changed;
+    }
+    if (!st && rc != SQLITE_DONE) st = source_fail(src, rc, "reading measurements");
+    sqlite3_finalize(stmt);
+    sqlite3_finalize(ins);
     return st;
 }
 
 static mxattn_status reject_oversized_kernels(sqlite3 *src) {
     sqlite3_stmt *stmt;
-    mxattn_status st = mx_db_prepare(src, "SELECT key, length(cubin) FROM kernels WHERE length(cubin) > ?1"
-                                          " OR typeof(cubin) <> 'blob' LIMIT 1", &stmt);
+    mxattn_status st = source_prepare(src, "SELECT key, length(cubin) FROM kernels WHERE length(cubin) > ?1"
+                                           " OR typeof(cubin) <> 'blob' LIMIT 1", &stmt);
     if (st) return st;
     sqlite3_bind_int64(stmt, 1, MX_CACHE_MAX_CUBIN_BYTES);
     int rc = sqlite3_step(stmt);
@@ -356,7 +552,7 @@ static mxattn_status reject_oversized_kernels(sqlite3 *src) {
         st = mx_fail(MXATTN_ERROR_INVALID_VALUE, "kernel '%.64s' has a %lld-byte cubin (limit %u, must be a blob)",
                      (const char *)sqlite3_column_text(stmt, 0), (long long)sqlite3_column_int64(stmt, 1),
                      MX_CACHE_MAX_CUBIN_BYTES);
-    else if (rc != SQLITE_DONE) st = mx_db_fail(src, rc, "reading kernels");
+    else if (rc != SQLITE_DONE) st = source_fail(src, rc, "reading kernels");
     sqlite3_finalize(stmt);
     return st;
 }
@@ -405,13 +601,13 @@ static mxattn_status refuse_if_unsigned_file(sqlite3 *src) {
     sqlite3_finalize(probe);
     if (rc == SQLITE_OK) return MXATTN_OK;
     sqlite3_stmt *any;
-    mxattn_status st = mx_db_prepare(src, "SELECT key FROM kernels LIMIT 1", &any);
+    mxattn_status st = source_prepare(src, "SELECT key FROM kernels LIMIT 1", &any);
     if (st) return st;
     rc = sqlite3_step(any);
     if (rc == SQLITE_ROW)
         st = mx_fail(MXATTN_ERROR_UNTRUSTED, "kernel %.16s...: the file is unsigned (exported without --sign)",
                      (const char *)sqlite3_column_text(any, 0));
-    else if (rc != SQLITE_DONE) st = mx_db_fail(src, rc, "reading kernels");
+    else if (rc != SQLITE_DONE) st = source_fail(src, rc, "reading kernels");
     else st = MXATTN_ERROR_NOT_FOUND; /* no kernels: nothing to take */
     sqlite3_finalize(any);
     return st;
@@ -422,7 +618,7 @@ static mxattn_status copy_kernels(sqlite3 *src, sqlite3 *dst, const mx_import_op
     if (!st) st = refuse_if_unsigned_file(src);
     if (st == MXATTN_ERROR_NOT_FOUND) return MXATTN_OK;
     sqlite3_stmt *stmt;
-    if (st || (st = mx_db_prepare(src, "SELECT " MX_KERNEL_COLUMNS ", signer, signature FROM kernels", &stmt)))
+    if (st || (st = source_prepare(src, "SELECT " MX_KERNEL_COLUMNS ", signer, signature FROM kernels", &stmt)))
         return st;
     int rc;
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
@@ -432,7 +628,7 @@ static mxattn_status copy_kernels(sqlite3 *src, sqlite3 *dst, const mx_import_op
         if ((st = read_trusted_kernel(stmt, opt, &k)) || (st = mx_kernel_insert(dst, &k, &changed))) break;
         rep->kernels_taken += changed;
     }
-    if (!st && rc != SQLITE_DONE) st = mx_db_fail(src, rc, "reading kernels");
+    if (!st && rc != SQLITE_DONE) st = source_fail(src, rc, "reading kernels");
     sqlite3_finalize(stmt);
     return st;
 }
@@ -464,6 +660,7 @@ static mxattn_status transfer(mx_cache *cache, const char *src_path, const mx_im
     if (st) goto rejected;
     if (!(st = mx_db_begin_write(cache->db))) {
         st = copy_tune_rows(src, version, cache->db, replace, opt, rep);
+        if (!st) st = copy_measurements(src, version, cache->db, replace, opt, rep);
         if (!st && opt->with_kernels) st = copy_kernels(src, cache->db, opt, rep);
         if (!st) st = mx_db_commit(cache->db);
         else mx_db_rollback(cache->db);
@@ -471,9 +668,8 @@ static mxattn_status transfer(mx_cache *cache, const char *src_path, const mx_im
     sqlite3_close(src);
     if (!st) return MXATTN_OK;
 rejected:
-    /* A damaged export is bad input, not a damaged cache: keep CACHE_CORRUPT
-     * meaning "our own file". */
-    if (st == MXATTN_ERROR_CACHE_CORRUPT) st = MXATTN_ERROR_INVALID_VALUE;
+    /* The source's faults are INVALID_VALUE or IO where they were met; a
+     * CACHE_* status left here is our database's, and stands. */
     memset(rep, 0, sizeof *rep);
     return mx_fail_context(st, "import of '%s' rejected, database unchanged", src_path);
 }

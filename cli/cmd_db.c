@@ -110,23 +110,27 @@ static int parse_args(int argc, char **argv, db_args *a) {
 }
 
 static void print_import(const char *verb, const char *file, const mx_import_report *r, int json) {
+    long refused = r->tune_rows_refused + r->measurements_refused;
     if (json) {
         printf("{\"action\": \"%s\", \"file\": ", verb);
         cli_json_string(stdout, file);
         printf(", \"tune_rows_read\": %ld, \"tune_rows_taken\": %ld, \"tune_rows_kept\": %ld, "
                "\"tune_rows_refused\": %ld, \"first_refusal\": ", r->tune_rows_read, r->tune_rows_taken,
                r->tune_rows_kept, r->tune_rows_refused);
-        if (r->tune_rows_refused) cli_json_string(stdout, r->first_refusal);
+        if (refused) cli_json_string(stdout, r->first_refusal);
         else printf("null");
-        printf(", \"kernels_read\": %ld, \"kernels_taken\": %ld}\n", r->kernels_read, r->kernels_taken);
+        printf(", \"kernels_read\": %ld, \"kernels_taken\": %ld, \"measurements_read\": %ld, "
+               "\"measurements_taken\": %ld, \"measurements_refused\": %ld}\n", r->kernels_read, r->kernels_taken,
+               r->measurements_read, r->measurements_taken, r->measurements_refused);
     } else {
         printf("%s %s: %ld tuning results read, %ld taken, %ld kept (ours faster), %ld refused; %ld kernels read, "
-               "%ld taken\n", verb, file, r->tune_rows_read, r->tune_rows_taken, r->tune_rows_kept,
-               r->tune_rows_refused, r->kernels_read, r->kernels_taken);
+               "%ld taken; %ld measurements read, %ld taken, %ld refused\n", verb, file, r->tune_rows_read,
+               r->tune_rows_taken, r->tune_rows_kept, r->tune_rows_refused, r->kernels_read, r->kernels_taken,
+               r->measurements_read, r->measurements_taken, r->measurements_refused);
     }
-    if (r->tune_rows_refused)
-        fprintf(stderr, "mxattn db: warning: refused %ld row%s: %s%s\n", r->tune_rows_refused,
-                r->tune_rows_refused == 1 ? "" : "s", r->first_refusal, r->tune_rows_refused > 1 ? " (the first)" : "");
+    if (refused)
+        fprintf(stderr, "mxattn db: warning: refused %ld row%s: %s%s\n", refused, refused == 1 ? "" : "s",
+                r->first_refusal, refused > 1 ? " (the first)" : "");
 }
 
 static int run_keygen(const char *out) {

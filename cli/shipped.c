@@ -49,9 +49,11 @@ int cli_db_shipped(mx_cache *cache, int merge, const mx_import_options *opt) {
         mxattn_status s = merge ? mx_cache_merge(cache, file, opt, &r) : mx_cache_import(cache, file, opt, &r);
         if (s) rc = cli_fail_status("db", s);  /* the other files are still taken */
         else
-            printf("%s %s: %ld tuning results read, %ld taken, %ld kept (ours faster), %ld refused%s%s\n",
+            printf("%s %s: %ld tuning results read, %ld taken, %ld kept (ours faster), %ld refused; "
+                   "%ld measurements read, %ld taken, %ld refused%s%s\n",
                    merge ? "merged" : "imported", file, r.tune_rows_read, r.tune_rows_taken, r.tune_rows_kept,
-                   r.tune_rows_refused, r.tune_rows_refused ? ": " : "", r.tune_rows_refused ? r.first_refusal : "");
+                   r.tune_rows_refused, r.measurements_read, r.measurements_taken, r.measurements_refused,
+                   r.first_refusal[0] ? ": " : "", r.first_refusal);
         free(names[i]);
     }
     free(names);

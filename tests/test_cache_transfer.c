@@ -547,6 +547,233 @@ static void test_impossible_rows_are_refused(void **state) {
     mx_cache_close(dst);
 }
 
+/* ---- measurements travel with the tuning rows ---------------------------- */
+
+static void measure(mx_cache *c, int bucket, const char *config, const char *status, double ms) {
+    mx_tune_key k = key_named("NVIDIA H200", bucket);
+    mx_measurement m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.config, sizeof m.config, "%s", config);
+    snprintf(m.status, sizeof m.status, "%s", status);
+    m.median_ms = ms;
+    m.spread = 0.01;
+    m.registers = 128;
+    assert_int_equal(mx_cache_add_measurement(c, &k, &m), MXATTN_OK);
+}
+
+/* The measurement of `config` for bucket 1024, which must exist. */
+static mx_measurement measured(mx_cache *c, const char *config) {
+    mx_tune_key k = key_named("NVIDIA H200", 1024);
+    mx_measurement *all, found;
+    int n;
+    assert_int_equal(mx_cache_list_measurements(c, &k, &all, &n), MXATTN_OK);
+    int i = 0;
+    while (i < n && strcmp(all[i].config, config)) i++;
+    if (i == n) fail_msg("no measurement of '%s'", config);
+    found = all[i];
+    free(all);
+    return found;
+}
+
+static long rows_in(const char *file, const char *table) {
+    sqlite3 *db;
+    sqlite3_stmt *s;
+    char sql[64];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+    assert_int_equal(sqlite3_open_v2(in_dir(file), &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    long n = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return n;
+}
+
+/* make_source plus three measurements at bucket 1024: two that ran, one that did not. */
+static void export_measured(const char *file) {
+    mx_kernel_record kernels[2];
+    mx_cache *src = make_source(kernels);
+    measure(src, 1024, "block_m=64", MX_MEASURE_OK, 1.0);
+    measure(src, 1024, "block_m=128", MX_MEASURE_OK, 1.7);
+    measure(src, 1024, "block_m=256", MX_MEASURE_COMPILE_FAILED, 0);
+    assert_int_equal(mx_cache_export(src, in_dir(file), 0, NULL), MXATTN_OK);
+    mx_cache_close(src);
+}
+
+static void test_measurements_are_exported_and_imported(void **state) {
+    (void)state;
+    export_measured("ex.mxdb");
+    assert_int_equal(rows_in("ex.mxdb", "measurements"), 3);
+    mx_cache *dst = open_db("target.db");
+    mx_import_report rep;
+    assert_int_equal(mx_cache_import(dst, in_dir("ex.mxdb"), NULL, &rep), MXATTN_OK);
+    assert_int_equal(rep.measurements_read, 3);
+    assert_int_equal(rep.measurements_taken, 3);
+    assert_int_equal(rep.measurements_refused, 0);
+    assert_int_equal(rep.tune_rows_taken, 3);
+    mx_measurement m = measured(dst, "block_m=128");
+    assert_string_equal(m.status, MX_MEASURE_OK);
+    assert_true(m.median_ms == 1.7);
+    assert_int_equal(m.registers, 128);
+    /* A candidate that failed has no time, and is taken as it is. */
+    m = measured(dst, "block_m=256");
+    assert_string_equal(m.status, MX_MEASURE_COMPILE_FAILED);
+    assert_true(m.median_ms == 0);
+    mx_tune_key k = key_named("NVIDIA H200", 1024);
+    int seen = 0;
+    assert_int_equal(mx_cache_has_measurement(dst, &k, "block_m=64", &seen), MXATTN_OK);
+    assert_true(seen);
+    mx_cache_close(dst);
+}
+
+static void test_impossible_measurements_are_refused(void **state) {
+    (void)state;
+    export_measured("ex.mxdb");
+    /* Three bad ones beside the three good: an "ok" time no kernel has, an
+     * unknown status, a control character in a config; and a failed
+     * candidate with a time, which is allowed. */
+    tamper("ex.mxdb", "INSERT INTO measurements SELECT gpu_name, sm_count, compute_capability, driver_version,"
+                      " nvrtc_version, mxattn_version, template_hash, family, head_dim, dtype, out_dtype, causal, gqa,"
+                      " layout, seq_bucket, q_bucket, config || ' bad', status, median_ms, spread, registers,"
+                      " measured_at FROM measurements;"
+                      "UPDATE measurements SET median_ms = 1e-300 WHERE config = 'block_m=64 bad';"
+                      "UPDATE measurements SET status = 'exploded' WHERE config = 'block_m=128 bad';"
+                      "UPDATE measurements SET config = 'block_m=256' || char(10) WHERE config = 'block_m=256 bad';"
+                      "UPDATE measurements SET median_ms = 4.0 WHERE config = 'block_m=256';");
+    mx_cache *dst = open_db("target.db");
+    mx_import_report rep;
+    assert_int_equal(mx_cache_import(dst, in_dir("ex.mxdb"), NULL, &rep), MXATTN_OK);
+    assert_int_equal(rep.measurements_read, 6);
+    assert_int_equal(rep.measurements_refused, 3);
+    assert_int_equal(rep.measurements_taken, 3);
+    assert_int_equal(rep.tune_rows_refused, 0);
+    assert_non_null(strstr(rep.first_refusal, "median_ms 1e-300"));
+    assert_non_null(strstr(rep.first_refusal, "block_m=64 bad"));
+    mx_tune_key k = key_named("NVIDIA H200", 1024);
+    int seen = 1;
+    assert_int_equal(mx_cache_has_measurement(dst, &k, "block_m=128 bad", &seen), MXATTN_OK);
+    assert_false(seen);
+    assert_true(measured(dst, "block_m=256").median_ms == 4.0);
+
+    /* The caller's check sees the "ok" measurements (as results of their
+     * config) and only those: a failed candidate has nothing to run. */
+    tamper("ex.mxdb", "DELETE FROM measurements WHERE config LIKE '%bad%' OR config LIKE '%' || char(10);"
+                      "UPDATE measurements SET config = config || ' stages=3';");
+    int calls = 0;
+    mx_import_options opt;
+    mx_import_options_init(&opt);
+    opt.row_check = refuse_stages;
+    opt.row_check_arg = &calls;
+    assert_int_equal(mx_cache_import(dst, in_dir("ex.mxdb"), &opt, &rep), MXATTN_OK);
+    assert_int_equal(calls, 3 + 2);   /* three tuning rows, two "ok" measurements */
+    assert_int_equal(rep.measurements_refused, 2);
+    assert_int_equal(rep.measurements_taken, 1);
+    assert_int_equal(rep.tune_rows_refused, 1);   /* the 16384 row has stages too */
+    assert_non_null(strstr(rep.first_refusal, "stages is not a knob of f16"));
+    mx_cache_close(dst);
+}
+
+/* Exports before measurements were carried held the table, empty (every
+ * export is made with the whole schema); and v1/v2 files have no q_bucket. */
+static void test_old_exports_still_import(void **state) {
+    (void)state;
+    export_measured("ex.mxdb");
+    tamper("ex.mxdb", "DELETE FROM measurements");
+    mx_cache *dst = open_db("target.db");
+    mx_import_report rep;
+    assert_int_equal(mx_cache_import(dst, in_dir("ex.mxdb"), NULL, &rep), MXATTN_OK);
+    assert_int_equal(rep.tune_rows_taken, 3);
+    assert_int_equal(rep.measurements_read, 0);
+
+    /* A version 2 file, as mxattn wrote it before q_bucket. */
+    tamper("v2.mxdb",
+           "CREATE TABLE kernels(key TEXT PRIMARY KEY NOT NULL, arch TEXT NOT NULL, nvrtc_version INTEGER NOT NULL,"
+           " kernel_names TEXT NOT NULL, cubin BLOB NOT NULL, cubin_sha256 TEXT NOT NULL, compile_ms REAL NOT NULL,"
+           " registers INTEGER NOT NULL, shared_bytes INTEGER NOT NULL, spill_bytes INTEGER NOT NULL,"
+           " created_at INTEGER NOT NULL);"
+           "CREATE TABLE tune_results(gpu_name, sm_count, compute_capability, driver_version, nvrtc_version,"
+           " mxattn_version, template_hash, family, head_dim, dtype, out_dtype, causal, gqa, layout, seq_bucket,"
+           " config, median_ms, tops, default_ms, tuned_at);"
+           "CREATE TABLE measurements(gpu_name, sm_count, compute_capability, driver_version, nvrtc_version,"
+           " mxattn_version, template_hash, family, head_dim, dtype, out_dtype, causal, gqa, layout, seq_bucket,"
+           " config, status, median_ms, spread, registers, measured_at);"
+           "INSERT INTO tune_results VALUES('NVIDIA H200', 132, 90, 12040, 12040, '0.1.0', '', 'f16', 128, 'f16',"
+           " 'f16', 0, 1, 'bhnd', 1024, 'block_m=32', 2.5, 1, 3, 7);"
+           "INSERT INTO measurements VALUES('NVIDIA H200', 132, 90, 12040, 12040, '0.1.0', '', 'f16', 128, 'f16',"
+           " 'f16', 0, 1, 'bhnd', 1024, 'block_m=32', 'ok', 2.5, 0.02, 96, 7);"
+           "PRAGMA user_version = 2;");
+    assert_int_equal(mx_cache_import(dst, in_dir("v2.mxdb"), NULL, &rep), MXATTN_OK);
+    assert_int_equal(rep.tune_rows_taken, 1);
+    assert_int_equal(rep.measurements_taken, 1);
+    assert_int_equal(measured(dst, "block_m=32").registers, 96);   /* key_named: q_bucket = seq_bucket */
+    mx_cache_close(dst);
+}
+
+static void test_merge_keeps_the_faster_measurement(void **state) {
+    (void)state;
+    mx_cache *src = open_db("source.db");
+    measure(src, 1024, "a", MX_MEASURE_OK, 1.0);                 /* faster than ours: taken */
+    measure(src, 1024, "b", MX_MEASURE_OK, 3.0);                 /* slower: ours kept */
+    measure(src, 1024, "c", MX_MEASURE_OK, 2.0);                 /* ours failed: taken */
+    measure(src, 1024, "d", MX_MEASURE_WRONG_RESULT, 0);         /* theirs failed: ours kept */
+    measure(src, 1024, "e", MX_MEASURE_LAUNCH_FAILED, 0);        /* new: taken */
+    assert_int_equal(mx_cache_export(src, in_dir("ex.mxdb"), 0, NULL), MXATTN_OK);
+    mx_cache_close(src);
+    mx_cache *dst = open_db("target.db");
+    measure(dst, 1024, "a", MX_MEASURE_OK, 2.0);
+    measure(dst, 1024, "b", MX_MEASURE_OK, 1.0);
+    measure(dst, 1024, "c", MX_MEASURE_OUT_OF_RESOURCES, 0);
+    measure(dst, 1024, "d", MX_MEASURE_OK, 1.0);
+    mx_import_report rep;
+    assert_int_equal(mx_cache_merge(dst, in_dir("ex.mxdb"), NULL, &rep), MXATTN_OK);
+    assert_int_equal(rep.measurements_read, 5);
+    assert_int_equal(rep.measurements_taken, 3);
+    assert_true(measured(dst, "a").median_ms == 1.0);
+    assert_true(measured(dst, "b").median_ms == 1.0);
+    assert_string_equal(measured(dst, "c").status, MX_MEASURE_OK);
+    assert_true(measured(dst, "c").median_ms == 2.0);
+    assert_string_equal(measured(dst, "d").status, MX_MEASURE_OK);
+    assert_string_equal(measured(dst, "e").status, MX_MEASURE_LAUNCH_FAILED);
+    /* import replaces ours, whatever the times */
+    assert_int_equal(mx_cache_import(dst, in_dir("ex.mxdb"), NULL, &rep), MXATTN_OK);
+    assert_int_equal(rep.measurements_taken, 5);
+    assert_true(measured(dst, "b").median_ms == 3.0);
+    assert_string_equal(measured(dst, "d").status, MX_MEASURE_WRONG_RESULT);
+    mx_cache_close(dst);
+}
+
+/* ---- whose fault a failure is -------------------------------------------- */
+
+/* A file whose schema SQLite cannot parse (found by tests/fuzz/fuzz_import)
+ * is a bad input, not a failure of our database. */
+static void test_unreadable_schema_is_an_invalid_file(void **state) {
+    (void)state;
+    FILE *in = fopen(MXATTN_SOURCE_DIR "/tests/fuzz/corpus/import/regress-schema-unreadable", "rb");
+    FILE *out = fopen(in_dir("unreadable.mxdb"), "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0) assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+    mx_cache *dst = prepare();
+    expect_rejected(dst, "unreadable.mxdb", 1, MXATTN_ERROR_INVALID_VALUE, "not a usable export");
+    char *before = snapshot(dst);
+    assert_int_equal(mx_cache_merge(dst, in_dir("unreadable.mxdb"), NULL, NULL), MXATTN_ERROR_INVALID_VALUE);
+    char *after = snapshot(dst);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    mx_cache_close(dst);
+
+    /* A target that cannot be written keeps its own status. */
+    mx_cache *ro;
+    assert_int_equal(mx_cache_open_ex(in_dir("target.db"), MX_CACHE_OPEN_READ_ONLY, &ro), MXATTN_OK);
+    assert_int_equal(mx_cache_import(ro, in_dir("ex.mxdb"), NULL, NULL), MXATTN_ERROR_CACHE_READ_ONLY);
+    mx_cache_close(ro);
+}
+
 /* ---- upkeep ------------------------------------------------------------- */
 
 static void test_check_reports_bad_blobs_and_vacuum_works(void **state) {
@@ -597,6 +824,11 @@ int main(void) {
         CASE(test_unsigned_export_brings_no_kernels),
         CASE(test_key_files),
         CASE(test_impossible_rows_are_refused),
+        CASE(test_measurements_are_exported_and_imported),
+        CASE(test_impossible_measurements_are_refused),
+        CASE(test_old_exports_still_import),
+        CASE(test_merge_keeps_the_faster_measurement),
+        CASE(test_unreadable_schema_is_an_invalid_file),
         CASE(test_check_reports_bad_blobs_and_vacuum_works),
         CASE(test_export_errors_are_clear),
     };
