@@ -108,7 +108,9 @@ static mxattn_status choose_config(mxattn_plan *plan, const char *explicit_confi
          * this problem's shape, which holds v_terms, refuses the others). */
         char why[400];
         if (!mx_api_check_tuned_config(ctx, shape, &tuned, why, sizeof why)) {
-            snprintf(plan->info.note, sizeof plan->info.note, "tuned row ignored: %s", why);
+            char note[460];
+            snprintf(note, sizeof note, "tuned row ignored: %s", why);
+            note_append(&plan->info, note);
             return MXATTN_OK;
         }
         snprintf(config, cap, "%s", tuned.config);
@@ -226,9 +228,9 @@ static void fill_info(mxattn_plan *plan, double t0) {
      * recompile on the next start, and the note says why. */
     info->cubin_stored = k->stored;
     if (!k->stored && k->store_error[0]) {
-        size_t used = strlen(info->note);
-        snprintf(info->note + used, sizeof info->note - used, "%sthe binary was not stored: %s",
-                 used ? "; " : "", k->store_error);
+        char note[300];
+        snprintf(note, sizeof note, "the binary was not stored: %s", k->store_error);
+        note_append(info, note);
     }
 }
 
