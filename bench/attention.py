@@ -4,6 +4,8 @@ and memory-efficient backends, measured in one process and one run.
 
     MXATTN_LIB=build/libmxattn.so python3 bench/attention.py            # full grid
     MXATTN_LIB=build/libmxattn.so python3 bench/attention.py --quick    # a subset
+    MXATTN_LIB=build/libmxattn.so python3 bench/attention.py --suite shapes   # a model's shapes
+    python3 bench/attention.py --suite shapes --list     # its rows; needs neither torch nor a GPU
 
 Writes results.json, results.md and chart.png to
 bench/results/<device>-<date>/ (or --out DIR).  See bench/README.md.
@@ -17,6 +19,7 @@ import math
 import os
 import re
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -26,18 +29,22 @@ import traceback
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO_DIR, "python"))
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+try:  # --list needs no torch: it only prints the rows a run would measure
+    import torch  # noqa: E402
+    import torch.nn.functional as F  # noqa: E402
+    from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+except ImportError:
+    torch = None
 
-import mxattn  # noqa: E402
+import mxattn  # noqa: E402  (imports without torch or the library)
 from clock_log import ClockLog  # noqa: E402  (bench/, beside this script)
 
+SDPA_NAMES = ("sdpa-flash", "sdpa-cudnn", "sdpa-efficient")
 SDPA_BACKENDS = {
     "sdpa-flash": SDPBackend.FLASH_ATTENTION,
     "sdpa-cudnn": SDPBackend.CUDNN_ATTENTION,
     "sdpa-efficient": SDPBackend.EFFICIENT_ATTENTION,
-}
+} if torch else dict.fromkeys(SDPA_NAMES)
 RATIO_BASELINE = "sdpa-cudnn"
 REFERENCE_HEADS = 4        # the fp32 reference covers batch 0, heads [0, 4)
 DEFAULT_L2_BYTES = 60 << 20
@@ -49,6 +56,9 @@ MIN_REPS = 5                 # slow calls get a longer rep time rather than one 
 # --- arguments and environment ----------------------------------------------------
 
 MMA_F16 = "f16[variant=mma]"
+SUITE_GROUPS = ("headdims", "short", "cross", "gqa", "decode")
+SUITE_FAMILIES = ["f16", "int8-fp8"]
+SUITE_BASELINES = ["sdpa-cudnn", "sdpa-flash"]
 
 
 def int_list(text):
@@ -64,14 +74,26 @@ def parse_args():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
                         help="a small subset: D 64,128; N 1024,4096")
-    parser.add_argument("--families", type=name_list, default=list(mxattn.FAMILIES) + [MMA_F16],
+    parser.add_argument("--suite", choices=("shapes",), default=None,
+                        help="shapes: the shapes models have (issue 35), in groups "
+                             f"{','.join(SUITE_GROUPS)}: head dims, short and many small "
+                             "problems, cross-attention, grouped-query prefill, decode; "
+                             "--dims, --seqs, --causal, --batch, --heads, --heads-kv do not apply")
+    parser.add_argument("--groups", type=name_list, default=None,
+                        help=f"with --suite: the groups to run (default all: {','.join(SUITE_GROUPS)})")
+    parser.add_argument("--list", action="store_true",
+                        help="print the rows (problems) a run would measure and exit; "
+                             "needs neither torch nor a GPU")
+    parser.add_argument("--families", type=name_list, default=None,
                         help="mxattn families, comma-separated; FAMILY[knobs] pins a "
                              "configuration, e.g. 'f16[variant=mma]' (default: all, and "
-                             f"{MMA_F16}: the mma.sync kernel beside the Hopper one)")
+                             f"{MMA_F16}: the mma.sync kernel beside the Hopper one; "
+                             f"with --suite: {','.join(SUITE_FAMILIES)})")
     parser.add_argument("--extra", type=name_list, default=[],
                         help="more FAMILY[knobs] rows, added to --families (e.g. a tile under test)")
-    parser.add_argument("--baselines", type=name_list, default=list(SDPA_BACKENDS),
-                        help="SDPA backends (default: sdpa-flash,sdpa-cudnn,sdpa-efficient)")
+    parser.add_argument("--baselines", type=name_list, default=None,
+                        help="SDPA backends (default: sdpa-flash,sdpa-cudnn,sdpa-efficient; "
+                             f"with --suite: {','.join(SUITE_BASELINES)})")
     parser.add_argument("--dims", type=int_list, default=None, help="head dims (default 64,128,80)")
     parser.add_argument("--seqs", type=int_list, default=None,
                         help="sequence lengths (default 1024,4096,16384)")
@@ -99,6 +121,19 @@ def parse_args():
     parser.add_argument("--out", default=None,
                         help="output folder (default bench/results/<device>-<date>)")
     args = parser.parse_args()
+    if args.suite:
+        if args.dims is not None or args.seqs is not None or args.quick:
+            parser.error("--suite sets its own shapes: drop --dims, --seqs and --quick")
+        args.groups = args.groups or list(SUITE_GROUPS)
+        unknown = [g for g in args.groups if g not in SUITE_GROUPS]
+        if unknown:
+            parser.error(f"unknown groups {unknown}; choose from {list(SUITE_GROUPS)}")
+    elif args.groups:
+        parser.error("--groups needs --suite")
+    if args.families is None:
+        args.families = list(SUITE_FAMILIES) if args.suite else list(mxattn.FAMILIES) + [MMA_F16]
+    if args.baselines is None:
+        args.baselines = list(SUITE_BASELINES) if args.suite else list(SDPA_NAMES)
     if args.dims is None:
         args.dims = [64, 128] if args.quick else [64, 128, 80]
     if args.seqs is None:
@@ -111,9 +146,9 @@ def parse_args():
     if args.settle_ms < 0:
         parser.error("--settle-ms must not be negative")
     args.families += [name for name in args.extra if name not in args.families]
-    unknown = [b for b in args.baselines if b not in SDPA_BACKENDS]
+    unknown = [b for b in args.baselines if b not in SDPA_NAMES]
     if unknown:
-        parser.error(f"unknown baselines {unknown}; choose from {list(SDPA_BACKENDS)}")
+        parser.error(f"unknown baselines {unknown}; choose from {list(SDPA_NAMES)}")
     return args
 
 
@@ -243,34 +278,117 @@ def _events_median_ms(step, estimate_ms, rep_ms):
 # --- the problems and the implementations ----------------------------------------------
 
 def configs(args):
+    if args.suite:
+        yield from suite_configs(args.groups, args.dtype)
+        return
     causal_modes = {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]
-    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float16
     for head_dim in args.dims:
         for seq_len in args.seqs:
             for causal in causal_modes:
                 yield dict(batch=args.batch, heads=args.heads, heads_kv=args.heads_kv,
-                           seq_len=seq_len, head_dim=head_dim, causal=causal, dtype=dtype)
+                           seq_len=seq_len, seq_q=seq_len, seq_k=seq_len, head_dim=head_dim,
+                           causal=causal, alignment="top-left", dtype=args.dtype)
+
+
+# Cross-attention as diffusion models run it: the image's 64x64 latent
+# (4096 tokens) attends to the text encoder's tokens (77 for CLIP), batch 2
+# for classifier-free guidance's conditional and unconditional halves, 16
+# heads (SDXL has 10 and 20 at D=64, Stable Diffusion 3 24; 16 lies between).
+CROSS_BATCH, CROSS_HEADS = 2, 16
+
+
+def suite_configs(groups, dtype="bf16"):
+    """The rows of --suite shapes (issue 35), group by group.  causal is
+    False, or True with alignment "top-left" (SDPA's is_causal) or
+    "bottom-right" (FlashAttention's: the last query sees every key).
+    Bottom-right only where Nq > 1: at Nq = 1 it is no mask at all."""
+    def row(group, batch, heads, heads_kv, seq_q, seq_k, head_dim, causal=False,
+            alignment="top-left"):
+        return dict(group=group, suite=True, batch=batch, heads=heads, heads_kv=heads_kv,
+                    seq_len=seq_q if seq_q == seq_k else None, seq_q=seq_q, seq_k=seq_k,
+                    head_dim=head_dim, causal=causal, alignment=alignment, dtype=dtype)
+    both = (False, True)
+    if "headdims" in groups:
+        for d in (32, 80, 96, 160, 192, 256):
+            for n in (4096, 16384):
+                for causal in both:
+                    yield row("headdims", 4, 32, 32, n, n, d, causal)
+    if "short" in groups:
+        for d in (64, 128):
+            for causal in both:
+                yield row("short", 4, 32, 32, 1024, 1024, d, causal)
+        for d in (64, 128):
+            for causal in both:
+                yield row("short", 32, 16, 16, 512, 512, d, causal)
+    if "cross" in groups:
+        for d in (64, 128):
+            for nk in (77, 256, 1024):
+                yield row("cross", CROSS_BATCH, CROSS_HEADS, CROSS_HEADS, 4096, nk, d)
+    if "gqa" in groups:
+        # Hkv = 32 is the same shape as MHA: the ratio the grouped rows are held to.
+        for causal in both:
+            for heads_kv in (32, 8, 4, 1):
+                yield row("gqa", 4, 32, heads_kv, 4096, 4096, 128, causal)
+    if "decode" in groups:
+        for heads_kv in (8, 32):
+            for nk in (8192, 32768):
+                for nq in (1, 4, 16):
+                    yield row("decode", 16, 32, heads_kv, nq, nk, 128, causal=nq > 1,
+                              alignment="bottom-right")
 
 
 def config_label(cfg):
-    return f"D{cfg['head_dim']} N{cfg['seq_len']}{' causal' if cfg['causal'] else ''}"
+    """A config's (or a row's) label; the suite's carry their whole shape."""
+    if not cfg.get("group"):
+        return f"D{cfg['head_dim']} N{cfg['seq_len']}{' causal' if cfg['causal'] else ''}"
+    heads = f"H{cfg['heads']}" + (f"/{cfg['heads_kv']}" if cfg["heads_kv"] != cfg["heads"] else "")
+    seqs = f"N{cfg['seq_len']}" if cfg["seq_len"] else f"Nq{cfg['seq_q']} Nk{cfg['seq_k']}"
+    alignment = cfg.get("alignment") or cfg.get("causal_alignment")
+    mask = "" if not cfg["causal"] else " causal" if alignment == "top-left" else " causal-br"
+    return f"{cfg['group']} B{cfg['batch']} {heads} D{cfg['head_dim']} {seqs}{mask}"
+
+
+def torch_dtype(cfg):
+    return torch.bfloat16 if cfg["dtype"] == "bf16" else torch.float16
 
 
 def make_input_sets(cfg, l2_bytes):
     """Enough [B, H, N, D] input sets that together they exceed L2 twice over
-    (at least two), within a quarter of free memory (at least one)."""
-    def tensor(heads):
-        return torch.randn(cfg["batch"], heads, cfg["seq_len"], cfg["head_dim"],
-                           dtype=cfg["dtype"], device="cuda")
+    (at least two), within a quarter of free memory (at least one).  Two sets
+    of the largest decode row (B16 Hkv32 Nk32768: 4.3 GB of K and V each) are
+    9 GB: no shape is multiplied beyond the two that keep L2 cold."""
+    dtype = torch_dtype(cfg)
+
+    def tensor(heads, seq):
+        return torch.randn(cfg["batch"], heads, seq, cfg["head_dim"], dtype=dtype, device="cuda")
     torch.cuda.empty_cache()  # the last config's cached blocks would count as used
-    element = torch.finfo(cfg["dtype"]).bits // 8
-    set_bytes = (cfg["heads"] + 2 * cfg["heads_kv"]) * cfg["batch"] * cfg["seq_len"] * \
-        cfg["head_dim"] * element
+    element = torch.finfo(dtype).bits // 8
+    set_bytes = (cfg["heads"] * cfg["seq_q"] + 2 * cfg["heads_kv"] * cfg["seq_k"]) * \
+        cfg["batch"] * cfg["head_dim"] * element
     free_bytes, _ = torch.cuda.mem_get_info()
     wanted = max(2, math.ceil(2 * l2_bytes / set_bytes))
     count = max(1, min(wanted, 16, int(free_bytes / 4 // set_bytes)))
-    return [(tensor(cfg["heads"]), tensor(cfg["heads_kv"]), tensor(cfg["heads_kv"]))
+    return [(tensor(cfg["heads"], cfg["seq_q"]), tensor(cfg["heads_kv"], cfg["seq_k"]),
+             tensor(cfg["heads_kv"], cfg["seq_k"]))
             for _ in range(count)]
+
+
+def needs_mask(cfg):
+    """True where SDPA has no flag for the mask: bottom-right causal with
+    Nq != Nk (with Nq == Nk it is is_causal's top-left)."""
+    return cfg["causal"] and cfg["alignment"] == "bottom-right" and cfg["seq_q"] != cfg["seq_k"]
+
+
+def bottom_right_mask(cfg, device="cuda"):
+    """SDPA's boolean attn_mask for bottom-right causal: query i sees key j
+    where j <= i + Nk - Nq."""
+    return torch.ones(cfg["seq_q"], cfg["seq_k"], dtype=torch.bool, device=device).tril(
+        diagonal=cfg["seq_k"] - cfg["seq_q"])
+
+
+class NotApplicable(RuntimeError):
+    """An SDPA backend that cannot run a row's problem (a head dim, a mask):
+    the row says so instead of failing."""
 
 
 def family_and_config(name):
@@ -290,37 +408,59 @@ def family_and_config(name):
     return family, " ".join(knobs) or None, options
 
 
-def mxattn_impl(name):
+def mxattn_impl(name, cfg):
     family, config, options = family_and_config(name)
+    causal, alignment = cfg["causal"], cfg["alignment"]
 
-    def run(q, k, v, causal):
-        return mxattn.attention(q, k, v, family=family, causal=causal, config=config, **options)
+    def run(q, k, v):
+        return mxattn.attention(q, k, v, family=family, causal=causal, config=config,
+                                causal_alignment=alignment, **options)
     return contextlib.nullcontext, run
 
 
-def sdpa_impl(name):
+def sdpa_impl(name, cfg):
     backend = SDPA_BACKENDS[name]
+    mask = bottom_right_mask(cfg) if needs_mask(cfg) else None
+    causal = cfg["causal"] and mask is None
 
-    def run(q, k, v, causal):
+    def call(q, k, v):
         grouped = k.shape[1] != q.shape[1]  # enable_gqa only when needed: not every backend has it
         if grouped:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
+                                                  enable_gqa=True)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+
+    def run(q, k, v):
+        try:
+            return call(q, k, v)
+        except RuntimeError as error:
+            # "No available kernel": this backend does not take the problem
+            # (flash takes no attn_mask; cuDNN lacks some head dims), and
+            # cuDNN's frontend may refuse a graph only when it builds it.
+            refused = ("No available kernel", "NOT_SUPPORTED", "cuDNN Frontend error")
+            if not cfg.get("suite") or not any(text in str(error) for text in refused):
+                raise
+            why = "a boolean attn_mask (bottom-right causal, Nq < Nk)" if mask is not None \
+                else "this problem"
+            raise NotApplicable(f"n/a: {name} does not run {why}: "
+                                f"{str(error).strip().splitlines()[0]}") from error
     return (lambda: sdpa_kernel(backend)), run
 
 
-def reference_slice(q, k, v, causal):
+def reference_slice(q, k, v, cfg):
     """float32 SDPA (math backend) on batch 0, heads [0, REFERENCE_HEADS), one
     head at a time: the full fp32 reference at N=16384 costs more memory and
     time than a few heads, which measure the error as well."""
     group = q.shape[1] // k.shape[1]
+    mask = bottom_right_mask(cfg) if needs_mask(cfg) else None
+    causal = cfg["causal"] and mask is None
     outputs = []
     with sdpa_kernel(SDPBackend.MATH):
         for head in range(min(REFERENCE_HEADS, q.shape[1])):
             kv_head = head // group
             outputs.append(F.scaled_dot_product_attention(
                 q[0:1, head:head + 1].float(), k[0:1, kv_head:kv_head + 1].float(),
-                v[0:1, kv_head:kv_head + 1].float(), is_causal=causal))
+                v[0:1, kv_head:kv_head + 1].float(), attn_mask=mask, is_causal=causal))
     return torch.cat(outputs, dim=1)
 
 
@@ -332,21 +472,51 @@ def accuracy(out, ref):
     return round(cos, 6), round(rel_l1, 6)
 
 
+def visible_pairs(cfg):
+    """(query, key) pairs the mask lets through, per batch and head.  Causal
+    with Nq = Nk counts half of N·N, as FlashAttention's and this bench's
+    TOPS always have; otherwise the exact count: bottom-right with Nq < Nk
+    sees far more than half (Nq=16, Nk=8192: 99.9%)."""
+    nq, nk = cfg["seq_q"], cfg["seq_k"]
+    if not cfg["causal"]:
+        return nq * nk
+    if nq == nk:
+        return nq * nk / 2
+    offset = nk - nq if cfg["alignment"] == "bottom-right" else 0
+    return sum(min(max(i + offset + 1, 0), nk) for i in range(nq))
+
+
 def tops(cfg, ms):
-    flops = 4 * cfg["batch"] * cfg["heads"] * cfg["seq_len"] * cfg["seq_len"] * cfg["head_dim"]
-    if cfg["causal"]:
-        flops /= 2
+    flops = 4 * cfg["batch"] * cfg["heads"] * cfg["head_dim"] * visible_pairs(cfg)
     return flops / (ms * 1e-3) / 1e12
+
+
+def kv_tbps(cfg, ms):
+    """K and V bytes read per second, once each (TB/s): what decode is bound by."""
+    element = 2  # bf16 and fp16
+    kv_bytes = 2 * cfg["batch"] * cfg["heads_kv"] * cfg["seq_k"] * cfg["head_dim"] * element
+    return kv_bytes / (ms * 1e-3) / 1e12
+
+
+def copy_bandwidth_tbps(rep_ms):
+    """Device copy bandwidth: bytes read + written per second by a torch copy
+    of 1 GiB, the figure decode rows' K/V TB/s is held against."""
+    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    ms = median_ms(lambda a, b: b.copy_(a), [(src, dst)], rep_ms)
+    del src, dst
+    torch.cuda.empty_cache()
+    return round(2 * (1 << 30) / (ms * 1e-3) / 1e12, 3)
 
 
 # --- one measurement -------------------------------------------------------------------
 
 def base_row(name, cfg, input_sets):
-    return {
+    row = {
         "family": name, "kind": "sdpa" if name in SDPA_BACKENDS else "mxattn",
         "batch": cfg["batch"], "heads": cfg["heads"], "heads_kv": cfg["heads_kv"],
         "seq_len": cfg["seq_len"], "head_dim": cfg["head_dim"], "causal": cfg["causal"],
-        "dtype": str(cfg["dtype"]).replace("torch.", ""),
+        "dtype": "bfloat16" if cfg["dtype"] == "bf16" else "float16",
         # Both are whole API calls: mxattn quantizes inside mxattn_run, SDPA
         # allocates its output as mxattn.attention does.
         "end_to_end": True, "kernel_ms": None,
@@ -356,6 +526,13 @@ def base_row(name, cfg, input_sets):
         "plan": None, "error": None,
         "sm_mhz": None, "power_w": None, "temp_c": None, "clock_samples": None,   # --clocks
     }
+    if cfg.get("suite"):
+        # seq_len stays Nq = Nk where they are equal (None where not), so that
+        # readers of the plain grid's rows read these too.
+        row.update(group=cfg["group"], seq_q=cfg["seq_q"], seq_k=cfg["seq_k"],
+                   causal_alignment=cfg["alignment"] if cfg["causal"] else None,
+                   kv_tbps=None, ratio_baseline=None)
+    return row
 
 
 class ContextBroken(RuntimeError):
@@ -369,16 +546,15 @@ def prepare(name, cfg, input_sets, reference):
     """One implementation's first call on one config (its plan, first-call
     time and accuracy): its row and a function that times it once."""
     row = base_row(name, cfg, input_sets)
-    context, run = sdpa_impl(name) if name in SDPA_BACKENDS else mxattn_impl(name)
-    causal = cfg["causal"]
+    context, run = sdpa_impl(name, cfg) if name in SDPA_BACKENDS else mxattn_impl(name, cfg)
     torch.cuda.reset_peak_memory_stats()
     with context():
         begin = time.perf_counter()
-        out = run(*input_sets[0], causal)  # for mxattn: makes the plan
+        out = run(*input_sets[0])  # for mxattn: makes the plan
         torch.cuda.synchronize()
         row["first_call_s"] = round(time.perf_counter() - begin, 3)
         if name not in SDPA_BACKENDS:
-            row["plan"] = plan_info(name, input_sets[0], causal)
+            row["plan"] = plan_info(name, input_sets[0], cfg)
         row["cos"], row["rel_l1"] = accuracy(out, reference)
         del out
     global _peak_bytes
@@ -388,7 +564,7 @@ def prepare(name, cfg, input_sets, reference):
 
     def time_once(rep_ms, settle_ms=0):
         with context():
-            return median_ms(lambda q, k, v: run(q, k, v, causal), input_sets, rep_ms, settle_ms)
+            return median_ms(run, input_sets, rep_ms, settle_ms)
     return row, time_once
 
 
@@ -397,19 +573,22 @@ def finish(row, cfg, round_ms):
     row["round_ms"] = [round(ms, 4) for ms in round_ms]
     row["ms"] = statistics.median(round_ms)
     row["tops"] = tops(cfg, row["ms"])
+    if cfg.get("group") == "decode":
+        row["kv_tbps"] = round(kv_tbps(cfg, row["ms"]), 3)
 
 
-def plan_info(name, inputs, causal):
+def plan_info(name, inputs, cfg):
     """What mxattn chose; a failure here should not discard the timing."""
     family, config, options = family_and_config(name)
     try:
-        return mxattn.plan_info(*inputs, family=family, causal=causal, config=config, **options)
+        return mxattn.plan_info(*inputs, family=family, causal=cfg["causal"], config=config,
+                                causal_alignment=cfg["alignment"], **options)
     except Exception as error:
         return {"error": describe_error(error)}
 
 
 def describe_error(error):
-    text = f"{type(error).__name__}: {error}"
+    text = str(error) if isinstance(error, NotApplicable) else f"{type(error).__name__}: {error}"
     return text if len(text) <= 600 else text[:600] + " ..."
 
 
@@ -437,7 +616,7 @@ def run_config(cfg, names, l2_bytes, rounds, clock_log=None, rep_ms=REP_MS, sett
     implementation's untimed load (_settle)."""
     rows, timers, spans = [], {}, {}
     input_sets = make_input_sets(cfg, l2_bytes)
-    reference = reference_slice(*input_sets[0], cfg["causal"])
+    reference = reference_slice(*input_sets[0], cfg)
     for name in names:
         prepared, error = guarded(name, cfg, lambda: prepare(name, cfg, input_sets, reference))
         if error:
@@ -464,7 +643,7 @@ def run_config(cfg, names, l2_bytes, rounds, clock_log=None, rep_ms=REP_MS, sett
             row.update(clock_log.window(spans[name]) or {})
     for row in rows:
         print_progress(cfg, row)
-    add_ratios(rows)
+    add_ratios(rows, fallback="sdpa-flash" if cfg.get("suite") else None)
     return rows
 
 
@@ -477,19 +656,28 @@ def guarded(name, cfg, step):
         text = describe_error(error)
         if isinstance(error, torch.cuda.OutOfMemoryError):
             torch.cuda.empty_cache()
-        elif not isinstance(error, mxattn.MxattnError):
+        elif not isinstance(error, (mxattn.MxattnError, NotApplicable)):
             traceback.print_exc(file=sys.stdout)
         if context_is_broken():
             raise ContextBroken(f"the CUDA context is broken after {name} on {config_label(cfg)}: {text}")
         return None, text
 
 
-def add_ratios(rows):
-    """TOPS over SDPA cuDNN's on the same config, measured in the same run."""
+def add_ratios(rows, fallback=None):
+    """TOPS over SDPA cuDNN's on the same config, measured in the same run;
+    where cuDNN did not run and fallback names a baseline (the suite's
+    sdpa-flash), over that one's, and the rows' ratio_baseline says so."""
     baseline = next((r for r in rows if r["family"] == RATIO_BASELINE and r["tops"]), None)
+    if baseline is None and fallback:
+        baseline = next((r for r in rows if r["family"] == fallback and r["tops"]), None)
+    # The baseline's own TOPS is rounded in the loop below: take it unrounded
+    # first (decode's ~8 TOPS rounded to 0.1 moved the others' ratios by 1-2%).
+    baseline_tops = baseline["tops"] if baseline else None
     for row in rows:
         if baseline and row["tops"]:
-            row["ratio_vs_cudnn"] = round(row["tops"] / baseline["tops"], 3)
+            row["ratio_vs_cudnn"] = round(row["tops"] / baseline_tops, 3)
+            if "ratio_baseline" in row:
+                row["ratio_baseline"] = baseline["family"]
         if row["tops"]:
             row["tops"] = round(row["tops"], 1)
             row["ms"] = round(row["ms"], 4)
@@ -499,9 +687,10 @@ def print_progress(cfg, row):
     if row["error"]:
         print(f"  {config_label(cfg):<22} {row['family']:<15} FAILED {row['error']}", flush=True)
     else:
+        bandwidth = f"  K/V {row['kv_tbps']:.2f} TB/s" if row.get("kv_tbps") else ""
         print(f"  {config_label(cfg):<22} {row['family']:<15} {row['ms']:9.4f} ms "
-              f"{row['tops']:7.1f} TOPS  cos {row['cos']:.5f}  rel-L1 {row['rel_l1']:.4f}",
-              flush=True)
+              f"{row['tops']:7.1f} TOPS  cos {row['cos']:.5f}  rel-L1 {row['rel_l1']:.4f}"
+              f"{bandwidth}", flush=True)
 
 
 # --- reports -----------------------------------------------------------------------------
@@ -518,6 +707,9 @@ def fmt(value, spec):
 
 
 def write_markdown(out_dir, env, rows, peak_gb, wall_s):
+    if env.get("suite"):
+        write_suite_markdown(out_dir, env, rows, peak_gb, wall_s)
+        return
     lines = [
         "# mxattn attention benchmark", "",
         f"- device: {env['device']}",
@@ -551,7 +743,65 @@ def write_markdown(out_dir, env, rows, peak_gb, wall_s):
         f.write("\n".join(lines) + "\n")
 
 
+def write_suite_markdown(out_dir, env, rows, peak_gb, wall_s):
+    """--suite's table: rows differ in B, heads, Nq, Nk and mask, so each
+    carries its whole shape."""
+    lines = [
+        f"# mxattn attention benchmark: --suite {env['suite']} ({', '.join(env['groups'])})", "",
+        f"- device: {env['device']}",
+        f"- date: {env['date']}",
+        f"- torch {env['torch']}, CUDA {env['cuda']}, cuDNN {env['cudnn']}, "
+        f"triton {env['triton']}, mxattn {env['mxattn']} ({env['mxattn_lib']})",
+        f"- command: `{env['command']}`",
+        f"- timer: {env['timer']}; inputs rotate among input sets larger than L2 together",
+        "- ms: end to end (mxattn includes its quantization; no kernel-alone time is exposed)",
+        "- TOPS = 4·B·Hq·D·(visible query-key pairs) / t: Nq·Nk without a mask, N·N/2 for causal "
+        "with Nq = Nk (as FlashAttention counts), and the exact count of visible pairs for "
+        "bottom-right causal with Nq < Nk (the decode rows, where nearly every key is visible)",
+        "- causal: top-left is SDPA's is_causal; bottom-right is FlashAttention's (query i sees "
+        "keys j <= i + Nk - Nq). SDPA has no flag for it, so its backends get a boolean "
+        "attn_mask there; a backend that takes no mask is n/a",
+        "- vs cuDNN = TOPS / SDPA cuDNN's TOPS in this run; \"(flash)\": cuDNN did not run "
+        "the row, the ratio is to SDPA flash",
+        f"- K/V TB/s (decode rows) = 2·B·Hkv·Nk·D·2 bytes / t, each of K and V read once; "
+        f"device copy bandwidth in this run: {fmt(env.get('copy_tbps'), '.2f')} TB/s "
+        "(bytes read + written by a torch copy of 1 GiB)",
+        f"- cross-attention: B{CROSS_BATCH} H{CROSS_HEADS}, a diffusion model's 64x64 latent "
+        "(Nq = 4096) over text tokens (CLIP's 77)",
+        "- grouped-query rows: SDPA gets K/V with Hkv heads and enable_gqa=True, never repeated "
+        "K/V; Hkv = Hq is the same shape's MHA",
+        f"- accuracy: {REFERENCE_HEADS} heads of batch 0 against float32 SDPA (math backend)",
+        f"- peak torch memory {peak_gb:.1f} GiB; run took {wall_s:.0f} s",
+    ]
+    clocks = any(r.get("sm_mhz") for r in rows)
+    if clocks:
+        lines.append("- MHz, W: nvidia-smi's SM clock and power draw, means over the row's own "
+                     "timed calls (--clocks)")
+    lines += ["", "| group | family | B | Hq | Hkv | D | Nq | Nk | causal | ms | TOPS | vs cuDNN | "
+              "K/V TB/s | cos | rel-L1 | " + ("MHz | W | " if clocks else "") + "note |",
+              "|---" * (16 + (2 if clocks else 0)) + "|"]
+    for r in rows:
+        note = r["error"] or (r["plan"] or {}).get("config", "")
+        note = note.replace("|", "\\|").replace("\n", " ")
+        power = f"{fmt(r.get('sm_mhz'), 'd')} | {fmt(r.get('power_w'), '.0f')} | " if clocks else ""
+        ratio = fmt(r["ratio_vs_cudnn"], ".3f")
+        if ratio and r.get("ratio_baseline") not in (None, RATIO_BASELINE):
+            ratio += f" ({r['ratio_baseline'].replace('sdpa-', '')})"
+        causal = r.get("causal_alignment") or "no"
+        lines.append(f"| {r.get('group', '')} | {r['family']} | {r['batch']} | {r['heads']} | "
+                     f"{r['heads_kv']} | {r['head_dim']} | {r.get('seq_q', '')} | "
+                     f"{r.get('seq_k', '')} | {causal} | {fmt(r['ms'], '.4f')} | "
+                     f"{fmt(r['tops'], '.1f')} | {ratio} | {fmt(r.get('kv_tbps'), '.2f')} | "
+                     f"{fmt(r['cos'], '.5f')} | {fmt(r['rel_l1'], '.4f')} | {power}{note} |")
+    with open(os.path.join(out_dir, "results.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def write_chart(out_dir, env, rows):
+    if env.get("suite"):
+        # Dozens of shapes of TOPS from 1 to 800 make no readable bar chart;
+        # results.md's table is the suite's report.
+        return
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -585,10 +835,11 @@ def print_summary(rows):
     names = list(dict.fromkeys(r["family"] for r in rows))
     cell = {(config_label(r), r["family"]): r for r in rows}
     width = max(12, max(len(n) for n in names) + 1)
+    label_width = max([22] + [len(label) + 1 for label in labels])
     print("\nTOPS (x = ratio to sdpa-cudnn; - = failed)")
-    print(f"{'config':<22}" + "".join(f"{n:>{width}}" for n in names))
+    print(f"{'config':<{label_width}}" + "".join(f"{n:>{width}}" for n in names))
     for label in labels:
-        line = f"{label:<22}"
+        line = f"{label:<{label_width}}"
         for name in names:
             r = cell.get((label, name))
             if r is None or r["tops"] is None:
@@ -616,8 +867,25 @@ def nvidia_smi_id():
 
 # --- main ----------------------------------------------------------------------------------
 
+def list_configs(args):
+    """--list: the rows a run would measure, one problem a line, and their count."""
+    cfgs = list(configs(args))
+    names = args.baselines + args.families
+    for cfg in cfgs:
+        print(f"{config_label(cfg):<44} B={cfg['batch']} Hq={cfg['heads']} Hkv={cfg['heads_kv']} "
+              f"Nq={cfg['seq_q']} Nk={cfg['seq_k']} D={cfg['head_dim']} "
+              f"causal={cfg['alignment'] if cfg['causal'] else 'none'}")
+    print(f"{len(cfgs)} problems x {len(names)} implementations ({', '.join(names)}) = "
+          f"{len(cfgs) * len(names)} rows")
+
+
 def main():
     args = parse_args()
+    if args.list:
+        list_configs(args)
+        return
+    if torch is None:
+        sys.exit("bench/attention.py needs PyTorch (only --list runs without it)")
     if not torch.cuda.is_available():
         sys.exit("bench/attention.py needs a CUDA GPU")
     torch.backends.cuda.matmul.allow_tf32 = False  # an exact fp32 reference
@@ -630,6 +898,15 @@ def main():
     print(f"{env['device']}; torch {env['torch']}, CUDA {env['cuda']}; mxattn {env['mxattn']}",
           flush=True)
     print(f"timer: {env['timer']}; results to {out_dir}", flush=True)
+    if args.suite:
+        env.update(suite=args.suite, groups=args.groups)
+        if "decode" in args.groups:
+            env["copy_tbps"] = copy_bandwidth_tbps(args.rep_ms)
+            print(f"device copy bandwidth (read + write, 1 GiB): {env['copy_tbps']:.2f} TB/s",
+                  flush=True)
+    # A `timeout` that stops the run still gets results.md: SIGTERM unwinds
+    # through the finally below instead of killing the process outright.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     started = time.perf_counter()
     rows = []
     clock_log = ClockLog(gpu_id=nvidia_smi_id()).start() if args.clocks else None

@@ -15,7 +15,22 @@ import statistics
 
 
 def key(row):
-    return (row["family"], row["head_dim"], row["seq_len"], row["causal"])
+    """(family, D, N, causal, then the rest of the shape): `--suite shapes`
+    rows also differ in B, heads, Nq != Nk (seq_len None) and alignment."""
+    return (row["family"], row["head_dim"], row["seq_len"], row["causal"], row["batch"],
+            row["heads"], row["heads_kv"], row.get("seq_q", row["seq_len"]),
+            row.get("seq_k", row["seq_len"]), row.get("causal_alignment"))
+
+
+def label(k):
+    shape = f"N{k[2]:<6}" if k[2] is not None else f"Nq{k[7]} Nk{k[8]}"
+    if (k[4], k[5], k[6]) != (4, 32, 32) or k[2] is None:  # the plain grid's B and heads
+        shape += f" B{k[4]} H{k[5]}/{k[6]}"
+    return f"D{k[1]:<4} {shape}"
+
+
+def short_label(k):
+    return f"D{k[1]} " + (f"N{k[2]}" if k[2] is not None else f"Nq{k[7]} Nk{k[8]}")
 
 
 def config(row):
@@ -43,13 +58,13 @@ def main():
             continue
         ratio = new[k]["tops"] / old[k]["tops"]
         ratios.append((ratio, k))
-        print(f"{k[0]:<18} D{k[1]:<4} N{k[2]:<6} {'causal' if k[3] else '      '} "
+        print(f"{k[0]:<18} {label(k)} {'causal' if k[3] else '      '} "
               f"{old[k]['tops']:7.1f} -> {new[k]['tops']:7.1f}  x{ratio:.3f}")
     if ratios:
         values = [r for r, _ in ratios]
         worst = max(ratios, key=lambda item: abs(item[0] - 1))
         print(f"\n{len(values)} rows with the same kernel: median x{statistics.median(values):.3f}, "
-              f"largest deviation x{worst[0]:.3f} ({worst[1][0]} D{worst[1][1]} N{worst[1][2]})")
+              f"largest deviation x{worst[0]:.3f} ({worst[1][0]} {short_label(worst[1])})")
     if changed:
         print(f"{len(changed)} rows ran another kernel configuration (not compared): "
               + ", ".join(sorted({k[0] for k in changed})))
