@@ -67,6 +67,8 @@ mxattn_status mx_db_fail(sqlite3 *db, int rc, const char *what);
 
 /* The bound on waiting for a write lock, in ms (MXATTN_CACHE_BUSY_MS). */
 int mx_db_busy_ms(void);
+/* 1 if `s` is one of cache.h's MX_MEASURE_* statuses. */
+int mx_measure_status_known(const char *s);
 
 mxattn_status mx_db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **stmt);
 /* Runs constant SQL with no parameters and no result rows wanted. */

@@ -410,14 +410,6 @@ static mxattn_status copy_tune_rows(sqlite3 *src, int version, sqlite3 *dst, int
 
 /* ---- measurements ---- */
 
-static int known_measure_status(const char *s) {
-    static const char *const known[] = {MX_MEASURE_OK, MX_MEASURE_COMPILE_FAILED, MX_MEASURE_OUT_OF_RESOURCES,
-                                        MX_MEASURE_WRONG_RESULT, MX_MEASURE_LAUNCH_FAILED};
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (!strcmp(s, known[i])) return 1;
-    return 0;
-}
-
 /* Reads the columns after the key (config, status, median_ms, spread,
  * registers, measured_at).  As for a tuning row, text that does not fit a
  * field is a reason to refuse the row (in why), not a malformed file. */
@@ -442,7 +434,7 @@ static mxattn_status read_source_measurement(sqlite3_stmt *s, int c, mx_measurem
  * failed ("compile failed", ...) has no time, so its median_ms is 0. */
 static int cache_measurement_check(const mx_tune_key *k, const mx_measurement *m, char *why, size_t cap) {
     if (!cache_key_check(k, m->config, why, cap)) return 0;
-    if (!known_measure_status(m->status))
+    if (!mx_measure_status_known(m->status))
         return snprintf(why, cap, "status '%.32s' is not one a measurement has", printable(m->status) ? m->status : "?"), 0;
     int ok = !strcmp(m->status, MX_MEASURE_OK);
     if (ok ? !plausible_ms(m->median_ms) : !(m->median_ms == 0 || plausible_ms(m->median_ms)))

@@ -225,7 +225,7 @@ mxattn_status mx_cache_get_tune_nearest(mx_cache *cache, const mx_tune_key *key,
 
 /* ---- measurements -------------------------------------------------------- */
 
-static int known_status(const char *s) {
+int mx_measure_status_known(const char *s) {
     static const char *const known[] = {MX_MEASURE_OK, MX_MEASURE_COMPILE_FAILED, MX_MEASURE_OUT_OF_RESOURCES,
                                         MX_MEASURE_WRONG_RESULT, MX_MEASURE_LAUNCH_FAILED};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
@@ -238,7 +238,7 @@ static mxattn_status add_measurement_locked(mx_cache *cache, const mx_tune_key *
     mxattn_status st = mx_check_tune_key(key);
     if (st) return st;
     if (!fits(m->config, sizeof m->config) || !m->config[0] || !fits(m->status, sizeof m->status) ||
-        !known_status(m->status))
+        !mx_measure_status_known(m->status))
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "cache: a measurement needs a config and a known status");
     sqlite3_stmt *stmt;
     if ((st = mx_db_begin_write(cache->db))) return st;
