@@ -76,9 +76,12 @@ needs_libmxattn "$tmp/pc_shared" || fail "pc_shared does not link libmxattn.so"
 run "pkg-config" "$tmp/pc_shared"
 # -l:libmxattn.a picks the archive over the .so beside it; Libs.private must
 # then carry everything it needs, or this link fails with undefined symbols.
+# The whole archive is linked, so that a dependency of any object (libsodium's
+# of the kernel signatures, which this small program does not call) counts.
 # shellcheck disable=SC2046
 "$cc" "$src/tests/consumer/main.c" -o "$tmp/pc_static" \
-      $(pkg-config --cflags --static --libs mxattn | sed 's/-lmxattn\b/-l:libmxattn.a/')
+      $(pkg-config --cflags --static --libs mxattn |
+        sed 's/-lmxattn\b/-Wl,--whole-archive -l:libmxattn.a -Wl,--no-whole-archive/')
 needs_libmxattn "$tmp/pc_static" && fail "pc_static links libmxattn.so, not libmxattn.a"
 run "pkg-config --static" "$tmp/pc_static"
 echo "install_consumer: ok"
