@@ -63,15 +63,6 @@ S.params = {
   { name = "rowsum_mma", role = "knob", values = { 0, 1 }, default = 0,
     families = { ["int8-fp8"] = true }, quiet_default = true,
     help = "wgmma, overlap=0: the softmax's row sums by the tensor cores (P in E4M3 times a column of ones) instead of an FADD a score; the heuristic default picks 1 but for causal above head_dim 64" },
-  { name = "fuse_q", role = "knob", values = { 0, 1 }, default = 0,
-    families = { ["int8-fp8"] = true }, quiet_default = true,
-    help = "wgmma, overlap=0|2|3, no producer warpgroup: the attention kernel quantizes its own Q rows into shared memory (one pass over Q less, no Q8 in the workspace) instead of the quant_q kernel (on the H200 level or slower but for causal D=128: a tuner candidate)" },
-  { name = "pv_halves", role = "knob", values = { 0, 1 }, default = 0,
-    families = { ["int8-fp8"] = true }, quiet_default = true,
-    help = "wgmma, overlap=0|3, head_dim<=128: P V as two column halves in two commit groups, the first half folded into O under the second's MMAs (on the H200 level or slower: a tuner candidate)" },
-  { name = "cluster", role = "knob", values = { 1, 2 }, default = 1,
-    families = { ["int8-fp8"] = true }, quiet_default = true,
-    help = "wgmma, consumer warpgroups sharing one K/V ring (block_m>=128 without a producer, overlap=0): blocks of adjacent query rows in clusters of 2, each K/V tile read from L2 once for both by TMA multicast (on the H200 10-12% slower than 1 at D=128: a tuner candidate)" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 192, 256 },
     help = "query rows per thread block" },
   { name = "block_n", role = "knob", values = { 16, 32, 64, 96, 128, 160, 176, 192 },
@@ -234,47 +225,6 @@ S.constraints = {
     if (t.rowsum_mma or 0) == 1 and (t.variant ~= "wgmma" or (t.overlap ~= 0 and t.overlap ~= 3)) then
       return string.format("rowsum_mma=1: only variant=wgmma with overlap=0 or 3, not variant=%s overlap=%d",
                            tostring(t.variant), t.overlap or 0)
-    end
-  end,
-  -- fuse_q's consumers meet at a block barrier once Q is written, so every
-  -- thread must be a consumer: no producer warpgroup, no ping-pong.
-  function(t)
-    if (t.fuse_q or 0) ~= 1 then return nil end
-    if t.variant ~= "wgmma" or t.overlap == 1 then
-      return string.format("fuse_q=1: only variant=wgmma with overlap=0, 2 or 3, not variant=%s overlap=%d",
-                           tostring(t.variant), t.overlap or 0)
-    end
-    if t.block_m and t.warps and t.warps ~= t.block_m // 16 then
-      return string.format("fuse_q=1: every warp must be a consumer (warps = block_m/16 = %d), not warps=%d (a producer warpgroup)",
-                           t.block_m // 16, t.warps)
-    end
-  end,
-  -- cluster=2 pairs the shared ring's blocks (families/int8_fp8_wgmma.lua,
-  -- KERNEL_SHARED); its padding block past the queries leaves at once,
-  -- which fuse_q's block barrier would not allow.
-  function(t)
-    if (t.cluster or 1) == 1 then return nil end
-    local shared = t.variant == "wgmma" and t.block_m and t.warps
-                   and require("families.int8_fp8_wgmma").shares_ring(t)
-    if not shared then
-      return string.format("cluster=%d: only variant=wgmma with consumer warpgroups sharing one K/V ring (overlap=0, block_m>=128, warps=block_m/16: no producer), not variant=%s overlap=%d block_m=%s warps=%s",
-                           t.cluster, tostring(t.variant), t.overlap or 0, tostring(t.block_m), tostring(t.warps))
-    end
-    if (t.fuse_q or 0) == 1 then
-      return string.format("cluster=%d: not with fuse_q=1 (a padding block of the cluster leaves before fuse_q's block barrier)", t.cluster)
-    end
-  end,
-  -- pv_halves splits tile_pv's one P V (the overlap=0 and ring kernels'); the
-  -- ping-pong and overlap=2 keep their own, and above D=128 P V is already
-  -- issued in two slices, one after the other.
-  function(t)
-    if (t.pv_halves or 0) ~= 1 then return nil end
-    if t.variant ~= "wgmma" or (t.overlap ~= 0 and t.overlap ~= 3) then
-      return string.format("pv_halves=1: only variant=wgmma with overlap=0 or 3, not variant=%s overlap=%d",
-                           tostring(t.variant), t.overlap or 0)
-    end
-    if t.head_dim and t.head_dim > 128 then
-      return string.format("pv_halves=1: head_dim<=128 (above it P V is already two slices), not %d", t.head_dim)
     end
   end,
   -- overlap=1 is one schedule of the wgmma kernels (blocks/wgmma_overlap.lua):
@@ -481,8 +431,6 @@ function S.help()
   lines[#lines + 1] = "  overlap=2 (wgmma, int8-fp8): block_m=64, warps=4, block_n=64|128, stages=3, head_dim<=128"
   lines[#lines + 1] = "  overlap=3 (wgmma, int8-fp8): block_m=192, warps=12, head_dim<=128"
   lines[#lines + 1] = "  rowsum_mma=1 (wgmma, int8-fp8): overlap=0 or 3"
-  lines[#lines + 1] = "  fuse_q=1 (wgmma, int8-fp8): overlap=0, 2 or 3, warps = block_m/16 (no producer warpgroup)"
-  lines[#lines + 1] = "  pv_halves=1 (wgmma, int8-fp8): overlap=0 or 3, head_dim<=128"
   lines[#lines + 1] = "  blocks_per_sm=4|5 (wgmma, int8-fp8): block_m=64, warps=4, overlap=0, head_dim<=64; 5: block_n<=64"
   lines[#lines + 1] = "  persistent=1 (f16): overlap=1; block_n 96|160|176|192: f16 variant=wgmma only"
   lines[#lines + 1] = "  split=1 (f16): persistent=1, causal=0, head_dim/2 + block_n/2 + 32 <= 160"

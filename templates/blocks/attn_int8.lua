@@ -4,7 +4,7 @@
 --
 -- Launch plan, four kernels sharing one workspace:
 --   1 stats     K's channel mean (smooth-K) and, for FP8 V, V's channel amax
---   2 quant_q   Q -> INT8 (per 16 rows, pre-scaled to base 2); none with fuse_q
+--   2 quant_q   Q -> INT8 (per 16 rows, pre-scaled to base 2)
 --   3 quant_kv  K - mean -> INT8 (per 16 keys), FP8 V -> E4M3 V^T (per
 --               channel, keys permuted)
 --   4 attention S = Q8 K8^T (m16n8k32 s8), online softmax, P.V, epilogue
@@ -243,8 +243,7 @@ enum { ${WS} };                         // workspace sections
       parts[#parts + 1] = require("blocks.load")(t)
       parts[#parts + 1] = require("blocks.pv_f16")(t)
     end
-    parts[#parts + 1] = require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = per_thread,
-                                                           fuse_q = (t.fuse_q or 0) == 1 })
+    parts[#parts + 1] = require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = per_thread })
     parts[#parts + 1] = COPY_BYTES
     parts[#parts + 1] = require("blocks.qk_int8")(t)
     parts[#parts + 1] = require("blocks.softmax")(t)
@@ -254,20 +253,15 @@ enum { ${WS} };                         // workspace sections
     return table.concat(parts, "\n")
   end
 
-  -- The Q rows the quant kernel quantizes into the workspace: none with
-  -- fuse_q, whose attention kernel quantizes Q into shared memory itself.
-  local function quantized_q_rows(t, nqp) return (t.fuse_q or 0) == 1 and 0 or nqp end
-
   -- Workspace sections for a problem, in bytes, each 256-byte aligned.
   function F.workspace(t, pr)
     local nqp, nkp = U.round_up(pr.seq_q, t.block_m), U.round_up(pr.seq_k, t.block_n)
     local b, hq, hkv = pr.batch, pr.heads_q, pr.heads_kv
     local fp8 = pv_kind == "fp8" and 1 or 0
-    local q_rows = quantized_q_rows(t, nqp)
-    local qscales = per_thread and q_rows // 2 or q_rows // 16
+    local qscales = per_thread and nqp // 2 or nqp // 16
     local kscales = per_thread and U.ceil_div(nkp, 128) * 4 or nkp // 16
     local sizes = {
-      b * hq * q_rows * d32(t), b * hkv * nkp * d32(t), b * hq * qscales * 4, b * hkv * kscales * 4,
+      b * hq * nqp * d32(t), b * hkv * nkp * d32(t), b * hq * qscales * 4, b * hkv * kscales * 4,
       b * hkv * d32(t) * 4, fp8 * b * hkv * d32(t) * 4, fp8 * b * hkv * (t.v_terms or 1) * dv(t) * nkp,
       b * hq * nqp * 4,
     }
@@ -288,8 +282,7 @@ enum { ${WS} };                         // workspace sections
     -- it may start while the kernel before it finishes, and waits for it where
     -- it first reads what that kernel wrote (wait_for_previous_kernel).
     local kernels = { { name = name .. "_stats", grid = { d32(t) // 32, pr.heads_kv, pr.batch }, block = 256, smem = 0 } }
-    local q_rows = quantized_q_rows(t, nqp)
-    if q_rows > 0 then kernels[#kernels + 1] = quant("_quant_q", q_rows, pr.heads_q) end
+    if nqp > 0 then kernels[#kernels + 1] = quant("_quant_q", nqp, pr.heads_q) end
     kernels[#kernels + 1] = quant("_quant_kv", nkp, pr.heads_kv)
     kernels[#kernels + 1] = { name = name, grid = { math.max(nqp // t.block_m, 1), pr.heads_q, pr.batch },
                               block = 32 * t.warps, smem = F.smem_bytes(t), pdl = true }

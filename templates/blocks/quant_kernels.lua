@@ -3,7 +3,7 @@
 -- the workspace sections of blocks/attn_int8.lua.
 local U = require("util")
 
--- quant_q (KERNELS says why apart), left out with fuse_q.
+-- quant_q (KERNELS says why apart).
 local QUANT_Q = [[
 extern "C" __global__ void __launch_bounds__(${QUANT_BOUNDS}) ${NAME}_quant_q(const mx_kernel_args a) {
   const int head = blockIdx.y, batch = blockIdx.z;
@@ -164,13 +164,13 @@ local function quant_bounds(head_dim, per_thread)
 end
 
 -- require("blocks.quant_kernels")(p) renders the kernels, p: name, head_dim,
--- per_thread (the kernels' PER_THREAD), fuse_q (no quant_q); .warps(per_thread)
+-- per_thread (the kernels' PER_THREAD); .warps(per_thread)
 -- is their block's warps, for the launch plan.
 return setmetatable({ warps = quant_warps }, {
   __call = function(_, p)
     local values = { NAME = p.name, QUANT_BOUNDS = quant_bounds(p.head_dim, p.per_thread),
                      QUANT_WARPS = quant_warps(p.per_thread) }
-    return U.fill(KERNELS, values) .. (p.fuse_q and "" or "\n" .. U.fill(QUANT_Q, values))
+    return U.fill(KERNELS, values) .. "\n" .. U.fill(QUANT_Q, values)
   end,
 })
 

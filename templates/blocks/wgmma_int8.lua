@@ -85,8 +85,7 @@ MX_INLINE void %s(float (&d)[1][%d][4], const u32 (&a)[4], u64 desc_b, int accum
     acc_constraints(n // 8, "f"))
 end
 
--- p.bn: N of S (keys per tile); p.dv: N of P V (O's columns, or a slice of them); p.dv_half,
--- if set, a second P V width (an overload of wgmma_pv by its accumulator's size).
+-- p.bn: N of S (keys per tile); p.dv: N of P V (O's columns, or a slice of them).
 -- wgmma_rowsum: P times an 8-column B (rowsum_mma's product).
 return function(p)
   return [[
@@ -102,5 +101,5 @@ template <int C> MX_INLINE void reg_fence(int (&d)[1][C][4]) {
     for (int e = 0; e < 4; e++) asm volatile("" : "+r"(d[0][j][e]) :: "memory");
 }
 MX_INLINE void reg_fence(u32 &x) { asm volatile("" : "+r"(x) :: "memory"); }
-]] .. mma_qk(p.bn) .. mma_pv(p.dv) .. (p.dv_half and mma_pv(p.dv_half) or "") .. mma_pv(8, "wgmma_rowsum")
+]] .. mma_qk(p.bn) .. mma_pv(p.dv) .. mma_pv(8, "wgmma_rowsum")
 end

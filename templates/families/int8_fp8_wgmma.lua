@@ -76,9 +76,6 @@ local ONES_BYTES = 1024
 -- Several consumer warpgroups without a producer (and no ping-pong, ring or
 -- pipeline) share the TMA ring through release counters (KERNEL_SHARED).
 local function shares_ring(t) return consumers(t) > 1 and not has_producer(t) and t.overlap == 0 end
-WG.shares_ring = shares_ring   -- (space.lua: cluster=2 needs it)
--- Blocks a cluster (the knob cluster; 2 only with the shared ring, space.lua).
-local function cluster(t) return t.cluster or 1 end
 
 -- Layout of the dynamic shared memory, in bytes from a 1024-aligned base.
 -- Every tile is a multiple of 512 bytes and each panel a multiple of its
@@ -93,7 +90,7 @@ local function layout(t)
   l.bar = U.round_up((t.rowsum_mma or 0) == 1 and l.ones + ONES_BYTES or v_end, 8)
   l.total = l.bar + 8 * (1 + 3 * t.stages)   -- q, full_k, full_v, empty
   l.released = l.total                       -- KERNEL_SHARED's release counters, a u32 a slot
-  if shares_ring(t) then l.total = l.total + 4 * t.stages * cluster(t) end   -- (cluster=2: and the pair's)
+  if shares_ring(t) then l.total = l.total + 4 * t.stages end
   return l
 end
 
@@ -271,23 +268,8 @@ function WG.prior(t)
   local more_blocks = ({ [0] = 1, [4] = 1.05, [5] = 1 })[t.blocks_per_sm or 0]
   -- rowsum_mma: 1-3% faster than the same tile without it (WG.default).
   local summed = (t.rowsum_mma or 0) == 1 and 1.02 or 1
-  -- fuse_q measured 0.6-1.4% slower at D=128 and 0.7-3.6% at D=64 than its
-  -- plain twin, 0.9% faster only at D=128 N=4096 causal (2026-11-30; -2 to
-  -- -8% predicted): below the twin, tried when the tuner has slots left.
-  local fused = (t.fuse_q or 0) == 1 and 0.97 or 1
-  -- pv_halves measured 1.7-2.1% slower at D=128 and 1.5% at D=64 than its
-  -- plain twin, level at D=128 causal (H200, 2026-11-30; -5 to -7%
-  -- predicted from an ablation of the fold): eight half-width P V
-  -- MMAs read P from registers twice.  Below the twin.
-  local halves = (t.pv_halves or 0) == 1 and 0.97 or 1
-  -- cluster=2 (two shared-ring blocks a K/V stream) measured 10-12% slower
-  -- than its twin in bursts at D=128 (1.62 vs 1.47 ms at N=4096, 21.2 vs
-  -- 18.9 at 16384) with half its L2 traffic, and slower under the power cap
-  -- too, where it ran 3% faster clocks (H200, 2026-11-30): six
-  -- warpgroups on two SMs release each slot.  Below the twin.
-  local paired = cluster(t) == 2 and 0.95 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
-         * (1 - 0.08 * t.exp_poly) * three * pipelined * more_blocks * summed * fused * halves * paired
+         * (1 - 0.08 * t.exp_poly) * three * pipelined * more_blocks * summed
 end
 
 -- The int8/e4m3 operands' pieces of a key tile, shared by attend_tile and
@@ -514,10 +496,10 @@ MX_INLINE void fold_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], con
 }
 ]]
 
--- fuse_q: each consumer warp quantizes its own 16 Q rows into the Q8 tile
--- (the quant kernel then skips Q: one pass over Q less, and no Q8 in the
--- workspace).  The codes must sit where the TMA would have put them, since
--- the wgmma descriptor reads the tile swizzled.
+-- The consumers' own quantization of Q into the Q8 tile, for FUSE_Q: that
+-- knob (fuse_q) measured 0.6-3.6% slower than the quant_q kernel and was
+-- deleted; FUSE_Q stays false and these functions stay in the rendered text
+-- only so that every kernel's source, and so its cache key, is unchanged.
 local FUSED_Q = [[
 // Byte (r, c) of the block's Q8 tile as the TMA lays it out: PANELS_QK panels
 // of WQK columns and BM rows; within a panel (1024-byte aligned) the 16-byte
@@ -926,20 +908,6 @@ ${EPILOGUE}
 -- multi-consumer kernels keep theirs.)  Warpgroups whose 64 rows all lie
 -- past the queries leave at once and count out of the releases, unless
 -- FUSE_Q (its block barrier needs every consumer).
---
--- Step 2c (cluster=2): two blocks of adjacent query rows of one head, a
--- thread block cluster, share each K/V tile as well: one TMA copy,
--- multicast into both blocks' rings, half the L2-to-SM bytes of the two
--- blocks apart.  A slot is refilled once every warp of both blocks is done
--- with it: each block counts its own warps as above, and the warp that
--- completes its block's count arms its block's barriers for the slot's next
--- tile and adds one to the pair's count, which the lead block keeps (the one
--- with more key tiles); the arrival that completes the pair's count issues
--- the copy.  Each block waits for the other before it leaves, since either
--- may still reach into the other's shared memory.  Under a causal mask,
--- and at the grid's end (the grid is padded to whole clusters), the two see
--- different numbers of tiles: a tile goes to the blocks that need it, and
--- the pair's count expects the blocks that used each tile of the slot.
 local KERNEL_SHARED = GRID_NOTE .. [[
 // A warp is done with a ring slot's tile: one more on the slot's count
 // (acq_rel: this warp's reads of the slot, complete at its MMA wait, happen
@@ -949,14 +917,14 @@ MX_INLINE u32 release_slot(u32 counter) {
   asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(counter) : "memory");
   return old;
 }
-${PAIR_HELPERS}extern "C" __global__ void __launch_bounds__(THREADS, 1) ${CLUSTER_DIMS}${NAME}(const __grid_constant__ mx_kernel_args a) {
+extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const __grid_constant__ mx_kernel_args a) {
 ${SETUP}
-  const u32 released = base + SM_RELEASED;     // a u32 a slot: warps done with the slot's current tile${PAIR_COUNTS}
-  if (threadIdx.x < ${COUNTERS}) asm volatile("st.shared.u32 [%0], 0;" :: "r"(released + 4 * threadIdx.x) : "memory");
+  const u32 released = base + SM_RELEASED;     // a u32 a slot: warps done with the slot's current tile
+  if (threadIdx.x < STAGES) asm volatile("st.shared.u32 [%0], 0;" :: "r"(released + 4 * threadIdx.x) : "memory");
   __syncthreads();
-  const int live = FUSE_Q ? CONSUMERS : min(CONSUMERS, (a.seq_q - m0 + 63) / 64);   // >= 1: m0 < seq_q${PAIR_SETUP}
+  const int live = FUSE_Q ? CONSUMERS : min(CONSUMERS, (a.seq_q - m0 + 63) / 64);   // >= 1: m0 < seq_q
 ${FIRST_LOADS}
-  if (warp / 4 >= live) ${LEAVE}                // rows past the queries (never warpgroup 0, whose warp 0 loads)
+  if (warp / 4 >= live) return;                // rows past the queries (never warpgroup 0, whose warp 0 loads)
 ${CONSUME}${LOOP_STATE}
   for (int t = 0; t < n_tiles; t++) {
     const int slot = t % STAGES;
@@ -964,13 +932,12 @@ ${CONSUME}${LOOP_STATE}
                 bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, qscale, ks, desc_ones, a);
 ${RELEASE}
   }
-${EPILOGUE}${LAST}
+${EPILOGUE}
 }
 ]]
 
--- KERNEL_SHARED's hooks: one block (cluster=1), or a pair (cluster=2).
-local SHARED_ONE = {
-  PAIR_HELPERS = "", PAIR_COUNTS = "", COUNTERS = "STAGES", PAIR_SETUP = "", LAST = "", LEAVE = "return;",
+-- KERNEL_SHARED's hooks.
+local SHARED_HOOKS = {
   FIRST_LOADS = [[
   if (warp == 0 && elect_one()) {
     load_q();
@@ -988,82 +955,6 @@ local SHARED_ONE = {
       load_kv(t + STAGES);
     if (slot == STAGES - 1) last_count += 4 * live;]],
 }
-local SHARED_PAIR = {
-  PAIR_HELPERS = [[
-// The count before the last arrival on tile t's slot of this block: each use
-// of a slot takes one arrival from each of the live warpgroups' warps, and
-// the counts never reset.  (One block keeps a running last_count instead.)
-MX_INLINE u32 last_release(int t, int live) { return (u32)(4 * live * (t / STAGES + 1) - 1); }
-// Key tiles of the block at m0 (0 where it has no rows: a pair's padding block).
-MX_INLINE int block_tiles(int m0, const mx_kernel_args &a) { return m0 < a.seq_q ? key_tiles(m0, a) : 0; }
-// Uses of tile t's ring slot, up to and including t, by a block of n key tiles.
-MX_INLINE u32 slot_uses_through(int n, int t) {
-  const int slot = t % STAGES;
-  return n > slot ? min(t / STAGES + 1, (n - slot + STAGES - 1) / STAGES) : 0;
-}
-// This block is done with tile t: one more on the pair's count for t's slot
-// (a cluster address in the lead block).  True for the arrival that completes
-// the count: every use of the slot so far by both blocks.  Relaxed: the
-// block's reads of the slot completed at its warps' MMA waits, before their
-// acq_rel releases that this warp acquired, and the copy is issued only on
-// the returned count (acq_rel at cluster scope, a fence a tile, made the
-// pair 40-50% slower on the H200, 2026-11-30).
-MX_INLINE bool release_pair_slot(u32 count, int t, const int (&tiles)[2]) {
-  u32 old;
-  asm volatile("atom.relaxed.cluster.shared::cluster.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(count) : "memory");
-  return old + 1 == slot_uses_through(tiles[0], t) + slot_uses_through(tiles[1], t);
-}
-]],
-  PAIR_COUNTS = "; then the pair's", COUNTERS = "2 * STAGES", LOOP_STATE = "",
-  PAIR_SETUP = [[
-
-  // (live <= 0: the padding block of a grid's last cluster.)  Key tiles of
-  // each block of the pair, the neighbouring row blocks; the lead keeps the
-  // pair's counts.
-  const u32 rank = cluster_rank();
-  int tiles[2];
-  for (int r = 0; r < 2; r++) {
-    const int mb = blockIdx.x - rank + r;
-    tiles[r] = block_tiles((CAUSAL ? gridDim.x - 1 - mb : mb) * BM, a);
-  }
-  const u32 lead = tiles[1] > tiles[0] ? 1 : 0;
-  const int ring_tiles = max(tiles[0], tiles[1]);
-  const u32 pair_count = cluster_addr(released + 4 * STAGES, lead);
-  // A block arms its own barriers for a slot's next tile (the lead's copy may land first).
-  auto arm_slot = [&](int s) {
-    mbar_expect_tx(bar_k(s), K_BYTES);
-    mbar_expect_tx(bar_v(s), V_BYTES);
-  };
-  // Tile `tile` into its slot of every block of the pair that needs it.
-  auto load_kv_pair = [&](int tile) {
-    const int s = tile % STAGES;
-    const u16 mask = (tile < tiles[0] ? 1 : 0) | (tile < tiles[1] ? 2 : 0);
-#pragma unroll
-    for (int p = 0; p < PANELS_QK; p++)
-      tma_load_4d_multicast(sK + s * K_BYTES + p * BN * WQK, map_k, p * WQK, tile * BN, kv_head, batch, bar_k(s), mask);
-    tma_load_4d_multicast(sV + s * V_BYTES, map_v, tile * BN, 0, kv_head, batch, bar_v(s), mask);
-  };
-  const int own_tiles = rank ? tiles[1] : tiles[0];   // (an index by rank would put tiles on the stack)
-  if (threadIdx.x == 0)
-    for (int s = 0; s < STAGES && s < own_tiles; s++) arm_slot(s);
-  cluster_sync();       // both blocks' barriers and counts are set before either writes the other's]],
-  FIRST_LOADS = [[
-  if (live > 0 && warp == 0 && elect_one()) {
-    load_q();
-    if (rank == lead)
-      for (int s = 0; s < STAGES && s < ring_tiles; s++) load_kv_pair(s);
-  }]],
-  LEAVE = "{ cluster_arrive_relaxed(); return; }",   -- the pair's last barrier, not waited for
-  RELEASE = [[
-    if (t + STAGES < ring_tiles && elect_one() && release_slot(released + 4 * slot) == last_release(t, live)) {
-      if (t + STAGES < n_tiles) arm_slot(slot);
-      if (release_pair_slot(pair_count + 4 * slot, t, tiles)) load_kv_pair(t + STAGES);
-    }]],
-  LAST = [[
-
-  cluster_sync_relaxed();      // the other block may still count in, or copy into, this one]],
-}
-
 function WG.kernel_name(t, canonical) return MMA.kernel_name(t, canonical) end
 
 function WG.render(t, canonical)
@@ -1092,7 +983,7 @@ constexpr int KQ = D32 / 32;            // k32 steps of S = Q K^T
 constexpr int NT = BN / 8;              // 8-key chunks of S
 constexpr int DT = DV / 8;              // 8-column chunks of O
 constexpr int PV_SLICES = ${PV_SLICES}, PV_N = DV / PV_SLICES, PV_DT = PV_N / 8;   // a tile's P V: column slices
-constexpr bool PV_HALVES = ${PV_HALVES};   // tile_pv issues P V in two column halves (pv_halves)
+constexpr bool PV_HALVES = false;   // tile_pv issues P V in two column halves (pv_halves)
 constexpr int RSV = BN + 16;            // (blocks/pv_fp8.lua's mma.sync tile; unused here)
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH_K}, FP8_V = true;
 // What P still needs on its way to E4M3: 1 where softmax_acc's exponentials
@@ -1105,21 +996,20 @@ constexpr int V_TERMS = ${V_TERMS};     // E4M3 terms of V (issue_pv)
 constexpr bool PER_THREAD = true;
 constexpr int KS_N = PER_THREAD ? 1 : BN / 16, NT_G = NT / KS_N;
 constexpr int V_SLOTS = ${V_SLOTS};     // V^T ring slots: STAGES, or 1 (v_slots says when)
-constexpr bool FUSE_Q = ${FUSE_Q};      // the consumers quantize Q themselves (FUSED_Q)
+constexpr bool FUSE_Q = false;      // the consumers quantize Q themselves (FUSED_Q)
 enum { ${WS} };                         // workspace sections
 ]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps, STAGES = t.stages,
       PRODUCER = ws_producer, REGS_P = regs_p, REGS_C = regs_c, WQK = w, SWZ_QK = SWIZZLE_MODE[w],
       SWZ_V = SWIZZLE_MODE[t.block_n] or 3, Q_BYTES = l.q_bytes, K_BYTES = l.k_bytes, V_BYTES = l.v_bytes,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_ONES = l.ones, SM_BAR = l.bar, SM_RELEASED = l.released, ROWSUM_MMA = t.rowsum_mma == 1, ONES_BYTES = ONES_BYTES, CAUSAL = t.causal == 1, LSE = t.lse == 1,
-      SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t), PV_HALVES = t.pv_halves == 1, FUSE_Q = t.fuse_q == 1,
+      SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t),
       WS = table.concat(ws, ", ") })
   local pp = t.overlap == 1
   local hooks = { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
                   k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, desc_ones, ",
                   min_blocks = min_blocks(t), v_slot = "(slot % V_SLOTS)",
-                  CLUSTER_DIMS = cluster(t) > 1 and string.format("__cluster_dims__(%d, 1, 1) ", cluster(t)) or "",
                   load_next = "if (warp == 0 && elect_one()) load_next(t, n_tiles);" }
-  for k, v in pairs(cluster(t) > 1 and SHARED_PAIR or SHARED_ONE) do hooks[k] = v end
+  for k, v in pairs(SHARED_HOOKS) do hooks[k] = v end
   local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 2 and KERNEL_PIPE or t.overlap == 3 and KERNEL_RING
                         or ws_producer and WC.KERNEL_WS or shares_ring(t) and KERNEL_SHARED or WC.KERNEL, hooks)
   return table.concat({
@@ -1130,11 +1020,10 @@ enum { ${WS} };                         // workspace sections
     require("blocks.quant_int8")(t),
     require("blocks.quant_fp8v")(t),
     require("blocks.pv_fp8")(t),                       -- pack_e4m3x4 and pv_finish
-    require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = true, fuse_q = t.fuse_q == 1 }),
+    require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = true }),
     FUSED_Q,
-    require("blocks.tma_mbarrier")(t) .. (cluster(t) > 1 and "\n" .. require("blocks.cluster")() or ""),
-    require("blocks.wgmma_int8")({ bn = t.block_n, dv = dv(t) // pv_slices(t),
-                                   dv_half = t.pv_halves == 1 and dv(t) // 2 or nil }),   -- tile_pv's halves
+    require("blocks.tma_mbarrier")(t),
+    require("blocks.wgmma_int8")({ bn = t.block_n, dv = dv(t) // pv_slices(t) }),
     require("blocks.softmax")(t, { split = true }),   -- rescale_o
     require("blocks.epilogue")(t),
     require("blocks.exp2").apply(PIECES, t),          -- exp_poly reaches softmax_acc's exponentials
@@ -1150,19 +1039,16 @@ function WG.launches(t, pr, canonical)
   local plan = MMA.launches(t, pr, canonical)
   local attn = plan.kernels[#plan.kernels]
   attn.block, attn.smem = 32 * t.warps, WG.smem_bytes(t)
-  attn.grid[1] = U.round_up(attn.grid[1], cluster(t))   -- whole clusters (KERNEL_SHARED's padding block)
   local nqp, nkp = U.round_up(pr.seq_q, t.block_m), U.round_up(pr.seq_k, t.block_n)
   local w = panel_qk(t)
   plan.tmaps = {
+    { slot = 0, section = 0, elem_bytes = 1, cols = d32(t), rows = nqp, heads = pr.heads_q, batch = pr.batch,
+      box_cols = w, box_rows = t.block_m, swizzle = w },
     { slot = 1, section = 1, elem_bytes = 1, cols = d32(t), rows = nkp, heads = pr.heads_kv, batch = pr.batch,
       box_cols = w, box_rows = t.block_n, swizzle = w },
     { slot = 2, section = 6, elem_bytes = 1, cols = nkp, rows = t.v_terms * dv(t), heads = pr.heads_kv,
       batch = pr.batch, box_cols = t.block_n, box_rows = t.v_terms * dv(t), swizzle = t.block_n },
   }
-  if t.fuse_q ~= 1 then          -- Q8 from the workspace (fuse_q: written by the consumers)
-    table.insert(plan.tmaps, 1, { slot = 0, section = 0, elem_bytes = 1, cols = d32(t), rows = nqp, heads = pr.heads_q,
-                                  batch = pr.batch, box_cols = w, box_rows = t.block_m, swizzle = w })
-  end
   return plan
 end
 
