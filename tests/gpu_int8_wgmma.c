@@ -24,11 +24,7 @@
  *     SM, D <= 64): the same checks (`gpu_int8_wgmma '*more_blocks*'`);
  *  7. rowsum_mma=1 (the row sums by MMA): against the pipeline reference that
  *     sums P as E4M3 (`gpu_int8_wgmma '*rowsum*'`);
- *  8. fuse_q=1 (the attention kernel quantizes its own Q into the swizzled
- *     Q8 tile): against the same pipeline reference, so a code in the wrong
- *     place of the tile reads as an error of whole rows (`gpu_int8_wgmma
- *     '*fuse_q*'`);
- *  9. overlap=3 (three consumer warpgroups passing the tensor pipe around):
+ *  8. overlap=3 (three consumer warpgroups passing the tensor pipe around):
  *     the same checks (`gpu_int8_wgmma '*ring*'`).
  * The quantization kernels are shared with the mma variant; tests/gpu_int8.c
  * checks them bit for bit.  Skips (77) without a GPU, and without an sm_90 one.
@@ -649,35 +645,18 @@ static void test_rowsum_mma(void **state) {
     assert_int_equal(check_config_sweep(configs, dims, 7, 2, 1500), 0);
 }
 
-/* fuse_q=1: each consumer warp loads, quantizes and writes its 16 Q rows
- * into the Q8 tile where the TMA would have (the 128-, 64- and 32-byte
- * swizzles: D32 of 128, 64 and 96), one and two consumer warpgroups, both
- * schedules that allow it, and the LSE's smooth-K term it now computes
- * (the lengths cases: tails, causal, rows past seq_q). */
-static void test_fuse_q(void **state) {
-    static const char *configs[] = {WG "block_m=64 warps=4 block_n=128 stages=2 rowsum_mma=1 fuse_q=1",
-                                    WG "block_m=64 warps=4 block_n=128 stages=3 blocks_per_sm=4 rowsum_mma=1 fuse_q=1",
-                                    WG "block_m=64 warps=4 block_n=64 stages=3 fuse_q=1",
-                                    WG "overlap=2 block_m=64 warps=4 block_n=128 stages=3 fuse_q=1",
-                                    WG "block_m=128 warps=8 block_n=64 stages=2 fuse_q=1",
-                                    WG "block_m=64 warps=4 block_n=64 stages=3 fuse_q=1"};
-    static const int dims[] = {128, 64, 96, 128, 40, 256};
-    assert_int_equal(check_config_sweep(configs, dims, 6, -1, 1700), 0);
-}
-
 /* overlap=3, the three-consumer ring: the same pipeline reference (the
  * tiles' arithmetic is attend_tile's); a turn out of order or a slot
  * refilled early reads as wrong rows, a lost barrier arrival as a hang (the
  * watchdog).  D=128 and 64 first (the lengths cases: tails, causal, rows
  * that see no key, the LSE), then D=96 with V in two terms, D=40, rowsum
- * off, two stages, and fuse_q. */
+ * off, two stages. */
 static void test_ring(void **state) {
 #define RING WG "overlap=3 block_m=192 warps=12 "
     static const char *configs[] = {RING "block_n=128 stages=3 rowsum_mma=1", RING "block_n=128 stages=3 rowsum_mma=1",
-                                    RING "block_n=64 stages=3", RING "block_n=128 stages=2",
-                                    RING "block_n=128 stages=3 fuse_q=1"};
-    static const int dims[] = {128, 64, 96, 40, 128};
-    assert_int_equal(check_config_sweep(configs, dims, 5, 2, 1900), 0);
+                                    RING "block_n=64 stages=3", RING "block_n=128 stages=2"};
+    static const int dims[] = {128, 64, 96, 40};
+    assert_int_equal(check_config_sweep(configs, dims, 4, 2, 1900), 0);
 #undef RING
 }
 
@@ -685,7 +664,7 @@ static void test_ring(void **state) {
  * D=64, one K/V ring released by counts: a refill before every warp is done
  * with a slot, or a count that a warpgroup past the queries does not join,
  * reads as wrong rows or a hang.  Every head dim's padding, f16, V in two
- * terms (D=96), fuse_q, then the lengths cases (the last row block's
+ * terms (D=96), D=40, then the lengths cases (the last row block's
  * warpgroups past the queries, causal, the LSE) and a ring that wraps over
  * 18 key tiles with a last row block (rows 1920-2111 of 1930) whose last two
  * warpgroups have no rows. */
@@ -693,7 +672,7 @@ static void test_shared_ring(void **state) {
     static const char *configs[] = {WG "block_m=192 warps=12 block_n=128 stages=3 rowsum_mma=1",
                                     WG "block_m=256 warps=16 block_n=128 stages=3 rowsum_mma=1",
                                     WG "block_m=192 warps=12 block_n=64 stages=2",
-                                    WG "block_m=192 warps=12 block_n=128 stages=3 fuse_q=1",
+                                    WG "block_m=192 warps=12 block_n=128 stages=3",
                                     WG "block_m=256 warps=16 block_n=64 stages=3"};
     static const int dims[] = {128, 64, 96, 40, 48};
     int failures = check_config_sweep(configs, dims, 5, 2, 2300);
@@ -701,45 +680,6 @@ static void test_shared_ring(void **state) {
                   .head_dim = 128, .dtype = MXATTN_BF16, .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
     failures += check_case(&c, configs[0], gpu_seed_base() + 2390);
     assert_int_equal(failures, 0);
-}
-
-/* cluster=2: pairs of shared-ring blocks, each K/V tile multicast into both:
- * a refill before both blocks are done with a slot, a tile sent to a block
- * that does not wait for it, or a count that expects the wrong blocks reads
- * as wrong rows or a hang.  Three and four consumers, two (D=40), V in two
- * terms (D=96), f16; the lengths cases (causal pairs whose blocks see
- * different numbers of key tiles, rows past the queries, the LSE); then 11
- * row blocks a head (a padding block in each head's last cluster), without
- * and with a causal mask, and GQA. */
-static void test_cluster_pair(void **state) {
-    static const char *configs[] = {WG "block_m=192 warps=12 block_n=128 stages=3 rowsum_mma=1 cluster=2",
-                                    WG "block_m=256 warps=16 block_n=128 stages=3 rowsum_mma=1 cluster=2",
-                                    WG "block_m=192 warps=12 block_n=64 stages=2 cluster=2",
-                                    WG "block_m=128 warps=8 block_n=64 stages=3 cluster=2"};
-    static const int dims[] = {128, 64, 96, 40};
-    int failures = check_config_sweep(configs, dims, 4, 2, 2500);
-    for (int causal = 0; causal < 2; causal++) {
-        gpu_case c = {.family = "int8-fp8", .batch = 2, .heads_q = 4, .heads_kv = 2, .seq_q = 1930, .seq_k = 2177,
-                      .head_dim = 128, .dtype = MXATTN_BF16, .layout = MXATTN_LAYOUT_BNHD, .lse = 1, .causal = (mxattn_causal)causal};
-        failures += check_case(&c, configs[0], gpu_seed_base() + 2590 + causal);
-    }
-    assert_int_equal(failures, 0);
-}
-
-/* pv_halves=1: P V as two half-width MMAs, the first half folded while the
- * second runs: a half folded before its MMA completes, or into the other
- * half's columns, reads as wrong output columns.  D=128 and 64 first (the
- * lengths cases: tails, causal, rows that see no key, the LSE), then D=96
- * with V in two terms, D=48 (a half of 24 columns), the ring, rowsum off. */
-static void test_pv_halves(void **state) {
-    static const char *configs[] = {WG "block_m=64 warps=4 block_n=128 stages=2 rowsum_mma=1 pv_halves=1",
-                                    WG "block_m=64 warps=4 block_n=128 stages=3 blocks_per_sm=4 rowsum_mma=1 pv_halves=1",
-                                    WG "block_m=64 warps=4 block_n=64 stages=3 pv_halves=1",
-                                    WG "block_m=64 warps=4 block_n=128 stages=2 pv_halves=1",
-                                    WG "overlap=3 block_m=192 warps=12 block_n=128 stages=3 rowsum_mma=1 pv_halves=1",
-                                    WG "block_m=64 warps=4 block_n=128 stages=2 pv_halves=1"};
-    static const int dims[] = {128, 64, 96, 48, 128, 112};
-    assert_int_equal(check_config_sweep(configs, dims, 6, 2, 2100), 0);
 }
 
 /* V in two E4M3 terms (v_terms=2): against the pipeline reference with the
@@ -833,11 +773,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_pipelined_speed),
         cmocka_unit_test(test_more_blocks),
         cmocka_unit_test(test_rowsum_mma),
-        cmocka_unit_test(test_fuse_q),
         cmocka_unit_test(test_ring),
         cmocka_unit_test(test_shared_ring),
-        cmocka_unit_test(test_cluster_pair),
-        cmocka_unit_test(test_pv_halves),
         cmocka_unit_test(test_exp_poly),
         cmocka_unit_test(test_long_rows),
         cmocka_unit_test(test_v_terms),

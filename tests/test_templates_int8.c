@@ -157,13 +157,13 @@ static void test_nvrtc_ptx_has_int8_and_fp8_mma(void **state) {
  * kernels before it.  quant_q needs the stats kernel only for the LSE's term,
  * and once waited only there; a wait at the top level of each body (two
  * spaces in, not inside a branch) is what this checks, on the plans of both
- * variants, fuse_q and int8-f16. */
+ * variants and int8-f16. */
 static void test_every_pdl_kernel_waits(void **state) {
     static const char *tables[] = {
         "family=int8-fp8 head_dim=128",
         "family=int8-fp8 head_dim=96 causal=1 lse=1",
         "family=int8-fp8 head_dim=128 variant=mma block_m=128 warps=8 block_n=64 stages=2",
-        "family=int8-fp8 head_dim=128 variant=wgmma block_m=64 warps=4 block_n=128 stages=2 fuse_q=1",
+        "family=int8-fp8 head_dim=128 variant=wgmma block_m=64 warps=4 block_n=128 stages=2",
         "family=int8-f16 head_dim=64 lse=1",
     };
     const char *problem = "batch=2 heads_q=4 heads_kv=2 seq_q=300 seq_k=500";
@@ -186,7 +186,7 @@ static void test_every_pdl_kernel_waits(void **state) {
                 fail_msg("%s: kernel %s is a pdl launch but does not wait at its top level", tables[i], k[index].name);
             pdl_kernels++;
         }
-        assert_true(pdl_kernels >= 2);                  /* quant_kv and attention, and quant_q but with fuse_q */
+        assert_true(pdl_kernels >= 2);                  /* quant_q, quant_kv and attention */
         assert_null(strstr(lp, "\npdl 0"));              /* the stats kernel follows no kernel of the call */
         free(src); free(lp);
     }

@@ -707,62 +707,6 @@ static void test_rowsum_mma(void **state) {
     }
 }
 
-/* block_m=192: three consumer warpgroups on one K/V stream, as in the f16
- * family, at D <= 64 only (160 registers a consumer beside a producer, 168
- * without); both kernels compile lean for sm_90a, the producer's giving
- * 24 + 3 x 160. */
-/* fuse_q: legal where every warp consumes (overlap 0 or 2, no producer
- * warpgroup); its plan drops Q from the quant kernel, the Q8 map and Q's
- * workspace; its kernels compile lean, without Q's TMA copies and with the
- * async-proxy fence that orders the consumers' writes before wgmma reads. */
-static void test_fuse_q(void **state) {
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 " PP "block_n=128 stages=2 fuse_q=1", "overlap=0, 2 or 3");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma block_m=64 warps=8 block_n=64 stages=3 fuse_q=1",
-                       "producer");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=mma block_m=128 warps=8 block_n=64 stages=2 fuse_q=1",
-                       "variant=wgmma");
-    gen_expect_invalid(g, "family=int8-f16 head_dim=128 fuse_q=1", "fuse_q");
-    expect_zero_left_out("fuse_q");
-
-    const char *problem = "batch=3 heads_q=8 heads_kv=2 seq_q=1000 seq_k=17";
-    char *plain = gen_call(g, "launch", "family=int8-fp8 head_dim=128 " ONE_WG "block_n=128 stages=2", problem);
-    char *fused = gen_call(g, "launch", "family=int8-fp8 head_dim=128 " ONE_WG "block_n=128 stages=2 fuse_q=1", problem);
-    gen_plan_kernel k[3];
-    assert_int_equal(gen_plan_kernels(fused, k, 3), 3);
-    assert_non_null(strstr(k[1].name, "_quant_kv"));  /* no quant_q: the attention kernel quantizes Q */
-    assert_null(strstr(fused, "_quant_q"));
-    assert_non_null(strstr(plain, "_quant_q"));
-    assert_int_equal(k[1].grid[0], 1);                /* nkp = 128: one 128-key window */
-    assert_int_equal(k[1].grid[1], 2);                /* the KV heads only */
-    assert_null(strstr(fused, "tmapws 0 "));
-    assert_non_null(strstr(plain, "tmapws 0 "));
-    assert_non_null(strstr(fused, "tmapws 1 "));
-    assert_non_null(strstr(fused, "tmapws 2 "));
-    /* Q8 (3 x 8 x 1024 rows x 128 bytes) and Q's scales leave the workspace. */
-    assert_true(gen_plan_value(plain, "workspace ") - gen_plan_value(fused, "workspace ") >= 3ull * 8 * 1024 * 128 + 3ull * 8 * 512 * 4);
-    free(plain); free(fused);
-
-    static const struct { int d; const char *knobs; } cases[] = {
-        {128, ONE_WG "block_n=128 stages=2 rowsum_mma=1"}, {64, ONE_WG "block_n=128 stages=3 blocks_per_sm=4 causal=1 lse=1"},
-        {96, ONE_WG "block_n=64 stages=3 lse=1"}, {40, "variant=wgmma block_m=128 warps=8 block_n=64 stages=2"},
-        {128, PIPE "block_n=128"}};
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char params[256], with[288];
-        mx_compile_result a, b;
-        if (!compile_twins(cases[i].d, cases[i].knobs, "fuse_q=1", &params, &with, &a, &b)) skip();
-        int copies_a = count_in_kernel(a.ptx, "cp.async.bulk.tensor"), copies_b = count_in_kernel(b.ptx, "cp.async.bulk.tensor");
-        print_message("D=%-3d %s: TMA copies %d -> %d, registers %d -> %d\n", cases[i].d, cases[i].knobs, copies_a,
-                      copies_b, a.usage.registers, b.usage.registers);
-        if (copies_b >= copies_a) fail_msg("%s: %d TMA copy instructions, want fewer than %d", with, copies_b, copies_a);
-        assert_non_null(strstr(last_entry(b.ptx), "fence.proxy.async.shared::cta"));
-        char label[96];
-        snprintf(label, sizeof label, "fuse_q D=%d", cases[i].d);
-        expect_lean_wgmma_kernel(with, label, &b);
-        mx_compile_result_free(&a);
-        mx_compile_result_free(&b);
-    }
-}
-
 /* overlap=3, the three-consumer ring: legal only on int8-fp8's wgmma kernel
  * with block_m=192, warps=12, head_dim <= 128; compiles lean (no spills, no
  * serialized MMAs) within the 168 registers that 384 threads allow, with one
@@ -798,48 +742,10 @@ static void test_ring(void **state) {
     }
 }
 
-/* pv_halves: legal on tile_pv's kernels (overlap 0 and 3) up to D=128; its
- * kernels issue P V as twice as many half-width wgmmas (n = DV/2, none of
- * DV), wait for all but the last group once, compile lean and within the
- * registers of their twin (the halves share P V's accumulator); 0 stays out
- * of the canonical text. */
-static void test_pv_halves(void **state) {
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 " PP "block_n=128 stages=2 pv_halves=1", "overlap=0 or 3");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 " PIPE "block_n=128 pv_halves=1", "overlap=0 or 3");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=256 variant=wgmma block_m=64 warps=8 block_n=64 stages=3 pv_halves=1",
-                       "head_dim<=128");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=mma block_m=128 warps=8 block_n=64 stages=2 pv_halves=1",
-                       "variant=wgmma");
-    gen_expect_invalid(g, "family=f16 head_dim=128 pv_halves=1", "pv_halves");
-    expect_zero_left_out("pv_halves");
-    static const struct { int d; const char *knobs; } cases[] = {
-        {128, ONE_WG "block_n=128 stages=2 rowsum_mma=1"}, {64, ONE_WG "block_n=128 stages=3 blocks_per_sm=4 causal=1 lse=1"},
-        {96, ONE_WG "block_n=64 stages=3 v_terms=2"}, {128, RING "block_n=128 stages=3 rowsum_mma=1"},
-        {48, ONE_WG "block_n=128 stages=2 dtype=f16 out_dtype=f16"}};
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char plain[256], halves[288];
-        mx_compile_result a, b;
-        if (!compile_twins(cases[i].d, cases[i].knobs, "pv_halves=1", &plain, &halves, &a, &b)) skip();
-        const int dv = (cases[i].d + 15) / 16 * 16;   /* DV: P V's width */
-        char whole[96], half[96];
-        snprintf(whole, sizeof whole, "m64n%dk32.f32.e4m3.e4m3", dv);
-        snprintf(half, sizeof half, "m64n%dk32.f32.e4m3.e4m3", dv / 2);
-        int whole_a = count_in_kernel(a.ptx, whole), half_b = count_in_kernel(b.ptx, half);
-        print_message("D=%-3d %s: P V wgmmas %d x n%d -> %d x n%d, registers %d -> %d\n", cases[i].d, cases[i].knobs,
-                      whole_a, dv, half_b, dv / 2, a.usage.registers, b.usage.registers);
-        if (whole_a == 0 || half_b != 2 * whole_a || count_in_kernel(b.ptx, whole) != 0)
-            fail_msg("%s: %d half-width P V wgmmas and %d whole, want %d and 0", halves, half_b,
-                     count_in_kernel(b.ptx, whole), 2 * whole_a);
-        assert_true(count_in_kernel(b.ptx, "wgmma.wait_group.sync.aligned 1") >= 1);
-        assert_true(b.usage.registers <= a.usage.registers);
-        char label[96];
-        snprintf(label, sizeof label, "pv_halves D=%d", cases[i].d);
-        expect_lean_wgmma_kernel(halves, label, &b);
-        mx_compile_result_free(&a);
-        mx_compile_result_free(&b);
-    }
-}
-
+/* block_m=192: three consumer warpgroups on one K/V stream, as in the f16
+ * family, at D <= 64 only (160 registers a consumer beside a producer, 168
+ * without); both kernels compile lean for sm_90a, the producer's giving
+ * 24 + 3 x 160. */
 static void test_three_consumers(void **state) {
     gen_expect_invalid(g, "family=int8-fp8 head_dim=96 variant=wgmma block_m=192 warps=16 block_n=128 stages=2",
                        "head_dim <= 64");
@@ -873,7 +779,7 @@ static void test_shared_ring(void **state) {
     static const char *cases[] = {"head_dim=128 block_m=192 warps=12 block_n=128 stages=3 rowsum_mma=1",
                                   "head_dim=128 block_m=192 warps=12 block_n=128 stages=2 causal=1 lse=1",
                                   "head_dim=96 block_m=192 warps=12 block_n=64 stages=3 dtype=f16 out_dtype=f16",
-                                  "head_dim=72 block_m=192 warps=12 block_n=128 stages=3 fuse_q=1",
+                                  "head_dim=72 block_m=192 warps=12 block_n=128 stages=3",
                                   "head_dim=64 block_m=256 warps=16 block_n=128 stages=3 rowsum_mma=1"};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char params[256];
@@ -890,47 +796,6 @@ static void test_shared_ring(void **state) {
     if (!compile("family=int8-fp8 head_dim=128 variant=wgmma block_m=64 warps=4 block_n=128 stages=2", &one)) skip();
     assert_null(strstr(last_entry(one.ptx), "atom.acq_rel"));
     mx_compile_result_free(&one);
-}
-
-/* cluster=2: only the shared ring (and not with fuse_q); the grid is padded
- * to whole clusters (11 row blocks of 192 at seq_q=1930 -> 12); the kernel
- * declares its cluster, multicasts each K/V tile and counts the pair's
- * releases at cluster scope, without spills; cluster=1 is the kernel as it
- * was, with none of it. */
-static void test_cluster_pair(void **state) {
-    static const char *const ok[] = {"head_dim=128 variant=wgmma block_m=192 warps=12 block_n=128 stages=3 cluster=2",
-                                     "head_dim=64 variant=wgmma block_m=256 warps=16 block_n=64 stages=3 causal=1 cluster=2",
-                                     "head_dim=96 variant=wgmma block_m=128 warps=8 block_n=64 stages=2 v_terms=2 cluster=2"};
-    gen_expect_valid(g, "family=int8-fp8", ok, sizeof ok / sizeof *ok, "cluster=2");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma block_m=64 warps=4 block_n=128 stages=2 cluster=2",
-                       "cluster=2");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma block_m=128 warps=12 block_n=64 stages=2 cluster=2",
-                       "no producer");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma block_m=192 warps=12 block_n=128 stages=3 fuse_q=1 cluster=2",
-                       "fuse_q");
-    gen_expect_invalid(g, "family=f16 head_dim=128 variant=wgmma block_m=128 warps=8 block_n=64 stages=2 cluster=2", "cluster");
-
-    const char *pair = "family=int8-fp8 head_dim=128 variant=wgmma block_m=192 warps=12 block_n=128 stages=3 rowsum_mma=1 cluster=2";
-    const char *problem = "batch=2 heads_q=4 heads_kv=4 seq_q=1930 seq_k=2177";
-    for (int c = 1; c <= 2; c++) {
-        char params[256];
-        snprintf(params, sizeof params, "%.*s cluster=%d", (int)(strstr(pair, " cluster=") - pair), pair, c);
-        char *lp = gen_call(g, "launch", params, problem);
-        gen_plan_kernel k[4];
-        assert_int_equal(gen_plan_kernels(lp, k, 4), 4);
-        expect_plan_kernel(&k[3], c == 2 ? 12 : 11, 4, 2, 384);
-        free(lp);
-        mx_compile_result r;
-        if (!compile(params, &r)) skip();
-        expect_lean_wgmma_kernel(params, params + strlen("family=int8-fp8 "), &r);
-        const char *kernel = last_entry(r.ptx);
-        static const char *const paired[] = {".reqnctapercluster 2, 1, 1", "multicast::cluster", "mapa.shared::cluster",
-                                             "atom.relaxed.cluster.shared::cluster.add.u32", "barrier.cluster.wait"};
-        for (size_t i = 0; i < sizeof paired / sizeof *paired; i++)
-            if ((strstr(kernel, paired[i]) != NULL) != (c == 2))
-                fail_msg("cluster=%d: the kernel %s '%s'", c, c == 2 ? "lacks" : "has", paired[i]);
-        mx_compile_result_free(&r);
-    }
 }
 
 static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
@@ -1032,11 +897,8 @@ int main(void) {
         cmocka_unit_test(test_v_terms),
         cmocka_unit_test(test_three_consumers),
         cmocka_unit_test(test_shared_ring),
-        cmocka_unit_test(test_cluster_pair),
         cmocka_unit_test(test_candidates_put_rivals_next),
-        cmocka_unit_test(test_fuse_q),
         cmocka_unit_test(test_ring),
-        cmocka_unit_test(test_pv_halves),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
