@@ -34,18 +34,7 @@ static const char *knobs_for(int d) {
 /* "family=int8-fp8 head_dim=D", knobs_for(D) with the extra's knobs in place
  * of its own, then the extra: a parameter text names each key once. */
 static void wg_params(char *out, size_t cap, int d, const char *extra) {
-    char knobs[128], kept[256] = "";
-    snprintf(knobs, sizeof knobs, "%s", knobs_for(d));
-    char *save = NULL;
-    for (char *t = strtok_r(knobs, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
-        char key[40], spaced[48];
-        snprintf(key, sizeof key, "%.*s=", (int)strcspn(t, "="), t);
-        snprintf(spaced, sizeof spaced, " %s", key);
-        if (strncmp(extra, key, strlen(key)) == 0 || strstr(extra, spaced)) continue;
-        size_t n = strlen(kept);
-        snprintf(kept + n, sizeof kept - n, " %s", t);
-    }
-    snprintf(out, cap, "family=int8-fp8 head_dim=%d%s %s", d, kept, extra);
+    gen_params_with(out, cap, "int8-fp8", d, knobs_for(d), extra);
 }
 
 static void test_renders_deterministically(void **state) {

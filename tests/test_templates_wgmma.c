@@ -23,17 +23,7 @@ static const int DIMS[] = {64, 72, 80, 96, 128, 192, 256};
 /* "family=f16 head_dim=D", KNOBS with the extra's knobs in place of its own,
  * then the extra: a parameter text names each key once. */
 static void wg_params(char *out, size_t cap, int d, const char *extra) {
-    char knobs[] = KNOBS, kept[256] = "";
-    char *save = NULL;
-    for (char *t = strtok_r(knobs, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
-        char key[40], spaced[48];
-        snprintf(key, sizeof key, "%.*s=", (int)strcspn(t, "="), t);
-        snprintf(spaced, sizeof spaced, " %s", key);
-        if (strncmp(extra, key, strlen(key)) == 0 || strstr(extra, spaced)) continue;
-        size_t n = strlen(kept);
-        snprintf(kept + n, sizeof kept - n, " %s", t);
-    }
-    snprintf(out, cap, "family=f16 head_dim=%d%s %s", d, kept, extra);
+    gen_params_with(out, cap, "f16", d, KNOBS, extra);
 }
 
 static void test_renders_deterministically(void **state) {

@@ -93,3 +93,19 @@ int expect_three_consumer_kernels(int (*compile)(const char *, mx_compile_result
     }
     return 1;
 }
+
+void gen_params_with(char *out, size_t cap, const char *family, int head_dim, const char *knobs,
+                     const char *extra) {
+    char copy[256], kept[256] = "";
+    snprintf(copy, sizeof copy, "%s", knobs);
+    char *save = NULL;
+    for (char *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+        char key[40], spaced[48];
+        snprintf(key, sizeof key, "%.*s=", (int)strcspn(t, "="), t);
+        snprintf(spaced, sizeof spaced, " %s", key);
+        if (strncmp(extra, key, strlen(key)) == 0 || strstr(extra, spaced)) continue;
+        size_t n = strlen(kept);
+        snprintf(kept + n, sizeof kept - n, " %s", t);
+    }
+    snprintf(out, cap, "family=%s head_dim=%d%s %s", family, head_dim, kept, extra);
+}

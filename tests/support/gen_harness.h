@@ -6,6 +6,11 @@
 #include "gen/gen.h"
 #include "runtime/nvrtc.h"
 
+/* "family=F head_dim=D", then `knobs` without the keys that `extra` sets,
+ * then `extra`: a parameter text names each key once (the templates refuse
+ * a duplicate). */
+void gen_params_with(char *out, size_t cap, const char *family, int head_dim, const char *knobs,
+                     const char *extra);
 /* mx_gen_call(g, fn, a1, a2), failing the test on error; the caller frees the result. */
 char *gen_call(mx_gen *g, const char *fn, const char *a1, const char *a2);
 /* A launch plan's kernel lines ("kernel NAME GX GY GZ THREADS SMEM [RESIDENT]
