@@ -105,6 +105,59 @@ static int template_require(lua_State *L) {
     return 1;
 }
 
+/* A CUDA file's name is a relative path of letters, digits and '_' in
+ * '/'-separated parts, ending in ".cuh" ("cuda/softmax.cuh"): no "..", nothing
+ * absolute, so it stays inside the template directory. */
+static int cuda_name_ok(const char *name, size_t n) {
+    if (n < 5 || n > 200 || strcmp(name + n - 4, ".cuh") != 0 || name[0] == '/') return 0;
+    for (size_t i = 0; i + 4 < n; i++) {
+        char c = name[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '_' || (c == '/' && i > 0 && name[i - 1] != '/');
+        if (!ok) return 0;
+    }
+    return name[n - 5] != '/';
+}
+
+/* cuda_file(name): the text of a CUDA file of the templates (templates/cuda/),
+ * embedded or under the template directory.  A schedule is real CUDA in such a
+ * file, parameterised by the constants a Lua template writes before it; the
+ * template only concatenates.  Files read while the templates load are in the
+ * template hash, so a template reads its files at load time (a module's top
+ * level), as mxattn.lua requires every family up front. */
+static int template_cuda_file(lua_State *L) {
+    size_t n = 0;
+    const char *name = luaL_checklstring(L, 1, &n);
+    lua_settop(L, 1);
+    lua_getfield(L, LUA_REGISTRYINDEX, "mxattn.cuda_files"); /* 2: name -> text */
+    if (lua_getfield(L, 2, name) == LUA_TSTRING) return 1;
+    lua_pop(L, 1);
+    if (!cuda_name_ok(name, n))
+        return luaL_error(L, "CUDA file '%s' not found: a name is a relative path ending in .cuh", name);
+    mx_gen *g = lua_touserdata(L, lua_upvalueindex(1));
+    size_t len = 0;
+    char *owned = NULL;
+    const char *text = NULL;
+    if (g->template_dir[0]) {
+        char path[1400];
+        snprintf(path, sizeof path, "%s/%s", g->template_dir, name);
+        text = owned = slurp(path, &len);
+    } else {
+        for (const mx_embedded_template *t = mx_embedded_templates; t->name; t++)
+            if (strcmp(t->name, name) == 0) { text = t->text; len = t->len; break; }
+    }
+    if (!text)
+        return luaL_error(L, "CUDA file '%s' not found%s%s", name, g->template_dir[0] ? " in " : "",
+                          g->template_dir);
+    mx_sha256_update(&g->hash_state, name, n);
+    mx_sha256_update(&g->hash_state, text, len);
+    lua_pushlstring(L, text, len);
+    free(owned);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, 2, name);
+    return 1;
+}
+
 /* The templates' whole world: the base library less what reads files, loads
  * code or prints, and string, table and math.  No os, io, debug, package.loadlib,
  * coroutine or utf8: a template computes text from text and needs none of
@@ -136,6 +189,11 @@ static void open_sandbox(lua_State *L, mx_gen *g) {
     lua_pushlightuserdata(L, g);
     lua_pushcclosure(L, template_require, 1);
     lua_setglobal(L, "require");
+    lua_newtable(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, "mxattn.cuda_files");
+    lua_pushlightuserdata(L, g);
+    lua_pushcclosure(L, template_cuda_file, 1);
+    lua_setglobal(L, "cuda_file");
     lua_newtable(L); /* package: only `loaded`, the table require fills */
     lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
     lua_setfield(L, -2, "loaded");

@@ -40,4 +40,9 @@ function U.occupancy_prior(t, smem_bytes, registers)
   return math.min(resident_warps, 16) * reuse
 end
 
+-- The text of a CUDA file of the templates (templates/cuda/): a schedule is
+-- real CUDA there, and a template writes the constants it reads before it.
+-- Read at a module's top level, so the file is in the template hash.
+function U.cuda(name) return cuda_file(name) end
+
 return U

@@ -344,6 +344,39 @@ static void test_bytecode_template_file(void **state) {
     expect_create_refused("binary");
 }
 
+
+/* cuda_file(name) reads a CUDA file of the templates and nothing else: a path
+ * that leaves the directory, an absolute one or another extension is
+ * refused even where the file exists; a file read at load time is in the
+ * template hash, so editing it makes new tuning keys. */
+static void test_cuda_file(void **state) {
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof path, "%s/cuda", g_tdir);
+    mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/cuda/probe.cuh", g_tdir);
+    write_file(path, "// one", 6);
+    snprintf(path, sizeof path, "%s/outside.cuh", g_root);
+    write_file(path, "// out", 6);
+    plant("mxattn.lua",
+          "local a = cuda_file('cuda/probe.cuh')\n"
+          "assert(a:sub(1, 3) == '// ' and #a == 6 and cuda_file('cuda/probe.cuh') == a)\n"
+          "for _, n in ipairs({'../outside.cuh', 'ROOT/outside.cuh', '/etc/passwd', 'cuda//probe.cuh',\n"
+          "                    'cuda/probe.lua', 'cuda/', '.cuh', 'cuda/../cuda/probe.cuh', 'cuda/nope.cuh'}) do\n"
+          "  assert(not pcall(cuda_file, n), n)\n"
+          "end");
+    mx_gen *g = NULL;
+    if (mx_gen_open(&g) != MXATTN_OK) fail_msg("%s", mxattn_last_error());
+    char before[65];
+    snprintf(before, sizeof before, "%s", mx_gen_template_hash(g));
+    mx_gen_close(g);
+    snprintf(path, sizeof path, "%s/cuda/probe.cuh", g_tdir);
+    write_file(path, "// two", 6);
+    assert_int_equal(mx_gen_open(&g), MXATTN_OK);
+    assert_string_not_equal(before, mx_gen_template_hash(g));
+    mx_gen_close(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_the_copy_works, setup, teardown),
@@ -360,6 +393,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_load_of_a_binary_chunk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_string_dump_and_load, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bytecode_template_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cuda_file, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
