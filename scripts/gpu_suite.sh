@@ -4,6 +4,10 @@
 #   scripts/gpu_suite.sh tests   ctest -L gpu (every GPU test, eight at a time), logs kept
 #   scripts/gpu_suite.sh bench   bench/overhead.py, then bench/attention.py beside SDPA
 #                                ($BENCH_ARGS, and a second table with $BENCH2_ARGS)
+#   scripts/gpu_suite.sh ab      bench/attention.py $AB_ARGS on the base revision's library
+#                                (scripts/prepare_ab_base.sh) and on this build, in turns
+#                                (base, new, base, new), then bench/compare_runs.py over the
+#                                second pair (the first pair compiles and warms up)
 # Logs and results go under $OUT; a short summary prints last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +41,24 @@ bench)
     grep -E "^\|" "$OUT/bench2/results.md" 2>/dev/null | cut -d'|' -f2-11 >> "$S"
   fi
   ;;
-*) echo "usage: $0 tests|bench" >&2; exit 2 ;;
+ab)
+  base=$PWD/$B/base
+  [ -f "$base/REVISION" ] || { note "no $B/base: run scripts/prepare_ab_base.sh REV here first"; exit 2; }
+  note "A/B: base $(cat "$base/REVISION") against $(git rev-parse HEAD 2>/dev/null || echo this tree)"
+  for pass in 1 2; do
+    MXATTN_LIB=$base/build/libmxattn.so MXATTN_CACHE=/tmp/mxattn-ab-base.db timeout ${AB_TIMEOUT:-200} \
+      python3 "$base/bench/attention.py" ${AB_ARGS:-} --out "$OUT/ab-base-$pass" > "$OUT/ab-base-$pass.log" 2>&1
+    note "base pass $pass rc=$?"
+    MXATTN_CACHE=/tmp/mxattn-ab-new.db timeout ${AB_TIMEOUT:-200} \
+      python3 bench/attention.py ${AB_ARGS:-} --out "$OUT/ab-new-$pass" > "$OUT/ab-new-$pass.log" 2>&1
+    note "new pass $pass rc=$?"
+  done
+  python3 bench/compare_runs.py "$OUT/ab-base-2/results.json" "$OUT/ab-new-2/results.json" \
+    --any-config --vs-cudnn --accuracy --md "$OUT/ab.md" > "$OUT/ab.txt" 2>&1
+  note "compare rc=$?"; tail -3 "$OUT/ab.txt" >> "$S"
+  # $OUT brings back eight files: the four runs travel as one archive.
+  (cd "$OUT" && tar czf ab-runs.tgz ab-base-? ab-new-? ab-*.log && rm -rf ab-base-? ab-new-? ab-*.log)
+  ;;
+*) echo "usage: $0 tests|bench|ab" >&2; exit 2 ;;
 esac
 echo "==== summary"; cat "$S"
