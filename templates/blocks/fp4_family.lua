@@ -64,6 +64,8 @@ local F = {}
 local KIND, QK = cfg.kind, cfg.qk
 local PB = KIND == "mxfp4" and 32 or 16
 local IBQ, IBK = 128, 64                       -- INT8 scale blocks (numerics' defaults)
+local WG = require("blocks.fp4_wgmma")(cfg)    -- variant=wgmma (sm_90a): its own kernel
+local function wgmma(t) return t.variant == "wgmma" end
 
 local function native(t) return t.arch == "sm_120a" end
 local function dp(t) return U.round_up(t.head_dim, 64) end
@@ -101,7 +103,11 @@ end
 
 -- Illegal combinations are rejected by name, here, before anything renders.
 local function check(t)
-  local why
+  local why = wgmma(t) and WG.check(t) or nil
+  if wgmma(t) then
+    if why then error("invalid configuration: " .. why, 0) end
+    return
+  end
   if t.block_n % PB ~= 0 or t.block_n < 32 then
     why = string.format("block_n=%d: %s needs a multiple of %d and at least 32 (V^T tiles load 16-byte rows)",
                         t.block_n, t.family, math.max(PB, 16))
@@ -112,14 +118,22 @@ local function check(t)
   if why then error("invalid configuration: " .. why, 0) end
 end
 
+-- The rows-per-warp rule (space.lua) for mma.sync tiles; the wgmma kernel's own.
+function F.check(t)
+  if wgmma(t) then return WG.check(t) end
+  return require("space").check_rows_per_warp(t)
+end
+
 function F.smem_bytes(t)
   check(t)
+  if wgmma(t) then return WG.smem_bytes(t) end
   local L = layout(t)
   return L.q_tile + t.stages * L.slot + L.sq_bytes + L.scratch
 end
 
 function F.register_estimate(t)
   check(t)
+  if wgmma(t) then return WG.register_estimate(t) end
   local m, bn = mt(t), t.block_n
   local q
   if QK == "int8" then q = U.round_up(t.head_dim, 32) // 32 * 4 + 2
@@ -137,13 +151,21 @@ end
 -- then fits the kernel in 128 registers (D=64; nvfp4-int8qk D=80) two blocks
 -- share an SM and it runs a third faster; elsewhere (D=80-128) 7-14% slower
 -- (H200, 2026-11-30), which a tuned plan may take back.
+-- sm_90a up to head_dim 128, with every tile knob left open: the wgmma
+-- kernel (fwd_fp4_wgmma.cuh); a table that names its tile describes an
+-- mma.sync one, as for f16.
 function F.default(t)
+  local open = t.block_m == nil and t.block_n == nil and t.warps == nil and t.stages == nil
+  if t.variant == "wgmma" or (t.variant == nil and open and t.arch == "sm_90a" and dv(t) <= 128) then
+    return WG.default(t)
+  end
   local bn = native(t) and 64 or 32
   if dv(t) > 128 then return { variant = "mma", block_m = 64, block_n = bn, warps = 4, stages = 2 } end
   return { variant = "mma", block_m = 128, block_n = bn, warps = 8, stages = 2 }
 end
 
 function F.prior(t)
+  if wgmma(t) then return WG.prior(t) end
   local ok, smem = pcall(F.smem_bytes, t)
   if not ok then return -1 end
   return U.occupancy_prior(t, smem, F.register_estimate(t))
@@ -500,6 +522,7 @@ end
 
 function F.render(t, canonical)
   check(t)
+  if wgmma(t) then return WG.render(t, F.kernel_name(t, canonical), canonical) end
   local L = layout(t)
   local qrows, krows = rows(t)
   local p = { kind = KIND, qk = QK, native = native(t), dtype = t.dtype }
@@ -517,6 +540,8 @@ constexpr int QP = ${QP}, VP = ${VP}, RS = ${RS}, RSV = ${RSV};   // shared row 
 constexpr int Q_TILE_BYTES = ${QTILE}, SLOT_BYTES = ${SLOT}, SQ_BYTES = ${SQB};
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH}, TWO_LEVEL = ${TWO_LEVEL};
 constexpr bool NATIVE = ${NATIVE}, DEQUANT_QK = ${DEQUANT}, Q_RESIDENT = ${QRES};
+constexpr bool BF16_OPS = false;        // the quantization pass writes packed codes
+constexpr int D_PAD = DV;
 ]], { D = t.head_dim, DP = dp(t), DV = dv(t), KD = kd(t), SPK = spk(t), BM = t.block_m, BN = t.block_n,
       WARPS = t.warps, STAGES = t.stages, QROWS = qrows, KROWS = krows, IBQ = IBQ, IBK = IBK,
       QCB = qcb(t), QSB = qsb(t), QP = L.QP, VP = L.VP, RS = L.RS, RSV = L.RSV,
@@ -557,21 +582,28 @@ function F.launches(t, pr, canonical)
   check(t)
   local L = layout(t)
   local qrows, krows = rows(t)
+  if wgmma(t) then qrows, krows = WG.rows(t) end
   local nq, nk = U.round_up(pr.seq_q, qrows), U.round_up(pr.seq_k, krows)
   local bhq, bhk = pr.batch * pr.heads_q, pr.batch * pr.heads_kv
-  local sizes = {
-    bhq * nq * qcb(t),
-    QK == "int8" and bhq * (nq // IBQ) * 4 or bhq * nq * spk(t),
-    bhk * nk * qcb(t),
-    QK == "int8" and bhk * (nk // IBK) * 4 or bhk * nk * spk(t),
-    bhk * dv(t) * nk // 2,
-    bhk * (nk // PB) * dv(t),
-    t.smooth_k == 1 and bhk * dp(t) * 4 or 0,
-    (t.smooth_k == 1 and t.lse == 1) and bhq * nq * 4 or 0,
-  }
-  local off, total = {}, 0
-  for i, s in ipairs(sizes) do off[i] = total; total = total + align256(s) end
+  local function sizes_for(nq, nk)
+    return {
+      bhq * nq * qcb(t),
+      QK == "int8" and bhq * (nq // IBQ) * 4 or bhq * nq * spk(t),
+      bhk * nk * qcb(t),
+      QK == "int8" and bhk * (nk // IBK) * 4 or bhk * nk * spk(t),
+      bhk * dv(t) * nk // 2,
+      bhk * (nk // PB) * dv(t),
+      t.smooth_k == 1 and bhk * dp(t) * 4 or 0,
+      (t.smooth_k == 1 and t.lse == 1) and bhq * nq * 4 or 0,
+    }
+  end
   local name = F.kernel_name(t, canonical)
+  local wg = wgmma(t) and WG.launches(t, pr, name, sizes_for) or nil
+  local off, total = {}, 0
+  if wg then off, total = wg.ws_off, wg.workspace
+  else
+    for i, s in ipairs(sizes_for(nq, nk)) do off[i] = total; total = total + align256(s) end
+  end
   local kernels = {}
   if t.smooth_k == 1 then
     kernels[#kernels + 1] = { name = name .. "_kmean", grid = { bhk, dp(t) // 32, 1 }, block = 256, smem = 0 }
@@ -584,6 +616,10 @@ function F.launches(t, pr, canonical)
     kernels[#kernels + 1] = { name = name .. "_quant_kv", grid = { U.ceil_div(kv, 256), 2, 1 }, block = 256, smem = 0 }
     kernels[#kernels + 1] = { name = name .. "_quant_q", grid = { U.ceil_div(bhq * nq * (dp(t) // PB), 256), 1, 1 },
                               block = 256, smem = 0 }
+  end
+  if wg then
+    kernels[#kernels + 1] = wg.attention
+    return { workspace = total, ws_off = off, kernels = kernels, tmaps = wg.tmaps }
   end
   kernels[#kernels + 1] = { name = name, grid = { U.ceil_div(pr.seq_q, t.block_m), pr.heads_q, pr.batch },
                             block = 32 * t.warps, smem = F.smem_bytes(t) }
