@@ -612,14 +612,14 @@ static void test_wgmma_speed_vs_f16(void **state) {
         {1, 32, 16384, 128, 0}, {1, 32, 16384, 128, 1}, {1, 32, 16384, 64, 0}, {1, 32, 16384, 64, 1},
     };
     size_t most = (size_t)4 * 32 * 4096 * 128;
-    uint16_t *h = malloc(most * 2);
+    uint16_t *h = malloc((most + 4 * 4099) * 2);
     mx_rng rng;
     mx_rng_seed(&rng, gpu_seed_base() + 900);
     void *buf[4] = {0};
-    for (size_t i = 0; i < most; i++) h[i] = mx_f32_to_bf16((float)mx_rng_gaussian(&rng));
+    for (size_t i = 0; i < most + 4 * 4099; i++) h[i] = mx_f32_to_bf16((float)mx_rng_gaussian(&rng));
     for (int t = 0; t < 4; t++) {   /* Q, K, V shifted copies of one Gaussian draw; O poisoned by it too */
         assert_int_equal(mx_mem_alloc(&g_dev, most * 2, &buf[t]), MXATTN_OK);
-        assert_int_equal(mx_memcpy_htod(&g_dev, buf[t], h + t * 4099, (most - 4 * 4099) * 2), MXATTN_OK);
+        assert_int_equal(mx_memcpy_htod(&g_dev, buf[t], h + t * 4099, most * 2), MXATTN_OK);
     }
     int failed = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
