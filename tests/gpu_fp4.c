@@ -581,26 +581,27 @@ static void test_wgmma_operands_bit_exact(void **state) {
  * every causal alignment, one KV head, one to three consumer warpgroups,
  * 64- and 128-key tiles, both dtypes, padded strides (direct P:
  * test_two_level_beats_direct, whose default plan is this kernel). */
-static void test_wgmma_shapes(void **state) {
-    if (!on_hopper()) skip();
+static int wgmma_shapes(int f) {
     static const struct { int d, nq, nk, causal, bm, bn; } shapes[] = {
         {8, 63, 63, 1, 128, 128}, {72, 1, 129, 0, 64, 64}, {100, 63, 63, 2, 128, 128}, {128, 2049, 2049, 1, 128, 128},
         {64, 2049, 63, 0, 192, 128}, {72, 63, 2049, 2, 128, 64}, {128, 1, 2049, 0, 128, 128}, {96, 300, 17, 1, 64, 128},
     };
     int failures = 0;
-    for (int f = 0; f < 3; f++)
-        for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
-            char config[160];
-            snprintf(config, sizeof config, "variant=wgmma block_m=%d warps=%d block_n=%d stages=2", shapes[i].bm,
-                     shapes[i].bm / 16 + 4, shapes[i].bn);
-            gpu_case c = {.family = FAMILIES[f], .batch = 1 + (int)i % 2, .heads_q = 2, .heads_kv = 1,
-                          .seq_q = shapes[i].nq, .seq_k = shapes[i].nk, .head_dim = shapes[i].d,
-                          .causal = (mxattn_causal)shapes[i].causal, .dtype = (i + f) % 3 == 2 ? MXATTN_F16 : MXATTN_BF16,
-                          .layout = (mxattn_layout)(i % 2), .pad = (int)(i % 3) * 8, .lse = (int)(i + f) % 2, .config = config};
-            failures += check_case(&c, gpu_seed_base() + 300 + 10 * f + i);
-        }
-    assert_int_equal(failures, 0);
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        char config[160];
+        snprintf(config, sizeof config, "variant=wgmma block_m=%d warps=%d block_n=%d stages=2", shapes[i].bm,
+                 shapes[i].bm / 16 + 4, shapes[i].bn);
+        gpu_case c = {.family = FAMILIES[f], .batch = 1 + (int)i % 2, .heads_q = 2, .heads_kv = 1,
+                      .seq_q = shapes[i].nq, .seq_k = shapes[i].nk, .head_dim = shapes[i].d,
+                      .causal = (mxattn_causal)shapes[i].causal, .dtype = (i + f) % 3 == 2 ? MXATTN_F16 : MXATTN_BF16,
+                      .layout = (mxattn_layout)(i % 2), .pad = (int)(i % 3) * 8, .lse = (int)(i + f) % 2, .config = config};
+        failures += check_case(&c, gpu_seed_base() + 300 + 10 * f + i);
+    }
+    return failures;
 }
+static void test_wgmma_shapes_nvfp4(void **state) { if (!on_hopper()) skip(); assert_int_equal(wgmma_shapes(0), 0); }
+static void test_wgmma_shapes_mxfp4(void **state) { if (!on_hopper()) skip(); assert_int_equal(wgmma_shapes(1), 0); }
+static void test_wgmma_shapes_int8qk(void **state) { if (!on_hopper()) skip(); assert_int_equal(wgmma_shapes(2), 0); }
 
 /* Speed: each FP4 family's plan (the quantization kernels and the attention
  * kernel) against the f16 plan, measured in this run on the same inputs.
@@ -666,11 +667,17 @@ int main(void) {
         return 1;
     }
     printf("gpu_fp4 on %s (%s)\n", g_dev.name, g_dev.arch);
+    /* GPU_FP4_ONLY=pattern runs the tests whose names match (cmocka's * and ?),
+     * e.g. the speed table alone on an idle GPU. */
+    const char *only = getenv("GPU_FP4_ONLY");
+    if (only && *only) cmocka_set_test_filter(only);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantizers_bit_exact),
         cmocka_unit_test(test_int8_ties_bit_exact),
         cmocka_unit_test(test_wgmma_operands_bit_exact),
-        cmocka_unit_test(test_wgmma_shapes),
+        cmocka_unit_test(test_wgmma_shapes_nvfp4),
+        cmocka_unit_test(test_wgmma_shapes_mxfp4),
+        cmocka_unit_test(test_wgmma_shapes_int8qk),
         cmocka_unit_test(test_wgmma_speed_vs_f16),
         cmocka_unit_test(test_head_dims),
         cmocka_unit_test(test_lengths_and_gqa),
