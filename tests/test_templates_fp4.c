@@ -264,6 +264,17 @@ static float e2m1_round(float m) {
     float v = t - magic;
     return v < 6.f ? v : 6.f;
 }
+static float e2m1_round_pow2(float x, float s2) {
+    uint32_t ux, us;
+    memcpy(&ux, &x, 4);
+    memcpy(&us, &s2, 4);
+    uint32_t e = ((ux & 0x7F800000u) > (us & 0x7F800000u) ? (ux & 0x7F800000u) : (us & 0x7F800000u)) + (22u << 23);
+    float magic;
+    memcpy(&magic, &e, 4);
+    volatile float t = x + magic;
+    float v = t - magic;
+    return v < 6.f * s2 ? v : 6.f * s2;
+}
 static void test_wgmma_p_arithmetic_is_exact(void **state) {
     long bad = 0;
     for (int c = 0x38; c < 0x40; c++) {                 /* UE4M3 1.0 .. 1.875 (exponent 0) */
@@ -281,6 +292,22 @@ static void test_wgmma_p_arithmetic_is_exact(void **state) {
         if (e2m1_round(m) != mx_round_e2m1(m) && bad++ < 5) printf("  e2m1 %a: %a, want %a\n", m, e2m1_round(m), mx_round_e2m1(m));
         const float up = nextafterf(m, 100.f), down = m > 0 ? nextafterf(m, 0.f) : 0.f;
         if (e2m1_round(up) != mx_round_e2m1(up) || e2m1_round(down) != mx_round_e2m1(down)) bad++;
+    }
+    /* MXFP4: in P2's domain, scaled by the block's power of two (2^-127, code 0, is subnormal). */
+    static const int exps[] = {-127, -126, -40, -1, 0, 3};
+    for (size_t j = 0; j < sizeof exps / sizeof *exps; j++) {
+        const float s2 = ldexpf(1.0f, exps[j]);
+        for (int i = 0; i <= 1 << 14; i++) {
+            const float x = (float)i / 1024.0f * s2;   /* q in [0, 16] */
+            const float want = mx_round_e2m1(x / s2) * s2;
+            if (e2m1_round_pow2(x, s2) != want && bad++ < 5)
+                printf("  e2m1 %a x 2^%d: %a, want %a\n", x / s2, exps[j], e2m1_round_pow2(x, s2), want);
+            if (x > 0) {
+                const float dn = nextafterf(x, 0.f), up = nextafterf(x, 1e30f);
+                if (e2m1_round_pow2(dn, s2) != mx_round_e2m1(dn / s2) * s2 || e2m1_round_pow2(up, s2) != mx_round_e2m1(up / s2) * s2)
+                    bad++;
+            }
+        }
     }
     assert_true(e2m1_round(NAN) == 6.f && e2m1_round(INFINITY) == 6.f);
     assert_int_equal(bad, 0);

@@ -47,6 +47,10 @@ local function panel_cols(t)
 end
 local SWIZZLE_MODE = { [64] = 1, [32] = 2, [16] = 3 }
 
+-- Three consumer warpgroups get 160 registers a thread: at D_PAD = 128 P V
+-- then runs by halves, its temporary 32 registers instead of 64.
+local function pv_halves(t) return consumers(t) == 3 and d_pad(t) == 128 end
+
 local function gcd(a, b) while b ~= 0 do a, b = b, a % b end return a end
 local function lcm(a, b) return a // gcd(a, b) * b end
 -- Workspace rows: whole tiles, and (int8) whole INT8 scale blocks.
@@ -66,8 +70,9 @@ function G.check(t)
   if d_pad(t) > 128 then
     return string.format("variant=wgmma: head_dim=%d: the FP4 families' wgmma kernel holds O and a P V temporary in registers up to head_dim 128 (variant=mma above)", t.head_dim)
   end
-  if t.block_m % 64 ~= 0 or t.block_m > 192 or (t.block_m == 192 and d_pad(t) > 64) then
-    return string.format("variant=wgmma: block_m=%d must be 64 or 128 (192 up to head_dim 64): 64 query rows per consumer warpgroup", t.block_m)
+  local three = d_pad(t) <= 64 or (d_pad(t) == 128 and t.block_n == 64)
+  if t.block_m % 64 ~= 0 or t.block_m > 192 or (t.block_m == 192 and not three) then
+    return string.format("variant=wgmma: block_m=%d must be 64 or 128 (192: head_dim <= 64, or 128 with block_n=64): 64 query rows per consumer warpgroup", t.block_m)
   end
   if not producer(t) then
     return string.format("variant=wgmma: block_m=%d needs warps=%d (a TMA producer warpgroup and one warpgroup per 64 rows), not warps=%d",
@@ -91,7 +96,8 @@ function G.smem_bytes(t) return layout(t).total + 1024 end
 
 -- Live at once: O and S in the softmax, then O, P and the P V temporary.
 function G.register_estimate(t)
-  return math.max(d_pad(t) // 2 + t.block_n // 2, d_pad(t) + t.block_n // 4) + 40
+  local tmp = pv_halves(t) and 32 or d_pad(t) // 2
+  return math.max(d_pad(t) // 2 + t.block_n // 2, d_pad(t) // 2 + tmp + t.block_n // 4) + 40
 end
 
 -- D <= 128: two consumer warpgroups behind a producer, 128-key tiles (the
@@ -126,12 +132,13 @@ constexpr int QROWS = ${QROWS}, KROWS = ${KROWS};   // workspace rows are padded
 constexpr int IBQ = ${IBQ}, IBK = ${IBK};           // INT8 scale blocks (nvfp4-int8qk)
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH}, TWO_LEVEL = ${TWO_LEVEL};
 constexpr bool INT8_QK = ${INT8}, BF16_OPS = true;  // the quantization pass writes bf16 operands
+constexpr bool PV_HALVES = ${HALVES};  // P V by 64-column panels (three consumers at D_PAD = 128)
 ]], { D = t.head_dim, D_PAD = d_pad(t), DP = dp(t), SPK = spk(t), BM = t.block_m, BN = t.block_n,
       WARPS = t.warps, STAGES = t.stages, REGS_P = regs_p, REGS_C = regs_c, W = w,
       Q_BYTES = l.q_bytes, KV_BYTES = l.kv_bytes, SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar,
       QROWS = qrows, KROWS = krows, IBQ = IBQ, IBK = IBK,
       CAUSAL = t.causal == 1, LSE = t.lse == 1, SMOOTH = t.smooth_k == 1, TWO_LEVEL = t.p_scale == "two-level",
-      INT8 = QK == "int8" })
+      INT8 = QK == "int8", HALVES = pv_halves(t) })
   return table.concat({
     "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
     require("blocks.prelude")(t),

@@ -53,6 +53,25 @@ MX_INLINE float e2m1_round(float m) {
   return fminf(__fsub_rn(__fadd_rn(m, magic), magic), 6.f);
 }
 
+// MXFP4's block scale is a power of two, so P2 / s2 is exact and the E2M1
+// grid scaled by s2 is the float grid of a scaled magic number: the value
+// e2m1_round(P2 / s2) * s2 is rounded in P2's own domain, no division.
+// (Code 0, 2^-127, is subnormal: 2^22 * s2 is then 2^-105 by its bits.)
+MX_INLINE float e2m1_round_pow2(float x, float s2) {
+  const u32 e = max(__float_as_uint(x) & 0x7F800000u, __float_as_uint(s2) & 0x7F800000u) + (22u << 23);
+  const float magic = __uint_as_float(e);
+  return fminf(__fsub_rn(__fadd_rn(x, magic), magic), 6.f * s2);
+}
+
+// The block scale of a block of P2 whose largest element is amax >= 0 (not
+// NaN: see quantize_p): block_scale_code, with NVFP4's amax / 6 as the
+// correctly rounded quotient from RN(1/6) (the division test covers the
+// mantissa 1.5 of 6).
+MX_INLINE u32 p_block_scale_code(float amax) {
+  if (PB == 16) return ue4m3_code(div_rn_by(amax, 6.f, 0x1.555556p-3f));
+  return block_scale_code(amax);
+}
+
 // P~ in s (the m64nBN accumulator layout: lane 4g+t holds rows g and g+8,
 // keys 8j+2t and +1 of chunk j) to pa, the bf16 A operand of P V holding
 // P^ * s2 (at most 6 significant bits: exact), and s1 per row half.  A
@@ -94,7 +113,14 @@ MX_INLINE void quantize_p(float (&s)[1][NT][4], u32 (&pa)[BN / 16][4], float (&s
 #pragma unroll
       for (int nt = blk * (PB / 8); nt < (blk + 1) * (PB / 8); nt++)
         amax = fmax_nan(amax, fmax_nan(s[0][nt][2 * h], s[0][nt][2 * h + 1]));
-      const float s2 = scale_value_raw(block_scale_code(quad_max_nan(amax)));
+      const float s2 = scale_value_raw(p_block_scale_code(quad_max_nan(amax)));
+      if (PB == 32) {
+#pragma unroll
+        for (int nt = blk * (PB / 8); nt < (blk + 1) * (PB / 8); nt++)
+#pragma unroll
+          for (int e = 2 * h; e < 2 * h + 2; e++) s[0][nt][e] = e2m1_round_pow2(s[0][nt][e], s2);
+        continue;
+      }
       // s2 = 0 (a block under the smallest scale): r2 = 0 makes every
       // quotient 0, as the mma variant's `s2 > 0 ? ... : 0`.  A NaN P2 only
       // comes with a NaN s1, which took the division branch and made it 0.
@@ -117,6 +143,24 @@ MX_INLINE void quantize_p(float (&s)[1][NT][4], u32 (&pa)[BN / 16][4], float (&s
 }
 
 // ---- one key tile for one consumer warpgroup --------------------------------
+
+// d += A(registers) * B(smem), m64 n64 k16, B MN-major: one W = 64-column
+// panel of V, for the P V product in two halves of D_PAD = 128 (PV_HALVES),
+// whose 32-register temporary leaves room for a third consumer warpgroup.
+MX_INLINE void wgmma_pv_n64(float (&d)[1][8][4], const u32 (&a)[4], u64 desc_b) {
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %37, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
+               "%11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, "
+               "%31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1; }"
+               : "+f"(d[0][0][0]), "+f"(d[0][0][1]), "+f"(d[0][0][2]), "+f"(d[0][0][3]), "+f"(d[0][1][0]),
+                 "+f"(d[0][1][1]), "+f"(d[0][1][2]), "+f"(d[0][1][3]), "+f"(d[0][2][0]), "+f"(d[0][2][1]),
+                 "+f"(d[0][2][2]), "+f"(d[0][2][3]), "+f"(d[0][3][0]), "+f"(d[0][3][1]), "+f"(d[0][3][2]),
+                 "+f"(d[0][3][3]), "+f"(d[0][4][0]), "+f"(d[0][4][1]), "+f"(d[0][4][2]), "+f"(d[0][4][3]),
+                 "+f"(d[0][5][0]), "+f"(d[0][5][1]), "+f"(d[0][5][2]), "+f"(d[0][5][3]), "+f"(d[0][6][0]),
+                 "+f"(d[0][6][1]), "+f"(d[0][6][2]), "+f"(d[0][6][3]), "+f"(d[0][7][0]), "+f"(d[0][7][1]),
+                 "+f"(d[0][7][2]), "+f"(d[0][7][3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
+}
 
 // nvfp4-int8qk: the block scales of this warp's two rows (Q: blocks of IBQ
 // rows) and the workspace's K scales (blocks of IBK keys).
@@ -176,22 +220,44 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
   float s1[2];
   quantize_p(s, pa, s1);
 
-  // tmp = (P^ s2) V^ for this tile alone, then O += s1 * tmp.
-  float tmp[1][DT][4];
-#pragma unroll
-  for (int dt = 0; dt < DT; dt++) tmp[0][dt][0] = tmp[0][dt][1] = tmp[0][dt][2] = tmp[0][dt][3] = 0.f;
+  // tmp = (P^ s2) V^ for this tile alone, then O += s1 * tmp: over all of
+  // D_PAD at once, or (PV_HALVES) one 64-column panel at a time.
   mbar_wait(bar_v, parity);
-  reg_fence(tmp);
-  wgmma_fence();
+  if (!PV_HALVES) {
+    float tmp[1][DT][4];
 #pragma unroll
-  for (int kk = 0; kk < BN / 16; kk++) wgmma_pv(tmp, pa[kk], desc_v + kk * 16 * ROW_BYTES / 16);
-  wgmma_commit();
-  wgmma_wait<0>();
-  reg_fence(tmp);
+    for (int dt = 0; dt < DT; dt++) tmp[0][dt][0] = tmp[0][dt][1] = tmp[0][dt][2] = tmp[0][dt][3] = 0.f;
+    reg_fence(tmp);
+    wgmma_fence();
 #pragma unroll
-  for (int dt = 0; dt < DT; dt++)
+    for (int kk = 0; kk < BN / 16; kk++) wgmma_pv(tmp, pa[kk], desc_v + kk * 16 * ROW_BYTES / 16);
+    wgmma_commit();
+    wgmma_wait<0>();
+    reg_fence(tmp);
 #pragma unroll
-    for (int e = 0; e < 4; e++) o[0][dt][e] = fmaf(tmp[0][dt][e], s1[e / 2], o[0][dt][e]);
+    for (int dt = 0; dt < DT; dt++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) o[0][dt][e] = fmaf(tmp[0][dt][e], s1[e / 2], o[0][dt][e]);
+  } else {
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+      float tmp[1][8][4];
+#pragma unroll
+      for (int dt = 0; dt < 8; dt++) tmp[0][dt][0] = tmp[0][dt][1] = tmp[0][dt][2] = tmp[0][dt][3] = 0.f;
+      reg_fence(tmp);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; kk++)
+        wgmma_pv_n64(tmp, pa[kk], desc_v + (half * BN * ROW_BYTES + kk * 16 * ROW_BYTES) / 16);
+      wgmma_commit();
+      wgmma_wait<0>();
+      reg_fence(tmp);
+#pragma unroll
+      for (int dt = 0; dt < 8; dt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) o[0][half * 8 + dt][e] = fmaf(tmp[0][dt][e], s1[e / 2], o[0][half * 8 + dt][e]);
+    }
+  }
 }
 
 // ---- the kernel's body --------------------------------------------------------
