@@ -275,6 +275,27 @@ static float e2m1_round_pow2(float x, float s2) {
     float v = t - magic;
     return v < 6.f * s2 ? v : 6.f * s2;
 }
+static float nvfp4_p_scale(float amax) {
+    const float x = div_rn_by(amax, 6.f, 1.0f / 6.0f);
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u = (u + 0x7FFFFu + ((u >> 20) & 1u)) & 0xFFF00000u;
+    float normal;
+    memcpy(&normal, &u, 4);
+    normal = normal < 448.f ? normal : 448.f;
+    return x < 0.015625f ? rintf(x * 512.f) * 0.001953125f : normal;
+}
+static float nvfp4_scale_reciprocal(float s2) {
+    static const float r[8] = {1.0f, 1.0f / 1.125f, 1.0f / 1.25f, 1.0f / 1.375f, 1.0f / 1.5f, 1.0f / 1.625f, 1.0f / 1.75f,
+                               1.0f / 1.875f};
+    uint32_t u, ru;
+    memcpy(&u, &s2, 4);
+    memcpy(&ru, &r[(u >> 20) & 7u], 4);
+    ru -= (u & 0x7F800000u) - 0x3F800000u;
+    float out;
+    memcpy(&out, &ru, 4);
+    return s2 > 0.f ? out : 0.f;
+}
 static void test_wgmma_p_arithmetic_is_exact(void **state) {
     long bad = 0;
     for (int c = 0x38; c < 0x40; c++) {                 /* UE4M3 1.0 .. 1.875 (exponent 0) */
@@ -309,6 +330,19 @@ static void test_wgmma_p_arithmetic_is_exact(void **state) {
             }
         }
     }
+    /* NVFP4's block scale of P, and its reciprocal, for every UE4M3 code and a sweep of block maxima. */
+    for (int c = 0; c < 0x7F; c++) {
+        const float s2 = mx_ue4m3_to_f32((uint8_t)c);
+        if (nvfp4_scale_reciprocal(s2) != (s2 > 0 ? 1.0f / s2 : 0.f) && bad++ < 5) printf("  1/%a\n", s2);
+    }
+    for (int e = -30; e < 13; e++)
+        for (int i = 0; i < 1 << 12; i++) {
+            const float amax = ldexpf(1.0f + (float)i / 4096.0f, e);
+            const float up = nextafterf(amax, 1e30f), want = mx_ue4m3_to_f32(mx_f32_to_ue4m3(amax / 6.0f));
+            if (nvfp4_p_scale(amax) != want && bad++ < 5) printf("  scale of %a: %a, want %a\n", amax, nvfp4_p_scale(amax), want);
+            if (nvfp4_p_scale(up) != mx_ue4m3_to_f32(mx_f32_to_ue4m3(up / 6.0f))) bad++;
+        }
+    if (nvfp4_p_scale(0.f) != 0.f || nvfp4_p_scale(1e30f) != 448.f) bad++;
     assert_true(e2m1_round(NAN) == 6.f && e2m1_round(INFINITY) == 6.f);
     assert_int_equal(bad, 0);
 }

@@ -100,9 +100,15 @@ function G.register_estimate(t)
   return math.max(d_pad(t) // 2 + t.block_n // 2, d_pad(t) // 2 + tmp + t.block_n // 4) + 40
 end
 
--- D <= 128: two consumer warpgroups behind a producer, 128-key tiles (the
--- f16 kernel's tile at D = 128), two stages (three do not fit at D = 128).
+-- Three consumer warpgroups where they fit (D_PAD <= 64 with 128-key tiles,
+-- D_PAD = 128 with 64-key tiles and P V by halves), else two; two stages.
+-- B4 H32 N4096 on the H200 (2026-12-02), nvfp4: D=128 7.09 ms against 7.91
+-- (block_m=128 block_n=128), 8.38 (128/64), 12.3 (64/128); D=64 5.47 against
+-- 6.65 (128/128) and 7.06 (128/64, three stages); mxfp4 and nvfp4-int8qk alike.
 function G.default(t)
+  local x = d_pad(t)
+  if x <= 64 then return { variant = "wgmma", block_m = 192, warps = 16, block_n = 128, stages = 2 } end
+  if x == 128 then return { variant = "wgmma", block_m = 192, warps = 16, block_n = 64, stages = 2 } end
   return { variant = "wgmma", block_m = 128, warps = 12, block_n = 128, stages = 2 }
 end
 

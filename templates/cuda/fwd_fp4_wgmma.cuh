@@ -63,13 +63,30 @@ MX_INLINE float e2m1_round_pow2(float x, float s2) {
   return fminf(__fsub_rn(__fadd_rn(x, magic), magic), 6.f * s2);
 }
 
-// The block scale of a block of P2 whose largest element is amax >= 0 (not
-// NaN: see quantize_p): block_scale_code, with NVFP4's amax / 6 as the
-// correctly rounded quotient from RN(1/6) (the division test covers the
-// mantissa 1.5 of 6).
-MX_INLINE u32 p_block_scale_code(float amax) {
-  if (PB == 16) return ue4m3_code(div_rn_by(amax, 6.f, 0x1.555556p-3f));
-  return block_scale_code(amax);
+// NVFP4: the block scale's value, ue4m3_value(ue4m3_code(amax / 6)), for a
+// block of P2 whose largest element is amax >= 0, without branches (the
+// sixteen blocks of a tile then interleave): amax / 6 correctly rounded from
+// RN(1/6) (the division test covers 6's mantissa 1.5); a normal E4M3 value
+// is fp32 rounded to 3 mantissa bits, ties to even (ue4m3_code's add),
+// saturated at 448; under 2^-6 the subnormal quantum 2^-9.  A NaN amax (a
+// NaN s1: the row is NaN through s1 anyway) gives 448.
+MX_INLINE float nvfp4_p_scale(float amax) {
+  const float x = div_rn_by(amax, 6.f, 1.0f / 6.0f);
+  const u32 u = __float_as_uint(x);
+  const float normal = fminf(__uint_as_float((u + 0x7FFFFu + ((u >> 20) & 1u)) & 0xFFF00000u), 448.f);
+  return x < 0.015625f ? rintf(x * 512.f) * 0.001953125f : normal;
+}
+// RN(1/s2) for an NVFP4 block scale (0: 0), without branches: s2 = M 2^k
+// with M one of the eight 1 + m/8 (a UE4M3 value has at most 4 significant
+// bits, subnormal ones too), so RN(1/s2) = RN(1/M) 2^-k, RN(1/M) folded by
+// the compiler.
+MX_INLINE float nvfp4_scale_reciprocal(float s2) {
+  const u32 u = __float_as_uint(s2), m = (u >> 20) & 7u;
+  const float a0 = m & 1u ? 1.0f / 1.125f : 1.0f, a1 = m & 1u ? 1.0f / 1.375f : 1.0f / 1.25f;
+  const float a2 = m & 1u ? 1.0f / 1.625f : 1.0f / 1.5f, a3 = m & 1u ? 1.0f / 1.875f : 1.0f / 1.75f;
+  const float b0 = m & 2u ? a1 : a0, b1 = m & 2u ? a3 : a2;
+  const float r = __uint_as_float(__float_as_uint(m & 4u ? b1 : b0) - ((u & 0x7F800000u) - 0x3F800000u));
+  return s2 > 0.f ? r : 0.f;
 }
 
 // P~ in s (the m64nBN accumulator layout: lane 4g+t holds rows g and g+8,
@@ -88,24 +105,20 @@ MX_INLINE void quantize_p(float (&s)[1][NT][4], u32 (&pa)[BN / 16][4], float (&s
     const float sc1 = TWO_LEVEL ? quad_max_nan(m) / 2688.0f : 1.f;
     s1[h] = sc1;
     if (TWO_LEVEL) {
-      // P~ >= 2^-126 or 0 (ex2.approx.ftz), so with s1 >= 2^-60 a remainder
-      // that underflows belongs to a P2 below 2^-42, whose code is 0 under any
-      // block scale (>= 2^-9) and whose block scale is 0 when it is the
-      // block's largest: its last bit cannot matter.  Smaller s1 (a tile whose
-      // keys all lie ~60 binades under the row's maximum, or s1 = 0: no key
-      // visible; NaN: a NaN score) divide as the mma variant does.
-      if (sc1 >= 0x1p-60f) {
-        const float r1 = __frcp_rn(sc1);
+      // P2 = P~ / s1, with s1 and P~ first scaled by 2^64 where s1 < 2^-60
+      // (exactly: the quotient is the same): then 1/s1 is finite and every
+      // remainder of div_rn_by is a normal number, as P~ >= 2^-126 or 0
+      // (ex2.approx.ftz).  For s1 >= 2^-60 a remainder that underflows
+      // belongs to a P2 below 2^-42, whose code is 0 under any block scale
+      // (>= 2^-9) and whose block scale is 0 where it is the largest.  s1 = 0
+      // (no key visible in this tile): r1 = 0 and P2 = 0, as the mma
+      // variant's `s1 > 0 ? P~ / s1 : 0`; a NaN s1 makes the row NaN either way.
+      const float pre = sc1 < 0x1p-60f ? 0x1p64f : 1.f, s1p = sc1 * pre;
+      const float r1 = s1p > 0.f ? __frcp_rn(s1p) : 0.f;
 #pragma unroll
-        for (int nt = 0; nt < NT; nt++)
+      for (int nt = 0; nt < NT; nt++)
 #pragma unroll
-          for (int e = 2 * h; e < 2 * h + 2; e++) s[0][nt][e] = div_rn_by(s[0][nt][e], sc1, r1);
-      } else {
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-          for (int e = 2 * h; e < 2 * h + 2; e++) s[0][nt][e] = sc1 > 0.f ? s[0][nt][e] / sc1 : 0.f;
-      }
+        for (int e = 2 * h; e < 2 * h + 2; e++) s[0][nt][e] = div_rn_by(s[0][nt][e] * pre, s1p, r1);
     }
 #pragma unroll
     for (int blk = 0; blk < BN / PB; blk++) {
@@ -113,8 +126,9 @@ MX_INLINE void quantize_p(float (&s)[1][NT][4], u32 (&pa)[BN / 16][4], float (&s
 #pragma unroll
       for (int nt = blk * (PB / 8); nt < (blk + 1) * (PB / 8); nt++)
         amax = fmax_nan(amax, fmax_nan(s[0][nt][2 * h], s[0][nt][2 * h + 1]));
-      const float s2 = scale_value_raw(p_block_scale_code(quad_max_nan(amax)));
+      amax = quad_max_nan(amax);
       if (PB == 32) {
+        const float s2 = scale_value_raw(block_scale_code(amax));
 #pragma unroll
         for (int nt = blk * (PB / 8); nt < (blk + 1) * (PB / 8); nt++)
 #pragma unroll
@@ -122,9 +136,8 @@ MX_INLINE void quantize_p(float (&s)[1][NT][4], u32 (&pa)[BN / 16][4], float (&s
         continue;
       }
       // s2 = 0 (a block under the smallest scale): r2 = 0 makes every
-      // quotient 0, as the mma variant's `s2 > 0 ? ... : 0`.  A NaN P2 only
-      // comes with a NaN s1, which took the division branch and made it 0.
-      const float r2 = s2 > 0.f ? __frcp_rn(s2) : 0.f;
+      // quotient 0, as the mma variant's `s2 > 0 ? ... : 0`.
+      const float s2 = nvfp4_p_scale(amax), r2 = nvfp4_scale_reciprocal(s2);
 #pragma unroll
       for (int nt = blk * (PB / 8); nt < (blk + 1) * (PB / 8); nt++)
 #pragma unroll
