@@ -694,6 +694,10 @@ static void test_wgmma_speed_vs_f16(void **state) {
         {4, 4096, 64, "variant=wgmma block_m=192 warps=16 block_n=64 stages=2"},
         {4, 4096, 64, "variant=wgmma block_m=192 warps=16 block_n=64 stages=3"},
         {4, 4096, 64, "variant=wgmma block_m=128 warps=12 block_n=128 stages=2"},
+        {4, 4096, 128, "variant=wgmma block_m=128 warps=12 block_n=64 stages=2"},
+        {4, 4096, 96, "variant=wgmma block_m=128 warps=12 block_n=128 stages=2"},
+        {4, 4096, 96, "variant=wgmma block_m=128 warps=12 block_n=64 stages=2"},
+        {4, 4096, 96, "variant=wgmma block_m=128 warps=12 block_n=64 stages=3"},
     };
     for (size_t i = 0; i < sizeof tiles / sizeof *tiles; i++)
         for (int f = 1; f < 4; f++) {
