@@ -215,7 +215,7 @@ static void test_wgmma_compiles_for_sm90a(void **state) {
     static const char *cases[] = {
         "family=nvfp4 head_dim=128", "family=mxfp4 head_dim=72 causal=1 lse=1",
         "family=nvfp4-int8qk head_dim=100 align=4 causal=1 lse=1", "family=nvfp4 head_dim=8 p_scale=direct smooth_k=0",
-        "family=mxfp4 head_dim=128 variant=wgmma block_m=128 warps=12 block_n=64 stages=2",   /* S(t+1) early */
+        "family=mxfp4 head_dim=128 variant=wgmma block_m=128 warps=12 block_n=64 stages=2",
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char full[256], define[160];

@@ -7,7 +7,10 @@
 --   quant_q           Q along head_dim (and q . mean when lse and smooth_k)
 --   attention         FlashAttention-2 loop over key tiles, below
 --
--- Two targets from one kernel:
+-- variant=wgmma (sm_90a, the default there up to head_dim 128): another
+-- kernel, blocks/fp4_wgmma.lua and cuda/fwd_fp4_wgmma.cuh, over bf16
+-- operands the same quantization kernels write exactly dequantized.
+-- Two targets from the mma.sync kernel below (variant=mma):
 --   arch != sm_120a (Hopper sm_90a, sm_80+): exact emulation.  Each key tile
 --     lands packed in shared memory, all threads dequantize it once to bf16
 --     (E2M1 x UE4M3 has at most 6 significant bits and E2M1 x UE8M0 is a

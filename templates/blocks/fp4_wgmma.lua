@@ -51,13 +51,6 @@ local SWIZZLE_MODE = { [64] = 1, [32] = 2, [16] = 3 }
 -- then runs by halves, its temporary 32 registers instead of 64.
 local function pv_halves(t) return consumers(t) == 3 and d_pad(t) == 128 end
 
--- Two consumers (240 registers) hold S(t+1) beside O, P V's temporary and
--- P(t) where D_PAD + BN/4 + BN/2 + 40 fits: S(t+1) is then issued before
--- tile t's quantization (PIPELINE_S).
-local function pipeline_s(t)
-  return consumers(t) == 2 and d_pad(t) + t.block_n // 4 + t.block_n // 2 + 40 <= 240
-end
-
 local function gcd(a, b) while b ~= 0 do a, b = b, a % b end return a end
 local function lcm(a, b) return a // gcd(a, b) * b end
 -- Workspace rows: whole tiles, and (int8) whole INT8 scale blocks.
@@ -104,8 +97,7 @@ function G.smem_bytes(t) return layout(t).total + 1024 end
 -- Live at once: O and S in the softmax, then O, P and the P V temporary.
 function G.register_estimate(t)
   local tmp = pv_halves(t) and 32 or d_pad(t) // 2
-  local s_next = pipeline_s(t) and t.block_n // 2 or 0
-  return math.max(d_pad(t) // 2 + t.block_n // 2, d_pad(t) // 2 + tmp + t.block_n // 4) + s_next + 40
+  return math.max(d_pad(t) // 2 + t.block_n // 2, d_pad(t) // 2 + tmp + t.block_n // 4) + 40
 end
 
 -- Three consumer warpgroups where they fit (D_PAD <= 64 with 128-key tiles,
@@ -113,6 +105,10 @@ end
 -- B4 H32 N4096 on the H200 (2026-12-02), nvfp4: D=128 7.09 ms against 7.91
 -- (block_m=128 block_n=128), 8.38 (128/64), 12.3 (64/128); D=64 5.47 against
 -- 6.65 (128/128) and 7.06 (128/64, three stages); mxfp4 and nvfp4-int8qk alike.
+-- Once P's block scale was branch-free the tiles drew level (D=128: 4.91 ms
+-- against 4.92 for 128/128 and 4.91 with three stages; D=64 3.95 against
+-- 3.97 for 192/64), and issuing S(t+1) before tile t's quantization (two
+-- consumers, 64-key tiles) lost: 5.98 ms at D=128, 5.59 at D=96 against 5.03.
 function G.default(t)
   local x = d_pad(t)
   if x <= 64 then return { variant = "wgmma", block_m = 192, warps = 16, block_n = 128, stages = 2 } end
@@ -147,13 +143,12 @@ constexpr int IBQ = ${IBQ}, IBK = ${IBK};           // INT8 scale blocks (nvfp4-
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH}, TWO_LEVEL = ${TWO_LEVEL};
 constexpr bool INT8_QK = ${INT8}, BF16_OPS = true;  // the quantization pass writes bf16 operands
 constexpr bool PV_HALVES = ${HALVES};  // P V by 64-column panels (three consumers at D_PAD = 128)
-constexpr bool PIPELINE_S = ${PIPE};   // S(t+1) issued under tile t's softmax and quantization
 ]], { D = t.head_dim, D_PAD = d_pad(t), DP = dp(t), SPK = spk(t), BM = t.block_m, BN = t.block_n,
       WARPS = t.warps, STAGES = t.stages, REGS_P = regs_p, REGS_C = regs_c, W = w,
       Q_BYTES = l.q_bytes, KV_BYTES = l.kv_bytes, SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar,
       QROWS = qrows, KROWS = krows, IBQ = IBQ, IBK = IBK,
       CAUSAL = t.causal == 1, LSE = t.lse == 1, SMOOTH = t.smooth_k == 1, TWO_LEVEL = t.p_scale == "two-level",
-      INT8 = QK == "int8", HALVES = pv_halves(t), PIPE = pipeline_s(t) })
+      INT8 = QK == "int8", HALVES = pv_halves(t) })
   return table.concat({
     "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
     require("blocks.prelude")(t),

@@ -191,10 +191,12 @@ MX_INLINE ScoreScales score_scales(const mx_kernel_args &a, i64 q_bh, i64 kv_bh,
   return sc;
 }
 
-// S = Q K^T for the K tile desc_k points at: D_PAD/16 k-steps (step kd is
-// 32 bytes into panel kd/(W/16)), one commit group.
-MX_INLINE void issue_s(float (&s)[1][NT][4], u64 desc_q, u64 desc_k) {
-  reg_fence(s);
+MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (&row_sum)[1][2], u64 desc_q,
+                           u64 desc_k, u64 desc_v, u32 bar_k, u32 bar_v, u32 parity, int t, int warp_row0,
+                           const ScoreScales &sc, const mx_kernel_args &a) {
+  // S = Q K^T: D_PAD/16 k-steps; step kd is 32 bytes into panel kd/(W/16).
+  float s[1][NT][4];
+  mbar_wait(bar_k, parity);
   wgmma_fence();
 #pragma unroll
   for (int kd = 0; kd < KD; kd++) {
@@ -202,13 +204,9 @@ MX_INLINE void issue_s(float (&s)[1][NT][4], u64 desc_q, u64 desc_k) {
     wgmma_qk(s, desc_q + (panel * BM * ROW_BYTES + step) / 16, desc_k + (panel * BN * ROW_BYTES + step) / 16, kd > 0);
   }
   wgmma_commit();
-}
+  wgmma_wait<0>();
+  reg_fence(s);
 
-// Scores of key tile t to P's bf16 operand and s1; the online softmax's
-// state (and O's rescale) on the way.
-MX_INLINE void scores_to_p(float (&s)[1][NT][4], float (&o)[1][DT][4], float (&row_max)[1][2], float (&row_sum)[1][2],
-                           u32 (&pa)[BN / 16][4], float (&s1)[2], int t, int warp_row0, const ScoreScales &sc,
-                           const mx_kernel_args &a) {
   // INT8 scores: the sums are exact integers in fp32 (|sum| < 2^24), so this
   // is the mma variant's (float)acc * q_scale * k_scale.
   if (INT8_QK) {
@@ -230,13 +228,14 @@ MX_INLINE void scores_to_p(float (&s)[1][NT][4], float (&o)[1][DT][4], float (&r
 #pragma unroll
     for (int e = 0; e < 4; e++) s[0][nt][e] *= a.scale_log2;
   online_softmax(s, row_max, row_sum, o, 1.f);
-  quantize_p(s, pa, s1);
-}
 
-// tmp = (P^ s2) V^ for this tile alone, then O += s1 * tmp: over all of
-// D_PAD at once, or (PV_HALVES) one 64-column panel at a time.  Waits for
-// every MMA of the warpgroup (a next S issued before it too).
-MX_INLINE void pv_fold(float (&o)[1][DT][4], const u32 (&pa)[BN / 16][4], const float (&s1)[2], u64 desc_v) {
+  u32 pa[BN / 16][4];
+  float s1[2];
+  quantize_p(s, pa, s1);
+
+  // tmp = (P^ s2) V^ for this tile alone, then O += s1 * tmp: over all of
+  // D_PAD at once, or (PV_HALVES) one 64-column panel at a time.
+  mbar_wait(bar_v, parity);
   if (!PV_HALVES) {
     float tmp[1][DT][4];
 #pragma unroll
@@ -272,22 +271,6 @@ MX_INLINE void pv_fold(float (&o)[1][DT][4], const u32 (&pa)[BN / 16][4], const 
         for (int e = 0; e < 4; e++) o[0][half * 8 + dt][e] = fmaf(tmp[0][dt][e], s1[e / 2], o[0][half * 8 + dt][e]);
     }
   }
-}
-
-// One key tile, its MMAs waited for in turn.
-MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (&row_sum)[1][2], u64 desc_q,
-                           u64 desc_k, u64 desc_v, u32 bar_k, u32 bar_v, u32 parity, int t, int warp_row0,
-                           const ScoreScales &sc, const mx_kernel_args &a) {
-  float s[1][NT][4];
-  mbar_wait(bar_k, parity);
-  issue_s(s, desc_q, desc_k);
-  wgmma_wait<0>();
-  reg_fence(s);
-  u32 pa[BN / 16][4];
-  float s1[2];
-  scores_to_p(s, o, row_max, row_sum, pa, s1, t, warp_row0, sc, a);
-  mbar_wait(bar_v, parity);
-  pv_fold(o, pa, s1, desc_v);
 }
 
 // ---- the kernel's body --------------------------------------------------------
@@ -363,42 +346,11 @@ MX_INLINE void fp4_wgmma_attention(const mx_kernel_args &a) {
   float o[1][DT][4], row_max[1][2], row_sum[1][2];
   init_accumulators(o, row_max, row_sum);
   mbar_wait(bar_q, 0);                 // Q has landed (also where no key is seen: no copy outlives the block)
-  if (!PIPELINE_S) {
-    for (int t = 0; t < n_tiles; t++) {
-      const int slot = t % STAGES;
-      attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * (KV_BYTES / 16), desc_v + slot * (KV_BYTES / 16),
-                  bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, sc, a);
-      mbar_arrive(bar_empty(slot));    // this thread's MMAs on the slot are complete
-    }
-  } else {
-    // S(t+1) is issued before tile t's softmax and quantization, so the
-    // tensor cores compute it under them; P(t) V(t)'s wait covers both.
-    float s[1][NT][4];
-    if (n_tiles > 0) {
-      mbar_wait(bar_k(0), 0);
-      issue_s(s, desc_q, desc_k);
-    }
-    for (int t = 0; t < n_tiles; t++) {
-      const int slot = t % STAGES, next = (t + 1) % STAGES;
-      wgmma_wait<0>();
-      reg_fence(s);
-      float sn[1][NT][4];
-      if (t + 1 < n_tiles) {
-        mbar_wait(bar_k(next), ((t + 1) / STAGES) & 1);
-        issue_s(sn, desc_q, desc_k + next * (KV_BYTES / 16));
-      }
-      u32 pa[BN / 16][4];
-      float s1[2];
-      scores_to_p(s, o, row_max, row_sum, pa, s1, t, warp_row0, sc, a);
-      mbar_wait(bar_v(slot), (t / STAGES) & 1);
-      pv_fold(o, pa, s1, desc_v + slot * (KV_BYTES / 16));
-      mbar_arrive(bar_empty(slot));    // this thread's MMAs on the slot are complete
-      reg_fence(sn);
-#pragma unroll
-      for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) s[0][nt][e] = sn[0][nt][e];
-    }
+  for (int t = 0; t < n_tiles; t++) {
+    const int slot = t % STAGES;
+    attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * (KV_BYTES / 16), desc_v + slot * (KV_BYTES / 16),
+                bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, sc, a);
+    mbar_arrive(bar_empty(slot));      // this thread's MMAs on the slot are complete
   }
 
   // Smooth-K dropped q . mean from every score of a row; it cancels in the
