@@ -40,7 +40,7 @@ S.params = {
   { name = "layout", role = "problem", values = { "bhnd", "bnhd" }, default = "bhnd",
     help = "memory layout, [batch, heads, seq, dim] or [batch, seq, heads, dim]" },
   { name = "variant", role = "knob", values = { "mma", "wgmma" }, default = "mma",
-    families = { f16 = true, ["int8-fp8"] = true },
+    families = { f16 = true, ["int8-fp8"] = true, nvfp4 = true, mxfp4 = true, ["nvfp4-int8qk"] = true },
     help = "MMA building block: mma (mma.sync, sm_80+) or wgmma (Hopper warpgroup MMA + TMA, sm_90a)" },
   { name = "q_regs", role = "knob", values = { 1, 0 }, default = 1,
     families = { f16 = true },

@@ -210,6 +210,9 @@ static void test_two_level_beats_direct(void **state) {
 
 typedef struct { void *q, *k, *v, *o, *ws; float *lse; } dev_bufs;
 
+/* > 0: run_plan_raw also times each kernel of the plan over this many launches. */
+static int g_profile_reps;
+
 /* Runs the whole launch plan of `params` on BHND contiguous inputs and reads
  * the workspace back into *ws (caller frees) with its section offsets. */
 static mxattn_status run_plan_raw(const char *params, int B, int Hq, int Hkv, int Nq, int Nk, int D,
@@ -261,6 +264,19 @@ static mxattn_status run_plan_raw(const char *params, int B, int Hq, int Hkv, in
     a.gqa = Hq / Hkv;
     MX_TRY(mx_launch_plan_run(&g_dev, lp, &a, NULL));
     MX_TRY(mx_device_synchronize(&g_dev));
+    for (int i = 0; i < lp->n_steps && g_profile_reps > 0; i++) {   /* the maps stay encoded in `a` */
+        const mx_launch_step *sp = &lp->steps[i];
+        mx_dim3 block = {sp->threads, 1, 1};
+        mx_timer timer = {0};
+        float ms = -1;
+        MX_TRY(mx_timer_create(&g_dev, &timer));
+        MX_TRY(mx_timer_start(&timer, NULL));
+        for (int r = 0; r < g_profile_reps; r++) MX_TRY(mx_launch(&g_dev, sp->fn, mx_launch_grid(&g_dev, sp), block, sp->smem_bytes, NULL, &a));
+        MX_TRY(mx_timer_stop(&timer, NULL));
+        MX_TRY(mx_timer_elapsed_ms(&timer, &ms));
+        mx_timer_destroy(&timer);
+        printf("  step %d %-48s %8.3f ms\n", i, sp->name, ms / g_profile_reps);
+    }
     *ws = malloc(lp->workspace_bytes);
     MX_TRY(mx_memcpy_dtoh(&g_dev, *ws, d.ws, lp->workspace_bytes));
 fail:
@@ -445,6 +461,271 @@ static void test_int8_ties_bit_exact(void **state) {
     assert_int_equal(bad, 0);
 }
 
+
+/* ---- variant=wgmma (sm_90a): templates/cuda/fwd_fp4_wgmma.cuh ------------- */
+
+static int on_hopper(void) { return strcmp(g_dev.arch, "sm_90a") == 0; }
+
+/* A bf16 operand row block of the workspace ([rows][pitch] bf16) against the
+ * values numerics' quantizer gives: E2M1 value times scale value, per element
+ * (bf16 holds them exactly), padding columns and rows 0.  Equal values with a
+ * positive scale mean equal codes; the scales are compared as bytes apart. */
+static long compare_bf16(const float *want, int rows, int cols, const uint16_t *got, int pitch, int got_rows,
+                         const char *what) {
+    long bad = 0;
+    for (int r = 0; r < got_rows; r++)
+        for (int c = 0; c < pitch; c++) {
+            float w = r < rows && c < cols ? want[(size_t)r * cols + c] : 0.0f;
+            uint16_t g = got[(size_t)r * pitch + c], wb = mx_f32_to_bf16(w);
+            int both_nan = isnan(w) && (g & 0x7FFF) > 0x7F80;
+            if (g != wb && !both_nan && bad++ < 5)
+                printf("  %s [%d][%d]: got %04x want %04x (%g)\n", what, r, c, g, wb, w);
+        }
+    return bad;
+}
+
+/* numerics' quantize-dequantize of rows x cols along the rows, and its scale
+ * bytes (compared to the workspace's with the pitches of compare_fp4). */
+static long check_fp4_operand(mx_fp4_kind kind, const float *x, int rows, int cols, const uint16_t *got, int pitch,
+                              int got_rows, const uint8_t *scales, size_t s_row, size_t s_blk, const char *what) {
+    int pb = mx_fp4_block_size(kind), padded = mx_fp4_padded_cols(kind, cols);
+    uint8_t *rc = calloc(mx_fp4_codes_bytes(kind, rows, cols) + 1, 1), *rs = calloc(mx_fp4_scales_bytes(kind, rows, cols) + 1, 1);
+    float *dq = malloc((size_t)rows * cols * 4);
+    mx_fp4_quantize(kind, x, rows, cols, cols, rc, rs);
+    mx_fp4_dequantize(kind, rc, rs, rows, cols, dq, cols);
+    long bad = 0;
+    for (int r = 0; r < rows; r++)
+        for (int blk = 0; blk < padded / pb; blk++) {
+            uint8_t want = rs[(size_t)r * (padded / pb) + blk], g = scales[r * s_row + blk * s_blk];
+            if (g != want && bad++ < 5) printf("  %s scale row %d block %d: got %02x want %02x\n", what, r, blk, g, want);
+        }
+    bad += compare_bf16(dq, rows, cols, got, pitch, got_rows, what);
+    free(rc); free(rs); free(dq);
+    return bad;
+}
+
+/* The operands the wgmma kernel reads, bit for bit: Q, K (smoothed) and V as
+ * bf16 values of numerics' codes times its scales, the scales themselves;
+ * nvfp4-int8qk's INT8 codes as bf16 and their fp32 scales.  Poisoned
+ * workspace, special values planted, head dims 72 (no multiple of 64) and 128. */
+static void test_wgmma_operands_bit_exact(void **state) {
+    if (!on_hopper()) skip();
+    const int B = 1, Hq = 2, Hkv = 1, Nq = 70, Nk = 100;
+    static const int dims[] = {72, 128};
+    long total_bad = 0;
+    for (int f = 0; f < 3; f++)
+        for (int di = 0; di < 2; di++) {
+            const int D = dims[di], DPAD = round_up(D, 16);
+            mx_fp4_kind kind = strcmp(FAMILIES[f], "mxfp4") ? MX_FP4_NVFP4 : MX_FP4_MXFP4;
+            int int8 = !strcmp(FAMILIES[f], "nvfp4-int8qk");
+            size_t nq = (size_t)B * Hq * Nq * D, nk = (size_t)B * Hkv * Nk * D;
+            float *q = malloc(nq * 4), *k = malloc(nk * 4), *v = malloc(nk * 4);
+            mx_rng rng;
+            mx_rng_seed(&rng, gpu_seed_base() + 50 + f);
+            random_bf16(&rng, q, nq, 0, 1);
+            random_bf16(&rng, k, nk, 0.5, 2);
+            random_bf16(&rng, v, nk, 0, 1);
+            plant_specials(q, Nq, D, 1);
+            plant_specials(k, Nk, D, 0);
+            for (int j = 0; j < 32; j++) v[(size_t)j * D + 0] = 0.0f;
+            v[(size_t)5 * D + 1] = 32768.0f;
+            v[(size_t)9 * D + 3] = -INFINITY;
+            char params[256];
+            snprintf(params, sizeof params, "family=%s head_dim=%d arch=%s lse=1 smooth_k=1 variant=wgmma block_m=128 "
+                     "warps=12 block_n=64 stages=2", FAMILIES[f], D, g_dev.arch);
+            uint8_t *ws = NULL;
+            mx_launch_plan lp;
+            mxattn_status st = run_plan_raw(params, B, Hq, Hkv, Nq, Nk, D, q, k, v, &ws, &lp);
+            if (st != MXATTN_OK) fail_msg("%s: %s", params, mxattn_last_error());
+            const int DP = round_up(D, 64), PB = mx_fp4_block_size(kind), SPK = round_up(DP / PB, 4);
+            const int NQ = round_up(Nq, 128), NK = int8 ? round_up(Nk, 64) : round_up(Nk, 64);
+            float *mean = malloc(D * 4), *ks = malloc(nk * 4);
+            mx_channel_mean(k, Nk, D, D, mean);
+            mx_subtract_mean(k, Nk, D, D, mean, ks);
+            long bad = 0;
+            if (!int8) {
+                for (int h = 0; h < Hq; h++)
+                    bad += check_fp4_operand(kind, q + (size_t)h * Nq * D, Nq, D,
+                                             (const uint16_t *)(ws + lp.ws_off[0]) + (size_t)h * NQ * DPAD, DPAD, NQ,
+                                             ws + lp.ws_off[1] + (size_t)h * NQ * SPK, SPK, 1, "Q");
+                bad += check_fp4_operand(kind, ks, Nk, D, (const uint16_t *)(ws + lp.ws_off[2]), DPAD, NK,
+                                         ws + lp.ws_off[3], SPK, 1, "K");
+            } else {
+                int8_t *c8 = malloc(nq > nk ? nq : nk);
+                float *sc = malloc(((Nk > Nq ? Nk : Nq) / 64 + 2) * sizeof(float)), *cf = malloc((nq > nk ? nq : nk) * 4);
+                for (int t = 0; t < 1 + Hq; t++) {   /* K, then each Q head */
+                    const int rows = t ? Nq : Nk, ib = t ? 128 : 64, NR = t ? NQ : NK;
+                    mx_int8_quantize_blocks(t ? q + (size_t)(t - 1) * Nq * D : ks, rows, D, D, ib, c8, sc);
+                    for (size_t i = 0; i < (size_t)rows * D; i++) cf[i] = c8[i];
+                    const uint8_t *sec = ws + lp.ws_off[t ? 0 : 2] + (t ? (size_t)(t - 1) * NQ * DPAD * 2 : 0);
+                    bad += compare_bf16(cf, rows, D, (const uint16_t *)sec, DPAD, NR, t ? "int8 Q" : "int8 K");
+                    const float *gs = (const float *)(ws + lp.ws_off[t ? 1 : 3]) + (t ? (size_t)(t - 1) * (NQ / 128) : 0);
+                    for (int b = 0; b < (rows + ib - 1) / ib; b++)
+                        if (memcmp(&gs[b], &sc[b], 4) && !(isnan(gs[b]) && isnan(sc[b])) && bad++ < 5)
+                            printf("  int8 scale %d of operand %d: got %a want %a\n", b, t, gs[b], sc[b]);
+                }
+                free(c8); free(sc); free(cf);
+            }
+            {   /* V: quantized along the keys (the rows of V^T), stored key-major; scales key-block major */
+                float *vt = malloc((size_t)D * Nk * 4);
+                for (int j = 0; j < Nk; j++)
+                    for (int c = 0; c < D; c++) vt[(size_t)c * Nk + j] = v[(size_t)j * D + c];
+                int padded = mx_fp4_padded_cols(kind, Nk);
+                uint8_t *rc = calloc(mx_fp4_codes_bytes(kind, D, Nk) + 1, 1), *rs = calloc(mx_fp4_scales_bytes(kind, D, Nk) + 1, 1);
+                float *dq = malloc((size_t)D * Nk * 4), *back = malloc((size_t)D * Nk * 4);
+                mx_fp4_quantize(kind, vt, D, Nk, Nk, rc, rs);
+                mx_fp4_dequantize(kind, rc, rs, D, Nk, dq, Nk);
+                for (int c = 0; c < D; c++)
+                    for (int j = 0; j < Nk; j++) back[(size_t)j * D + c] = dq[(size_t)c * Nk + j];
+                bad += compare_bf16(back, Nk, D, (const uint16_t *)(ws + lp.ws_off[4]), DPAD, NK, "V");
+                for (int c = 0; c < D; c++)
+                    for (int b = 0; b < padded / PB; b++) {
+                        uint8_t want = rs[(size_t)c * (padded / PB) + b], g = ws[lp.ws_off[5] + (size_t)b * DPAD + c];
+                        if (g != want && bad++ < 5) printf("  V scale channel %d block %d: got %02x want %02x\n", c, b, g, want);
+                    }
+                free(vt); free(rc); free(rs); free(dq); free(back);
+            }
+            printf("%-13s D=%3d wgmma operands: %ld mismatches\n", FAMILIES[f], D, bad);
+            total_bad += bad;
+            free(q); free(k); free(v); free(mean); free(ks); free(ws);
+        }
+    assert_int_equal(total_bad, 0);
+}
+
+/* The wgmma kernel against the pipeline reference (p_tile = its block_n) and
+ * fp64: head dims that are not multiples of 16 or 64, one row, 63, 2049,
+ * every causal alignment, one KV head, one to three consumer warpgroups,
+ * 64- and 128-key tiles, both dtypes, padded strides (direct P:
+ * test_two_level_beats_direct, whose default plan is this kernel). */
+static int wgmma_shapes(int f) {
+    static const struct { int d, nq, nk, causal, bm, bn; } shapes[] = {
+        {8, 63, 63, 1, 128, 128}, {72, 1, 129, 0, 64, 64}, {100, 63, 63, 2, 128, 128}, {128, 2049, 2049, 1, 128, 128},
+        {64, 2049, 63, 0, 192, 128}, {72, 63, 2049, 2, 128, 64}, {128, 1, 2049, 0, 128, 128}, {96, 300, 17, 1, 64, 128},
+        {128, 333, 1000, 2, 192, 64},   /* three consumers at D = 128: P V by halves */
+    };
+    int failures = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        char config[160];
+        snprintf(config, sizeof config, "variant=wgmma block_m=%d warps=%d block_n=%d stages=2", shapes[i].bm,
+                 shapes[i].bm / 16 + 4, shapes[i].bn);
+        gpu_case c = {.family = FAMILIES[f], .batch = 1 + (int)i % 2, .heads_q = 2, .heads_kv = 1,
+                      .seq_q = shapes[i].nq, .seq_k = shapes[i].nk, .head_dim = shapes[i].d,
+                      .causal = (mxattn_causal)shapes[i].causal, .dtype = (i + f) % 3 == 2 ? MXATTN_F16 : MXATTN_BF16,
+                      .layout = (mxattn_layout)(i % 2), .pad = (int)(i % 3) * 8, .lse = (int)(i + f) % 2, .config = config};
+        failures += check_case(&c, gpu_seed_base() + 300 + 10 * f + i);
+    }
+    return failures;
+}
+static void test_wgmma_shapes_nvfp4(void **state) { if (!on_hopper()) skip(); assert_int_equal(wgmma_shapes(0), 0); }
+static void test_wgmma_shapes_mxfp4(void **state) { if (!on_hopper()) skip(); assert_int_equal(wgmma_shapes(1), 0); }
+static void test_wgmma_shapes_int8qk(void **state) { if (!on_hopper()) skip(); assert_int_equal(wgmma_shapes(2), 0); }
+
+
+/* Where the time goes: each kernel of the plan (K's mean, the quantization
+ * of K and V, of Q, the attention) at B1 H32 N4096 D128.  Printed. */
+static void test_wgmma_speed_steps(void **state) {
+    if (!on_hopper()) skip();
+    const int H = 32, N = 4096, D = 128;
+    size_t n = (size_t)H * N * D;
+    float *q = malloc(n * 4), *k = malloc(n * 4), *v = malloc(n * 4);
+    mx_rng rng;
+    mx_rng_seed(&rng, gpu_seed_base() + 901);
+    random_bf16(&rng, q, n, 0, 1);
+    random_bf16(&rng, k, n, 0, 1);
+    random_bf16(&rng, v, n, 0, 1);
+    g_profile_reps = 5;
+    for (int f = 0; f < 3; f++) {
+        char params[256];
+        snprintf(params, sizeof params, "family=%s head_dim=%d arch=%s lse=1 variant=wgmma block_m=128 warps=12 "
+                 "block_n=128 stages=2", FAMILIES[f], D, g_dev.arch);
+        uint8_t *ws = NULL;
+        mx_launch_plan lp;
+        printf("%s B1 H%d N%d D%d:\n", FAMILIES[f], H, N, D);
+        mxattn_status st = run_plan_raw(params, 1, H, H, N, N, D, q, k, v, &ws, &lp);
+        free(ws);
+        if (st != MXATTN_OK) { g_profile_reps = 0; fail_msg("%s: %s", params, mxattn_last_error()); }
+    }
+    g_profile_reps = 0;
+    free(q); free(k); free(v);
+}
+
+/* Speed: each FP4 family's plan (the quantization kernels and the attention
+ * kernel) against the f16 plan, measured in this run on the same inputs.
+ * Printed for the record; fails only if a plan does not run. */
+static void test_wgmma_speed_vs_f16(void **state) {
+    if (!on_hopper()) skip();
+    static const struct { int b, h, n, d, causal; } shapes[] = {
+        {4, 32, 4096, 128, 0}, {4, 32, 4096, 128, 1}, {4, 32, 4096, 64, 0}, {4, 32, 4096, 64, 1},
+        {1, 32, 16384, 128, 0}, {1, 32, 16384, 128, 1}, {1, 32, 16384, 64, 0}, {1, 32, 16384, 64, 1},
+    };
+    size_t most = (size_t)4 * 32 * 4096 * 128;
+    uint16_t *h = malloc((most + 4 * 4099) * 2);
+    mx_rng rng;
+    mx_rng_seed(&rng, gpu_seed_base() + 900);
+    void *buf[4] = {0};
+    for (size_t i = 0; i < most + 4 * 4099; i++) h[i] = mx_f32_to_bf16((float)mx_rng_gaussian(&rng));
+    for (int t = 0; t < 4; t++) {   /* Q, K, V shifted copies of one Gaussian draw; O poisoned by it too */
+        assert_int_equal(mx_mem_alloc(&g_dev, most * 2, &buf[t]), MXATTN_OK);
+        assert_int_equal(mx_memcpy_htod(&g_dev, buf[t], h + t * 4099, most * 2), MXATTN_OK);
+    }
+    int failed = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        double ms[4];
+        char used[4][320];
+        const char *fams[4] = {"f16", "nvfp4", "mxfp4", "nvfp4-int8qk"};
+        for (int f = 0; f < 4; f++) {
+            mxattn_problem p;
+            mxattn_problem_init(&p, fams[f], shapes[i].d);
+            p.batch = shapes[i].b; p.heads_q = p.heads_kv = shapes[i].h; p.seq_q = p.seq_k = shapes[i].n;
+            p.causal = shapes[i].causal ? MXATTN_CAUSAL_TOP_LEFT : MXATTN_CAUSAL_NONE;
+            ms[f] = gpu_time_plan(g_ctx, &g_dev, &p, NULL, buf[0], buf[1], buf[2], buf[3], used[f], sizeof used[f]);
+            failed += ms[f] <= 0;
+        }
+        printf("speed B%d H%d N%d D%d causal %d: f16 %.3f ms | nvfp4 %.3f ms %.2fx | mxfp4 %.3f ms %.2fx | "
+               "nvfp4-int8qk %.3f ms %.2fx\n", shapes[i].b, shapes[i].h, shapes[i].n, shapes[i].d, shapes[i].causal, ms[0],
+               ms[1], ms[0] / ms[1], ms[2], ms[0] / ms[2], ms[3], ms[0] / ms[3]);
+        if (i == 0)
+            for (int f = 0; f < 4; f++) printf("  %s: %s\n", fams[f], used[f]);
+    }
+    /* Other tiles of the wgmma kernel, for the record (not counted as failures). */
+    static const struct { int b, n, d; const char *config; } tiles[] = {
+        {4, 4096, 128, "variant=wgmma block_m=128 warps=12 block_n=128 stages=2"},
+        {4, 4096, 128, "variant=wgmma block_m=192 warps=16 block_n=64 stages=3"},
+        {4, 4096, 64, "variant=wgmma block_m=192 warps=16 block_n=64 stages=2"},
+        {4, 4096, 64, "variant=wgmma block_m=192 warps=16 block_n=64 stages=3"},
+        {4, 4096, 64, "variant=wgmma block_m=128 warps=12 block_n=128 stages=2"},
+        {4, 4096, 128, "variant=wgmma block_m=128 warps=12 block_n=64 stages=2"},
+        {4, 4096, 96, "variant=wgmma block_m=128 warps=12 block_n=128 stages=2"},
+        {4, 4096, 96, "variant=wgmma block_m=128 warps=12 block_n=64 stages=2"},
+        {4, 4096, 96, "variant=wgmma block_m=128 warps=12 block_n=64 stages=3"},
+    };
+    for (size_t i = 0; i < sizeof tiles / sizeof *tiles; i++)
+        for (int f = 1; f < 4; f++) {
+            const char *fams[4] = {"f16", "nvfp4", "mxfp4", "nvfp4-int8qk"};
+            mxattn_problem p;
+            char used[320];
+            mxattn_problem_init(&p, fams[f], tiles[i].d);
+            p.batch = tiles[i].b; p.heads_q = p.heads_kv = 32; p.seq_q = p.seq_k = tiles[i].n;
+            double ms = gpu_time_plan(g_ctx, &g_dev, &p, tiles[i].config, buf[0], buf[1], buf[2], buf[3], used, sizeof used);
+            printf("tile B%d H32 N%d D%d causal 0: %-13s %s %.3f ms (%s)\n", tiles[i].b, tiles[i].n, tiles[i].d, fams[f],
+                   tiles[i].config, ms, used);
+        }
+    /* The mma emulation at the first shape, for the record of what wgmma replaced. */
+    for (int f = 1; f < 4 && !failed; f++) {
+        const char *fams[4] = {"f16", "nvfp4", "mxfp4", "nvfp4-int8qk"};
+        mxattn_problem p;
+        char used[320];
+        mxattn_problem_init(&p, fams[f], 128);
+        p.batch = 4; p.heads_q = p.heads_kv = 32; p.seq_q = p.seq_k = 4096;
+        double ms = gpu_time_plan(g_ctx, &g_dev, &p, "variant=mma block_m=128 warps=8 block_n=32 stages=2", buf[0], buf[1],
+                                  buf[2], buf[3], used, sizeof used);
+        printf("speed B4 H32 N4096 D128 causal 0: %s variant=mma %.3f ms\n", fams[f], ms);
+    }
+    for (int t = 0; t < 4; t++) mx_mem_free(&g_dev, buf[t]);
+    free(h);
+    assert_int_equal(failed, 0);
+}
+
 int main(void) {
     gpu_open_or_skip(&g_dev, "gpu_fp4");
     mxattn_options opts;
@@ -455,9 +736,19 @@ int main(void) {
         return 1;
     }
     printf("gpu_fp4 on %s (%s)\n", g_dev.name, g_dev.arch);
+    /* GPU_FP4_ONLY=pattern runs the tests whose names match (cmocka's * and ?),
+     * e.g. the speed table alone on an idle GPU. */
+    const char *only = getenv("GPU_FP4_ONLY");
+    if (only && *only) cmocka_set_test_filter(only);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantizers_bit_exact),
         cmocka_unit_test(test_int8_ties_bit_exact),
+        cmocka_unit_test(test_wgmma_operands_bit_exact),
+        cmocka_unit_test(test_wgmma_shapes_nvfp4),
+        cmocka_unit_test(test_wgmma_shapes_mxfp4),
+        cmocka_unit_test(test_wgmma_shapes_int8qk),
+        cmocka_unit_test(test_wgmma_speed_vs_f16),
+        cmocka_unit_test(test_wgmma_speed_steps),
         cmocka_unit_test(test_head_dims),
         cmocka_unit_test(test_lengths_and_gqa),
         cmocka_unit_test(test_two_level_beats_direct),

@@ -46,10 +46,10 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_kmean(const mx_kernel_
 -- FP4 rows: one thread per block of PB elements; writes PB/2 code bytes and
 -- one scale byte (numerics quantize_fp4_block).
 local FP4_ROWS = [[
-// Quantizes x[0..PB) into PB/2 bytes at dst (element 2i in the low nibble of
-// byte i); returns the scale code.  A zero scale makes every code +0, and so
+// Quantizes x[0..PB) into PB/8 words of codes (element 8w+i in nibble i of
+// word w); returns the scale code.  A zero scale makes every code +0, and so
 // does a NaN one (a NaN or an infinity in the block: fmax_nan keeps it).
-MX_INLINE u32 quantize_block(const float (&x)[PB], u8 *dst) {
+MX_INLINE u32 quantize_block(const float (&x)[PB], u32 (&words)[PB / 8]) {
   float amax = 0.f;
 #pragma unroll
   for (int i = 0; i < PB; i++) amax = fmax_nan(amax, fabsf(x[i]));
@@ -60,13 +60,43 @@ MX_INLINE u32 quantize_block(const float (&x)[PB], u8 *dst) {
     u32 word = 0;
 #pragma unroll
     for (int i = 0; i < 8; i++) word |= (s > 0.f ? e2m1_code(x[8 * w + i] / s) : 0u) << (4 * i);
-    ((u32 *)dst)[w] = word;
+    words[w] = word;
   }
   return sc;
 }
+// The packed form: PB/2 bytes at dst (element 2i in the low nibble of byte i).
+MX_INLINE void store_codes(u8 *dst, const u32 (&words)[PB / 8]) {
+#pragma unroll
+  for (int w = 0; w < PB / 8; w++) ((u32 *)dst)[w] = words[w];
+}
+// The dequantized form (BF16_OPS): element i of the block, E2M1 value times
+// the scale, to dst[i * stride] for i < n.  Exact in bf16 (at most 2 + 4
+// significant bits; a power of two for MXFP4); a NaN scale makes the block
+// NaN, as the mma variant's dequantization in shared memory does.
+// A whole block along a row (stride 1, dst 32-byte aligned) goes out as
+// 16-byte stores: element by element, a warp's stores of Q and K rows wrote
+// 2 bytes of each 32-byte sector at a time (0.15 ms of an H200 for Q at B1
+// H32 N4096 D128, 3x the read).
+MX_INLINE void store_dequantized(u16 *dst, i64 stride, int n, const u32 (&words)[PB / 8], u32 sc) {
+  const float s = scale_value(sc);
+  auto value = [&](int i) { return e2m1_value(words[i / 8] >> (4 * (i % 8))) * s; };
+  if (stride == 1 && n >= PB) {
+#pragma unroll
+    for (int w = 0; w < PB / 8; w++)
+      asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};"
+                   :: "l"(dst + 8 * w), "r"(pack_bf16(value(8 * w), value(8 * w + 1))),
+                      "r"(pack_bf16(value(8 * w + 2), value(8 * w + 3))), "r"(pack_bf16(value(8 * w + 4), value(8 * w + 5))),
+                      "r"(pack_bf16(value(8 * w + 6), value(8 * w + 7))) : "memory");
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < PB; i++)
+    if (i < n) dst[i * stride] = to_bf16(value(i));
+}
 
 // Block `blk` of row `row` of a [rows, D] slice at g (seq stride ss), minus
-// `mean` (NULL: none), into a packed row of DP/2 bytes and SPK scale bytes.
+// `mean` (NULL: none), into a packed row of DP/2 bytes and SPK scale bytes,
+// or (BF16_OPS) a bf16 row of D_PAD elements at `codes`.
 MX_INLINE void quantize_row_block(const u16 *g, i64 ss, int rows, const float *mean, int row, int blk,
                                   u8 *codes, u8 *scales) {
   float x[PB];
@@ -79,13 +109,20 @@ MX_INLINE void quantize_row_block(const u16 *g, i64 ss, int rows, const float *m
       if (mean) x[i] = x[i] - mean[col];             // fp32, as mx_subtract_mean
     }
   }
-  scales[blk] = (u8)quantize_block(x, codes + blk * (PB / 2));
+  u32 words[PB / 8];
+  const u32 sc = quantize_block(x, words);
+  scales[blk] = (u8)sc;
+  if (!BF16_OPS) store_codes(codes + blk * (PB / 2), words);
+  else if (blk * PB < D_PAD) store_dequantized((u16 *)codes + blk * PB, 1, D_PAD - blk * PB, words, sc);
   if (blk == 0)
     for (int j = DP / PB; j < SPK; j++) scales[j] = 0;   // scale padding
 }
+// Bytes of one Q or K row in the workspace: packed codes, or bf16 operands.
+constexpr int ROW_CODE_BYTES = BF16_OPS ? 2 * D_PAD : DP / 2;
 
 // V^T's block `kb` (keys kb*PB..) of channel c of KV head bh into its PB/2
 // code bytes and scale byte; keys past seq_k and channels past D count as 0.
+// BF16_OPS: the block's values go to V's bf16 rows [key][D_PAD] instead.
 MX_INLINE void quantize_vt_block(const mx_kernel_args &a, int nk, int bh, int kb, int c) {
   const u16 *v = (const u16 *)a.v + (bh / a.heads_kv) * a.v_sb + (bh % a.heads_kv) * a.v_sh;
   float x[PB];
@@ -94,8 +131,13 @@ MX_INLINE void quantize_vt_block(const mx_kernel_args &a, int nk, int bh, int kb
     const int key = kb * PB + i;
     x[i] = key < a.seq_k && c < D ? load_in(v + (i64)key * a.v_ss + c) : 0.f;
   }
-  u8 *codes = ws_at(a, WS_VC) + ((i64)bh * DV + c) * (nk / 2) + kb * (PB / 2);
-  ws_at(a, WS_VS)[((i64)bh * (nk / PB) + kb) * DV + c] = (u8)quantize_block(x, codes);
+  u32 words[PB / 8];
+  const u32 sc = quantize_block(x, words);
+  ws_at(a, WS_VS)[((i64)bh * (nk / PB) + kb) * DV + c] = (u8)sc;
+  if (BF16_OPS)
+    store_dequantized((u16 *)ws_at(a, WS_VC) + ((i64)bh * nk + kb * PB) * D_PAD + c, D_PAD, PB, words, sc);
+  else
+    store_codes(ws_at(a, WS_VC) + ((i64)bh * DV + c) * (nk / 2) + kb * (PB / 2), words);
 }
 ]]
 
@@ -113,7 +155,7 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_quant_kv(const mx_kern
     const u16 *k = (const u16 *)a.k + (bh / a.heads_kv) * a.k_sb + (bh % a.heads_kv) * a.k_sh;
     const float *mean = SMOOTH_K ? (const float *)ws_at(a, WS_MEAN) + (i64)bh * DP : nullptr;
     const i64 r = (i64)bh * nk + row;
-    quantize_row_block(k, a.k_ss, a.seq_k, mean, row, blk, ws_at(a, WS_KC) + r * (DP / 2), ws_at(a, WS_KS) + r * SPK);
+    quantize_row_block(k, a.k_ss, a.seq_k, mean, row, blk, ws_at(a, WS_KC) + r * ROW_CODE_BYTES, ws_at(a, WS_KS) + r * SPK);
   } else {
     const int c = (int)(id % DV);
     const i64 rest = id / DV;
@@ -135,7 +177,7 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_quant_q(const mx_kerne
   const int b = bh / a.heads_q, h = bh % a.heads_q;
   const u16 *q = (const u16 *)a.q + b * a.q_sb + h * a.q_sh;
   const i64 r = (i64)bh * nq + row;
-  quantize_row_block(q, a.q_ss, a.seq_q, nullptr, row, blk, ws_at(a, WS_QC) + r * (DP / 2), ws_at(a, WS_QS) + r * SPK);
+  quantize_row_block(q, a.q_ss, a.seq_q, nullptr, row, blk, ws_at(a, WS_QC) + r * ROW_CODE_BYTES, ws_at(a, WS_QS) + r * SPK);
   if (SMOOTH_K && WRITE_LSE && blk == 0) store_correction(a, q, b * a.heads_kv + h / a.gqa, row, r);
 }
 ]]
@@ -153,10 +195,12 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_quant_q(const mx_kerne
 -- query.
 local INT8_ROWS = [[
 ${SCALE_RECIP}
-// Rows [r0, r0 + IB) of a [rows, D] slice into int8 rows of DP bytes; the
-// block's fp32 scale goes to *scale.  Called by all 256 threads.
+// Rows [r0, r0 + IB) of a [rows, D] slice into int8 rows of DP bytes (or,
+// BF16_OPS, the codes as bf16 rows of D_PAD elements: |code| <= 127 is
+// exact); the block's fp32 scale goes to *scale.  Called by all 256 threads.
+constexpr int CODE_COLS = BF16_OPS ? D_PAD : DP;
 template <int IB>
-MX_INLINE void quantize_int8_block(const u16 *g, i64 ss, int rows, const float *mean, int r0, i8 *codes, float *scale) {
+MX_INLINE void quantize_int8_block(const u16 *g, i64 ss, int rows, const float *mean, int r0, u8 *codes, float *scale) {
   __shared__ float warp_max[8];
   float amax = 0.f;
   for (int i = threadIdx.x; i < IB * D; i += 256) {
@@ -172,12 +216,13 @@ MX_INLINE void quantize_int8_block(const u16 *g, i64 ss, int rows, const float *
   const float s = nan_if_inf(amax / 127.0f);
   const scale_recip inv = scale_reciprocal(s);
   if (threadIdx.x == 0) *scale = s;
-  for (int i = threadIdx.x; i < IB * DP; i += 256) {
-    const int row = r0 + i / DP, col = i % DP;
+  for (int i = threadIdx.x; i < IB * CODE_COLS; i += 256) {
+    const int row = r0 + i / CODE_COLS, col = i % CODE_COLS;
     u32 c = 0;
     if (row < rows && col < D && s > 0.f)
       c = to_int8(div_by_scale(load_in(g + (i64)row * ss + col) - (mean ? mean[col] : 0.f), inv));
-    codes[i] = (i8)c;
+    if (BF16_OPS) ((u16 *)codes)[i] = to_bf16((float)(i8)c);
+    else ((i8 *)codes)[i] = (i8)c;
   }
 }
 
@@ -189,7 +234,7 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_quant_kv(const mx_kern
     if (bh >= a.batch * a.heads_kv) return;
     const u16 *k = (const u16 *)a.k + (bh / a.heads_kv) * a.k_sb + (bh % a.heads_kv) * a.k_sh;
     const float *mean = SMOOTH_K ? (const float *)ws_at(a, WS_MEAN) + (i64)bh * DP : nullptr;
-    quantize_int8_block<IBK>(k, a.k_ss, a.seq_k, mean, kb * IBK, (i8 *)ws_at(a, WS_KC) + ((i64)bh * nk + kb * IBK) * DP,
+    quantize_int8_block<IBK>(k, a.k_ss, a.seq_k, mean, kb * IBK, ws_at(a, WS_KC) + ((i64)bh * nk + kb * IBK) * CODE_COLS * (BF16_OPS ? 2 : 1),
                              (float *)ws_at(a, WS_KS) + (i64)bh * blocks + kb);
     return;
   }
@@ -206,7 +251,7 @@ extern "C" __global__ void __launch_bounds__(256) ${NAME}_quant_q(const mx_kerne
   const int nq = q_rows(a), blocks = nq / IBQ, bh = blockIdx.x / blocks, qb = blockIdx.x % blocks;
   const int b = bh / a.heads_q, h = bh % a.heads_q;
   const u16 *q = (const u16 *)a.q + b * a.q_sb + h * a.q_sh;
-  quantize_int8_block<IBQ>(q, a.q_ss, a.seq_q, nullptr, qb * IBQ, (i8 *)ws_at(a, WS_QC) + ((i64)bh * nq + qb * IBQ) * DP,
+  quantize_int8_block<IBQ>(q, a.q_ss, a.seq_q, nullptr, qb * IBQ, ws_at(a, WS_QC) + ((i64)bh * nq + qb * IBQ) * CODE_COLS * (BF16_OPS ? 2 : 1),
                            (float *)ws_at(a, WS_QS) + (i64)bh * blocks + qb);
   if (SMOOTH_K && WRITE_LSE && threadIdx.x < IBQ)
     store_correction(a, q, b * a.heads_kv + h / a.gqa, qb * IBQ + threadIdx.x, (i64)bh * nq + qb * IBQ + threadIdx.x);
