@@ -39,9 +39,9 @@ S.params = {
     help = "query heads per KV head (grouped-query attention)" },
   { name = "layout", role = "problem", values = { "bhnd", "bnhd" }, default = "bhnd",
     help = "memory layout, [batch, heads, seq, dim] or [batch, seq, heads, dim]" },
-  { name = "variant", role = "knob", values = { "mma", "wgmma" }, default = "mma",
+  { name = "variant", role = "knob", values = { "mma", "wgmma", "decode" }, default = "mma",
     families = { f16 = true, ["int8-fp8"] = true },
-    help = "MMA building block: mma (mma.sync, sm_80+) or wgmma (Hopper warpgroup MMA + TMA, sm_90a)" },
+    help = "MMA building block: mma (mma.sync, sm_80+) or wgmma (Hopper warpgroup MMA + TMA, sm_90a); f16 decode: mma.sync over a few query rows, a KV group's query heads packed into a tile's rows and the keys split over kv_splits blocks (the default up to 16 query rows)" },
   { name = "q_regs", role = "knob", values = { 1, 0 }, default = 1,
     families = { f16 = true },
     help = "mma: keep Q's fragments in registers across key tiles (1) or reload them from shared memory (0)" },
@@ -63,6 +63,9 @@ S.params = {
   { name = "rowsum_mma", role = "knob", values = { 0, 1 }, default = 0,
     families = { ["int8-fp8"] = true }, quiet_default = true,
     help = "wgmma, overlap=0: the softmax's row sums by the tensor cores (P in E4M3 times a column of ones) instead of an FADD a score; the heuristic default picks 1 but for causal above head_dim 64" },
+  { name = "kv_splits", role = "knob", values = { 1, 2, 4, 8, 16, 32, 64 }, default = 1,
+    families = { f16 = true }, variants = { decode = true }, quiet_default = true,
+    help = "f16 variant=decode: pieces the keys are cut into, one block each, merged by a second kernel (the heuristic default fills the SMs' block slots three times over, each piece at least 16 key tiles)" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 192, 256 },
     help = "query rows per thread block" },
   { name = "block_n", role = "knob", values = { 16, 32, 64, 96, 128, 160, 176, 192 },
@@ -155,6 +158,12 @@ S.constraints = {
         return string.format("%s=%s: family %s has no such choice (only %s)", p.name, tostring(t[p.name]),
                              t.family, tostring(p.default))
       end
+    end
+  end,
+  -- The decode schedule is f16's (families/f16_decode.lua).
+  function(t)
+    if t.variant == "decode" and t.family ~= "f16" then
+      return string.format("variant=decode: only family f16 has the decode schedule (family %s)", t.family)
     end
   end,
   -- How warps split the query rows is the family's (and its variant's) business.
@@ -398,8 +407,13 @@ function S.enumerate(t)
       end
       return
     end
-    for _, v in ipairs(knobs[i].values) do
-      work[knobs[i].name] = v
+    -- A knob only some variants read (p.variants) holds its default under
+    -- the others (their checks say so): walking it there would multiply
+    -- the walk by its values for nothing.  variant is walked before it.
+    local k = knobs[i]
+    local values = k.variants and not k.variants[work.variant] and { k.default } or k.values
+    for _, v in ipairs(values) do
+      work[k.name] = v
       walk(i + 1)
     end
   end
