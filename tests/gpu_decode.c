@@ -8,7 +8,9 @@
  * for a few query rows) and explicit tiles and piece counts: one piece (no
  * combine kernel), more pieces than key tiles (empty pieces), 32- and 64-row
  * blocks over 8 warps, Q reloaded from shared memory, 128-key tiles, a
- * 2-deep ring.  Exits 77 (skipped) without a GPU. */
+ * 2-deep ring, piece counts that are not powers of two, and the pieces
+ * merged by the last of them to finish (kv_combine=last) instead of a
+ * second kernel.  Exits 77 (skipped) without a GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -104,6 +106,9 @@ static void test_tiles_and_pieces(void **state) {
         "variant=decode kv_splits=2 q_regs=0 block_m=16 block_n=128 warps=4 stages=2",
         "variant=decode kv_splits=16 block_m=64 block_n=128 warps=4 stages=2",
         "variant=decode kv_splits=32 block_m=32 block_n=128 warps=8 stages=3",
+        "variant=decode kv_splits=3 kv_combine=last block_m=16 block_n=64 warps=4 stages=3",
+        "variant=decode kv_splits=48 kv_combine=last block_m=32 block_n=64 warps=8 stages=2",
+        "variant=decode kv_splits=12 kv_combine=last block_m=64 block_n=64 warps=8 stages=3",
     };
     int failures = 0;
     for (int k = 0; k < (int)(sizeof configs / sizeof *configs); k++)

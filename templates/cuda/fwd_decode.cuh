@@ -11,7 +11,8 @@
 //    every SM several times even at batch 8 with 8 KV heads.  A piece leaves
 //    its rows' normalized O and base-2 LSE in the workspace; decode_combine
 //    (a second kernel of the launch plan, a programmatic dependent of this
-//    one) merges them.  With SPLITS = 1 the block writes O itself.
+//    one) merges them, or (COMBINE_LAST) the row tile's last piece to finish
+//    does.  With SPLITS = 1 the block writes O itself.
 //  * inside a block, warps split the key tile too: ROW_WARPS warps of 16
 //    packed rows each times KEY_WARPS warps that each take KPW keys of every
 //    tile, their (max, sum, O) merged through shared memory at the end.  The
@@ -20,7 +21,8 @@
 // Reads the constants the template writes before this file: D, D_PAD, RS,
 // BM, BN, WARPS, THREADS, STAGES, ROW_WARPS, KEY_WARPS, KPW, KD, NT, DT,
 // SPLITS, RED_STRIDE, SM_* offsets, CAUSAL, WRITE_LSE, Q_REGS, OUT_BF16,
-// COMBINE_WARPS; and the prelude's and mma_sync block's primitives.
+// COMBINE_LAST, COMBINE_WARPS; and the prelude's and mma_sync block's
+// primitives.
 
 // One 16-byte chunk global -> shared; a chunk that is not `ok` is zero-filled
 // from `fallback` (any valid address: no lane reads out of bounds).
@@ -220,6 +222,72 @@ MX_INLINE void decode_finish(const float (&o)[DT][4], const float (&row_max)[2],
   }
 }
 
+// Loads of what other blocks of this grid wrote (the pieces' partials), at
+// L2: the last piece reads them within the grid that wrote them.
+MX_INLINE float ld_cg(const float *p) { float x; asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(x) : "l"(p)); return x; }
+MX_INLINE f32x2 ld_cg2(const float *p) {
+  f32x2 v;
+  asm volatile("ld.global.cg.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "l"(p));
+  return v;
+}
+
+// The pieces' partials of (batch, head, query) row `row` merged by one warp,
+// lanes over the columns: weights exp2(lse_s - max) over the pieces.  A row
+// no piece saw a key of is zeros with LSE -inf; a NaN piece makes it NaN.
+MX_INLINE void combine_row(const mx_kernel_args &a, i64 row, i64 total, int lane) {
+  const float *part_o = (const float *)a.ws;
+  const float *part_lse = (const float *)a.ws + SPLITS * total * D;
+  float m = MX_NEG_INF;
+  for (int s = lane; s < SPLITS; s += 32) m = fmaxf(m, ld_cg(part_lse + s * total + row));
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  const float base = m == MX_NEG_INF ? 0.f : m;
+  float l = 0.f;
+  for (int s = lane; s < SPLITS; s += 32) l += fast_exp2(ld_cg(part_lse + s * total + row) - base);
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
+  const float inv = l != 0.f ? 1.f / l : 0.f;
+  const int q = (int)(row % a.seq_q), head = (int)(row / a.seq_q % a.heads_q), batch = (int)(row / a.seq_q / a.heads_q);
+  u16 *out = (u16 *)a.o + batch * a.o_sb + head * a.o_sh + (i64)q * a.o_ss;
+  for (int c = lane * 2; c < D; c += 64) {
+    float x0 = 0.f, x1 = 0.f;
+#pragma unroll 4
+    for (int s = 0; s < SPLITS; s++) {
+      const float w = fast_exp2(ld_cg(part_lse + s * total + row) - base);
+      const f32x2 v = ld_cg2(part_o + (s * total + row) * D + c);
+      x0 += w * v.x;
+      x1 += w * v.y;
+    }
+    *(u32 *)(out + c) = pack_out(x0 * inv, x1 * inv);
+  }
+  if (WRITE_LSE && lane == 0) a.lse[row] = l != 0.f ? (base + fast_log2(l)) * 0.6931471805599453f : MX_NEG_INF;
+}
+
+// COMBINE_LAST: the last of a row tile's pieces to finish merges them (no
+// second kernel).  Each piece takes a ticket after its partials are out;
+// the one that draws SPLITS - 1 resets the counter for the next launch (the
+// workspace starts zeroed) and combines the tile's rows, one warp a row.
+MX_INLINE void combine_if_last(const mx_kernel_args &a, int warp, int lane, int unit) {
+  extern __shared__ __align__(16) u16 smem[];
+  const i64 *row_off = (const i64 *)((u8 *)smem + SM_ROW_OFF);
+  const int *row_idx = (const int *)((u8 *)smem + SM_ROW_IDX);
+  int *last = (int *)((u8 *)smem + SM_TICKET);
+  const i64 total = (i64)a.batch * a.heads_q * a.seq_q;
+  int *tickets = (int *)((float *)a.ws + SPLITS * total * (D + 1));
+  __threadfence();                      // this piece's partials before its ticket
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const int drawn = atomicAdd(tickets + unit, 1);
+    *last = drawn == SPLITS - 1;
+    if (drawn == SPLITS - 1) tickets[unit] = 0;
+  }
+  __syncthreads();
+  if (!*last) return;
+  __threadfence();                      // the other pieces' partials after their tickets
+  for (int r = warp; r < BM; r += WARPS)
+    if (row_off[r] >= 0) combine_row(a, row_idx[r], total, lane);
+}
+
 // One block: row tile blockIdx.x % row_tiles of KV head blockIdx.y of batch
 // blockIdx.z, key piece blockIdx.x / row_tiles of SPLITS.
 MX_INLINE void decode_attend(const mx_kernel_args &a) {
@@ -280,12 +348,14 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
 #pragma unroll
   for (int dt = 0; dt < DT; dt++) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.f;
 
+  // One barrier a tile: once every warp has passed it, every warp is done
+  // with the slot tile t - 1 sat in, which the copy issued after it refills.
   for (int t = t0; t < t1; t++) {
     const int i = t - t0;
+    cp_async_wait<STAGES - 2>();        // tile t has landed (t+1 .. t+STAGES-2 may not have)
+    __syncthreads();
     if (t + STAGES - 1 < t1) load_kv(t + STAGES - 1, (i + STAGES - 1) % STAGES);
     cp_async_commit();                  // possibly empty: keeps the group count uniform
-    cp_async_wait<STAGES - 1>();        // tile t has landed
-    __syncthreads();
     const int slot = i % STAGES;
 
     float s[NT][4];
@@ -302,48 +372,19 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
     }
     decode_softmax(s, row_max, row_sum, o, a.scale_log2);
     decode_pv(o, s, sV + slot * TILE_BYTES + v_lane);
-    __syncthreads();                    // the slot is refilled next iteration
   }
   cp_async_wait<0>();
   __syncthreads();                      // the ring becomes the merge buffer
   let_next_kernel_start();              // decode_combine may start launching
   decode_finish(o, row_max, row_sum, a, warp, lane, kv_head, batch, row0, rows, split);
+  if (SPLITS > 1 && COMBINE_LAST) combine_if_last(a, warp, lane, (batch * a.heads_kv + kv_head) * row_tiles + rt);
 }
 
-// The pieces' partials of each (batch, head, query) row merged: one warp a
-// row, lanes over the columns.  Weights exp2(lse_s - max) over the pieces;
-// a row no piece saw a key of is zeros with LSE -inf, and a NaN piece makes
-// the row NaN.
+// The combine kernel (COMBINE_LAST = false): one warp a row, once every
+// piece of the attention kernel has finished.
 MX_INLINE void decode_combine(const mx_kernel_args &a) {
   wait_for_previous_kernel();           // the pieces' partials are written
-  const int lane = threadIdx.x % 32;
   const i64 total = (i64)a.batch * a.heads_q * a.seq_q;
   const i64 row = (i64)blockIdx.x * COMBINE_WARPS + threadIdx.x / 32;
-  if (row >= total) return;
-  const float *part_o = (const float *)a.ws;
-  const float *part_lse = (const float *)a.ws + SPLITS * total * D;
-  float m = MX_NEG_INF;
-  for (int s = lane; s < SPLITS; s += 32) m = fmaxf(m, part_lse[s * total + row]);
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-  const float base = m == MX_NEG_INF ? 0.f : m;
-  float l = 0.f;
-  for (int s = lane; s < SPLITS; s += 32) l += fast_exp2(part_lse[s * total + row] - base);
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
-  const float inv = l != 0.f ? 1.f / l : 0.f;
-  const int q = (int)(row % a.seq_q), head = (int)(row / a.seq_q % a.heads_q), batch = (int)(row / a.seq_q / a.heads_q);
-  u16 *out = (u16 *)a.o + batch * a.o_sb + head * a.o_sh + (i64)q * a.o_ss;
-  for (int c = lane * 2; c < D; c += 64) {
-    float x0 = 0.f, x1 = 0.f;
-#pragma unroll 4
-    for (int s = 0; s < SPLITS; s++) {
-      const float w = fast_exp2(part_lse[s * total + row] - base);
-      const f32x2 v = *(const f32x2 *)(part_o + (s * total + row) * D + c);
-      x0 += w * v.x;
-      x1 += w * v.y;
-    }
-    *(u32 *)(out + c) = pack_out(x0 * inv, x1 * inv);
-  }
-  if (WRITE_LSE && lane == 0) a.lse[row] = l != 0.f ? (base + fast_log2(l)) * 0.6931471805599453f : MX_NEG_INF;
+  if (row < total) combine_row(a, row, total, threadIdx.x % 32);
 }

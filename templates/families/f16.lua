@@ -17,8 +17,9 @@ local function row_stride(t) return d_pad(t) + 8 end  -- 16-byte pad: ldmatrix r
 
 function F.check(t)
   if t.variant == "decode" then return DEC.check(t) end
-  if t.kv_splits ~= 1 then
-    return string.format("kv_splits=%d: only variant=decode cuts the keys into pieces", t.kv_splits)
+  if t.kv_splits ~= 1 or t.kv_combine ~= "kernel" then
+    return string.format("kv_splits=%d kv_combine=%s: only variant=decode cuts the keys into pieces", t.kv_splits,
+                         tostring(t.kv_combine))
   end
   if t.variant == "wgmma" then return WG.check(t) end
   return S.check_rows_per_warp(t)

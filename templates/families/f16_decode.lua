@@ -14,10 +14,10 @@ local SOURCE = U.cuda("cuda/fwd_decode.cuh")
 -- Queries at or below which the heuristic default runs this schedule.
 -- (The bench's decode rows: Nq 1, 4 and 16.)
 DEC.MAX_SEQ_Q = 16
--- Blocks of 4 or 8 warps that fit on an SM by shared memory at D=128
--- (64-key tiles, 3 stages: 109 KB a block), for the split heuristic.
-local RESIDENT = 2
 local COMBINE_WARPS = 4
+-- A piece keeps at least this many key tiles: its start (Q and the ring's
+-- first tiles, one memory latency) and its merge stay a small share.
+local MIN_PIECE_TILES = 8
 
 local function d_pad(t) return U.round_up(t.head_dim, 16) end
 local function row_stride(t) return d_pad(t) + 8 end   -- 16-byte pad: ldmatrix rows hit distinct banks
@@ -38,7 +38,8 @@ local function layout(t)
   l.row_lse = l.red_l + kw * bm * 4
   l.row_off = U.round_up(l.row_lse + bm * 4, 8)
   l.row_idx = l.row_off + bm * 8
-  l.total = math.max(ring_end, l.row_idx + bm * 4)
+  l.ticket = l.row_idx + bm * 4
+  l.total = math.max(ring_end, l.ticket + 4)
   return l
 end
 
@@ -74,21 +75,36 @@ function DEC.smem_bytes(t) return layout(t).total end
 function DEC.register_estimate(t)
   local dp = d_pad(t)
   local kpw = t.block_n // key_warps(t)
-  -- O, the scores, Q's fragments when kept, addressing and softmax state.
-  return dp // 2 + kpw // 2 + (t.q_regs == 1 and dp // 4 or 4) + 40
+  -- O, the scores, Q's fragments when kept, addressing and softmax state
+  -- (ptxas: 168 at D=128 with 16 keys a warp, 127 at D=64 with 32).
+  return dp // 2 + kpw // 2 + (t.q_regs == 1 and dp // 4 or 4) + 64
 end
 
--- Pieces for the keys: the fewest (a power of two) whose blocks fill the
--- GPU's block slots three times, each piece keeping at least 8 key tiles.
--- B8 Hkv8 Nk32768 on 132 SMs: 64 row tiles x 16 pieces = 1024 blocks.
-function DEC.splits(pr, rows, block_m, block_n)
+-- Blocks of table t an SM holds, by shared memory and registers.
+function DEC.resident(t)
+  local by_smem = (228 * 1024) // (DEC.smem_bytes(t) + 1024)
+  local by_regs = 65536 // (U.round_up(DEC.register_estimate(t), 8) * 32 * t.warps)
+  return math.max(1, math.min(by_smem, by_regs, 32 // t.warps))
+end
+
+-- Pieces for the keys: of the kv_splits values whose pieces keep at least
+-- MIN_PIECE_TILES key tiles, the one whose blocks fill the GPU's block
+-- slots most evenly (blocks / (waves * slots)); the fewest pieces of those
+-- within 2% of the best.
+function DEC.splits(t, pr, rows)
   if not (pr and pr.batch and pr.heads_kv and pr.seq_k) then return 8 end
-  local units = pr.batch * pr.heads_kv * U.ceil_div(rows, block_m)
-  local slots = (pr.sms or 132) * RESIDENT
-  local tiles = U.ceil_div(pr.seq_k, block_n)
-  local splits = 1
-  while splits < 64 and units * splits < 3 * slots and tiles >= 16 * splits do splits = splits * 2 end
-  return splits
+  local units = pr.batch * pr.heads_kv * U.ceil_div(rows, t.block_m)
+  local slots = (pr.sms or 132) * DEC.resident(t)
+  local tiles = U.ceil_div(pr.seq_k, t.block_n)
+  local best, best_fill = 1, 0
+  for _, s in ipairs(require("space").by_name.kv_splits.values) do
+    if s == 1 or tiles >= MIN_PIECE_TILES * s then
+      local blocks = units * s
+      local fill = blocks / (U.ceil_div(blocks, slots) * slots)
+      if fill > best_fill + 0.02 then best, best_fill = s, fill end
+    end
+  end
+  return best
 end
 
 -- The heuristic default: packed rows gqa * seq_q to the smallest of 16, 32
@@ -98,9 +114,11 @@ function DEC.default(t, pr)
   local rows = gqa * ((pr and pr.seq_q) or 1)
   local bm = rows <= 16 and 16 or rows <= 32 and 32 or 64
   local warps = bm == 64 and 8 or 4
-  local bn = 64
-  return { variant = "decode", q_regs = d_pad(t) <= 128 and 1 or 0, block_m = bm, block_n = bn, warps = warps,
-           stages = 3, kv_splits = DEC.splits(pr, rows, bm, bn) }
+  local knobs = { variant = "decode", q_regs = d_pad(t) <= 128 and 1 or 0, block_m = bm, block_n = 64, warps = warps,
+                  stages = 3, kv_combine = "kernel" }
+  local probe = setmetatable({}, { __index = function(_, k) if knobs[k] ~= nil then return knobs[k] end return t[k] end })
+  knobs.kv_splits = DEC.splits(probe, pr, rows)
+  return knobs
 end
 
 -- Only the order matters.  For a few query rows (pr: the problem's sizes)
@@ -148,11 +166,14 @@ constexpr int SM_Q = ${SM_Q}, SM_K = ${SM_K}, SM_V = ${SM_V};
 constexpr int RED_STRIDE = ${RED_STRIDE};
 constexpr int SM_RED_O = ${SM_RED_O}, SM_RED_M = ${SM_RED_M}, SM_RED_L = ${SM_RED_L};
 constexpr int SM_ROW_LSE = ${SM_ROW_LSE}, SM_ROW_OFF = ${SM_ROW_OFF}, SM_ROW_IDX = ${SM_ROW_IDX};
+constexpr int SM_TICKET = ${SM_TICKET};
+constexpr bool COMBINE_LAST = ${COMBINE_LAST};  // the last piece merges (no combine kernel)
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, Q_REGS = ${Q_REGS}, OUT_BF16 = ${OUT_BF16};
 ]], { D = t.head_dim, D_PAD = d_pad(t), RS = row_stride(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps,
       STAGES = t.stages, SPLITS = t.kv_splits, COMBINE_WARPS = COMBINE_WARPS, TILE = l.tile,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, RED_STRIDE = l.red_stride, SM_RED_O = l.red_o, SM_RED_M = l.red_m,
       SM_RED_L = l.red_l, SM_ROW_LSE = l.row_lse, SM_ROW_OFF = l.row_off, SM_ROW_IDX = l.row_idx,
+      SM_TICKET = l.ticket, COMBINE_LAST = t.kv_combine == "last",
       CAUSAL = t.causal == 1, LSE = t.lse == 1, Q_REGS = t.q_regs == 1, OUT_BF16 = t.out_dtype == "bf16" })
   return table.concat({
     "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
@@ -164,9 +185,10 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, Q_REGS = ${Q_REGS}, OUT_B
   }, "\n")
 end
 
--- Grid: x = piece * row_tiles + row tile, y = KV head, z = batch; then the
--- combine kernel (one warp a row) as a programmatic dependent, where the
--- keys are cut.  Workspace: the pieces' O rows (fp32) and base-2 LSEs.
+-- Grid: x = piece * row_tiles + row tile, y = KV head, z = batch; then,
+-- where the keys are cut and kv_combine=kernel, the combine kernel (one warp
+-- a row) as a programmatic dependent.  Workspace: the pieces' O rows (fp32)
+-- and base-2 LSEs, then (kv_combine=last) a ticket counter per row tile.
 function DEC.launches(t, pr, canonical)
   local gqa = pr.heads_q // math.max(pr.heads_kv or pr.heads_q, 1)
   local rows = gqa * pr.seq_q
@@ -176,9 +198,13 @@ function DEC.launches(t, pr, canonical)
   local total = pr.batch * pr.heads_q * pr.seq_q
   local workspace = 0
   if t.kv_splits > 1 then
-    kernels[2] = { name = name .. "_combine", grid = { U.ceil_div(total, COMBINE_WARPS), 1, 1 },
-                   block = 32 * COMBINE_WARPS, smem = 0, pdl = true }
     workspace = t.kv_splits * total * (t.head_dim + 1) * 4
+    if t.kv_combine == "last" then
+      workspace = workspace + 4 * kernels[1].grid[1] // t.kv_splits * kernels[1].grid[2] * kernels[1].grid[3]
+    else
+      kernels[2] = { name = name .. "_combine", grid = { U.ceil_div(total, COMBINE_WARPS), 1, 1 },
+                     block = 32 * COMBINE_WARPS, smem = 0, pdl = true }
+    end
   end
   return { workspace = workspace, kernels = kernels }
 end
