@@ -1,7 +1,8 @@
 /* The f16 family's decode schedule (variant=decode, templates/cuda/
  * fwd_decode.cuh): the default picks it for a few query rows and only then,
  * with the pieces its heuristic says; the launch plan's grid, combine kernel
- * and workspace; the tables it refuses, with a message naming the knob; the
+ * and workspace (and with kv_combine=last, tickets instead of a second
+ * kernel); the tables it refuses, with a message naming the knob; the
  * tuner's list for a decode problem; and NVRTC compiles it for sm_90a (and
  * sm_80) into mma.sync and cp.async with no spills.  No GPU needed. */
 #include <setjmp.h>
@@ -38,16 +39,21 @@ static void test_renders_deterministically(void **state) {
 }
 
 /* Up to 16 query rows the default is the decode schedule, its rows a block
- * the packed rows gqa * seq_q rounded to 16, 32 or 64, its pieces the fewest
- * whose blocks fill 3 x 2 x 132 block slots (B16 Hkv8 Nq16 gqa4: 128 row tiles
- * x 8 = 1024 blocks); above 16 rows, not. */
+ * the packed rows gqa * seq_q rounded to 16, 32 or 64, a 3-deep ring where
+ * two blocks fit an SM (else 2), its pieces the fewest whose blocks fill the
+ * GPU's block slots evenly (B16 Hkv8: 128 row tiles x 2 = 256 blocks in 264
+ * slots; B8 Hkv8: 64 x 4; B16 Hkv32: 512 in two waves, no pieces); above 16
+ * rows, not. */
 static void test_default_for_a_few_rows(void **state) {
     static const struct { int causal, gqa; const char *sizes, *want; } cases[] = {
         {0, 4, "batch=8 heads_q=32 heads_kv=8 seq_q=1 seq_k=32768 head_dim=128 sms=132",
-         "variant=decode q_regs=1 overlap=0 kv_splits=16 block_m=16 block_n=64 warps=4 stages=3"},
-        {1, 4, "batch=16 heads_q=32 heads_kv=8 seq_q=4 seq_k=8192 head_dim=128 sms=132", "kv_splits=8 block_m=16 "},
-        {1, 4, "batch=16 heads_q=32 heads_kv=8 seq_q=16 seq_k=8192 head_dim=128 sms=132", "kv_splits=8 block_m=64 "},
-        {0, 1, "batch=16 heads_q=32 heads_kv=32 seq_q=1 seq_k=32768 head_dim=128 sms=132", "kv_splits=2 block_m=16 "},
+         "variant=decode q_regs=1 overlap=0 kv_splits=4 block_m=16 block_n=64 warps=4 stages=3"},
+        {1, 4, "batch=16 heads_q=32 heads_kv=8 seq_q=4 seq_k=8192 head_dim=128 sms=132", "kv_splits=2 block_m=16 "},
+        {1, 4, "batch=16 heads_q=32 heads_kv=8 seq_q=16 seq_k=8192 head_dim=128 sms=132",
+         "kv_splits=2 block_m=64 block_n=64 warps=4 stages=2"},
+        {0, 1, "batch=16 heads_q=32 heads_kv=32 seq_q=1 seq_k=32768 head_dim=128 sms=132",
+         "variant=decode q_regs=1 overlap=0 block_m=16 "},
+        {1, 8, "batch=4 heads_q=32 heads_kv=4 seq_q=4 seq_k=32768 head_dim=128 sms=132", "kv_splits=16 block_m=32 block_n=64 warps=4 stages=3"},
         {1, 8, "batch=1 heads_q=8 heads_kv=1 seq_q=4 seq_k=63 head_dim=128 sms=132", "variant=decode q_regs=1 overlap=0 block_m=32 "},
         {0, 4, "batch=8 heads_q=32 heads_kv=8 seq_q=17 seq_k=32768 head_dim=128 sms=132", "variant=wgmma"},
         {0, 4, "batch=8 heads_q=32 heads_kv=8 seq_q=1024 seq_k=1024 head_dim=128 sms=132", "variant=wgmma"},
@@ -85,6 +91,14 @@ static void test_launch_plan(void **state) {
     expect_plan_kernel(&k[0], 16, 2, 3, 256);             /* 32 x 16 packed rows / 32 */
     assert_int_equal(gen_plan_value(lp, "workspace "), 0);
     free(lp);
+    /* kv_combine=last: no second kernel; a ticket a row tile after the partials. */
+    lp = gen_call(g, "launch", "family=f16 head_dim=128 kv_combine=last " DEC " kv_splits=3",
+                  "batch=2 heads_q=32 heads_kv=8 seq_q=4 seq_k=1000");
+    assert_int_equal(gen_plan_kernels(lp, k, 2), 1);
+    expect_plan_kernel(&k[0], 3, 8, 2, 128);
+    assert_null(strstr(lp, "pdl"));
+    assert_int_equal(gen_plan_value(lp, "workspace "), 3ull * 2 * 32 * 4 * 129 * 4 + 4 * 8 * 2);
+    free(lp);
 }
 
 static void test_invalid_tables_name_the_knob(void **state) {
@@ -98,6 +112,9 @@ static void test_invalid_tables_name_the_knob(void **state) {
     gen_expect_invalid(g, "family=f16 head_dim=128 variant=mma kv_splits=2", "kv_splits");
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=decode", "variant=decode");
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 kv_splits=2", "kv_splits");
+    gen_expect_invalid(g, "family=f16 head_dim=128 variant=wgmma kv_combine=last", "kv_combine");
+    gen_expect_invalid(g, "family=f16 head_dim=128 variant=mma kv_load=bulk", "kv_load");
+    gen_expect_invalid(g, "family=f16 arch=sm_80 head_dim=128 variant=decode kv_load=bulk", "kv_load=bulk");
 }
 
 /* The tuner's list for a decode problem: the default first, then decode
@@ -145,6 +162,8 @@ static void test_nvrtc_compiles_lean(void **state) {
         "family=f16 head_dim=72 causal=1 lse=1 variant=decode block_m=32 block_n=128 warps=8 stages=2 kv_splits=2",
         "family=f16 head_dim=64 dtype=f16 out_dtype=f16 variant=decode block_m=16 block_n=128 warps=4 stages=3",
         "family=f16 head_dim=256 variant=decode q_regs=0 block_m=16 block_n=64 warps=4 stages=2 kv_splits=4",
+        "family=f16 head_dim=128 kv_load=bulk " DEC " kv_splits=4",
+        "family=f16 head_dim=72 causal=1 lse=1 kv_load=bulk kv_combine=last " DEC " kv_splits=3",
     };
     for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
         mx_compile_result r;
@@ -152,7 +171,14 @@ static void test_nvrtc_compiles_lean(void **state) {
         const char *mma = strstr(tables[i], "dtype=f16") ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
                                                          : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
         if (!strstr(r.ptx, mma)) fail_msg("%s: PTX lacks %s", tables[i], mma);
-        assert_non_null(strstr(r.ptx, "cp.async.cg.shared.global.L2::128B"));
+        if (strstr(tables[i], "kv_load=bulk")) {
+            assert_non_null(strstr(r.ptx, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"));
+            assert_non_null(strstr(r.ptx, "mbarrier.try_wait.parity"));
+        } else {
+            assert_non_null(strstr(r.ptx, "cp.async.cg.shared.global.L2::128B"));
+            assert_null(strstr(r.ptx, "cp.async.bulk"));
+        }
+        if (strstr(tables[i], "kv_combine=last")) assert_non_null(strstr(r.ptx, "atom.global.add"));
         assert_non_null(strstr(r.ptx, "griddepcontrol.launch_dependents"));
         assert_true(r.usage.found);
         printf("%-110s %3d registers, %d bytes of spills, %d of stack\n", tables[i], r.usage.registers,
@@ -160,7 +186,7 @@ static void test_nvrtc_compiles_lean(void **state) {
         assert_int_equal(r.usage.spill_store_bytes + r.usage.spill_load_bytes, 0);
         assert_int_equal(r.usage.stack_bytes, 0);
         mx_compile_result_free(&r);
-        if (!strstr(tables[i], "kv_splits=")) continue;
+        if (!strstr(tables[i], "kv_splits=") || strstr(tables[i], "kv_combine=last")) continue;
         if (!compile(tables[i], "sm_90a", "_combine", &r)) skip();
         assert_true(r.usage.found);
         assert_non_null(strstr(r.ptx, "griddepcontrol.wait"));

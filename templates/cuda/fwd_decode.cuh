@@ -47,6 +47,82 @@ MX_INLINE void decode_load_kv(u32 tile, const u16 *g, i64 ss, int key0, int seq_
   }
 }
 
+// KV_BULK (sm_90): each K or V row of a tile is one bulk copy (2 D bytes,
+// cp.async.bulk) completing on the slot's mbarrier, instead of D / 8
+// 16-byte cp.async chunks a row.  Each thread announces the bytes of its
+// own rows (arrive.expect_tx, THREADS arrivals a phase) before it issues
+// them; a row past seq_k is zeroed by plain stores, which the block barrier
+// of the iteration that reads the slot orders.  Columns D..D_PAD of every
+// slot are zeroed once (decode_zero_pads): the copies never write them.
+MX_INLINE void bulk_bar_init(u32 bar, u32 count) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+#endif
+}
+MX_INLINE void bulk_bar_init_fence() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+MX_INLINE void bulk_bar_expect(u32 bar, u32 bytes) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+#endif
+}
+MX_INLINE void bulk_bar_wait(u32 bar, u32 parity) {
+#if __CUDA_ARCH__ >= 900
+  u32 done;
+  do {
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  } while (!done);
+#endif
+}
+MX_INLINE void bulk_copy(u32 dst, const void *src, u32 bytes, u32 bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+#endif
+}
+
+// Rows [key0, key0 + BN) of K (into sk) and of V (into sv) by bulk copies.
+MX_INLINE void decode_bulk_kv(u32 sk, u32 sv, u32 bar, const u16 *k, i64 k_ss, const u16 *v, i64 v_ss, int key0,
+                              int seq_k) {
+  constexpr int COPIES = 2 * BN;
+  u32 bytes = 0;
+#pragma unroll
+  for (int i = 0; i < (COPIES + THREADS - 1) / THREADS; i++) {
+    const int c = threadIdx.x + i * THREADS;
+    if (COPIES % THREADS == 0 || c < COPIES) bytes += key0 + c % BN < seq_k ? 2 * D : 0;
+  }
+  bulk_bar_expect(bar, bytes);
+#pragma unroll
+  for (int i = 0; i < (COPIES + THREADS - 1) / THREADS; i++) {
+    const int c = threadIdx.x + i * THREADS;
+    if (COPIES % THREADS != 0 && c >= COPIES) break;
+    const int r = c % BN;
+    const u32 dst = (c < BN ? sk : sv) + r * RS * 2;
+    if (key0 + r < seq_k) {
+      bulk_copy(dst, c < BN ? k + (i64)(key0 + r) * k_ss : v + (i64)(key0 + r) * v_ss, 2 * D, bar);
+    } else {
+#pragma unroll
+      for (int col = 0; col < D; col += 8)
+        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" :: "r"(dst + col * 2), "r"(0u) : "memory");
+    }
+  }
+}
+
+// Columns D..D_PAD of every ring row are zeros (K's meet Q's zero columns in
+// S, where stale NaN bits would poison the row).
+MX_INLINE void decode_zero_pads(u32 sK) {
+  if (D == D_PAD) return;
+  constexpr int ROWS = 2 * STAGES * BN, CHUNKS = D_PAD > D ? (D_PAD - D) / 8 : 1;
+  for (int i = threadIdx.x; i < ROWS * CHUNKS; i += THREADS)
+    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};"
+                 :: "r"(sK + ((i / CHUNKS) * RS + D + (i % CHUNKS) * 8) * 2), "r"(0u) : "memory");
+}
+
 // Packed rows [row0, row0 + BM) of a KV head's query heads into sQ; rows at
 // or past `rows` (gqa * seq_q) are zeros.
 MX_INLINE void decode_load_q(u32 sQ, const mx_kernel_args &a, const u16 *q_batch, int kv_head, int row0, int rows) {
@@ -319,10 +395,24 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
   }
   const int block_last_key = CAUSAL ? min(a.seq_k - 1, row0 / a.gqa + a.causal_offset) : a.seq_k - 1;
 
+  const u32 bar0 = smem_addr(smem) + SM_BAR;    // KV_BULK: slot s's barrier at bar0 + 8 s
   auto load_kv = [&](int tile, int slot) {
-    decode_load_kv(sK + slot * TILE_BYTES, k, a.k_ss, tile * BN, a.seq_k);
-    decode_load_kv(sV + slot * TILE_BYTES, v, a.v_ss, tile * BN, a.seq_k);
+    if (KV_BULK) {
+      decode_bulk_kv(sK + slot * TILE_BYTES, sV + slot * TILE_BYTES, bar0 + 8 * slot, k, a.k_ss, v, a.v_ss, tile * BN,
+                     a.seq_k);
+    } else {
+      decode_load_kv(sK + slot * TILE_BYTES, k, a.k_ss, tile * BN, a.seq_k);
+      decode_load_kv(sV + slot * TILE_BYTES, v, a.v_ss, tile * BN, a.seq_k);
+    }
   };
+  if (KV_BULK) {
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < STAGES; s++) bulk_bar_init(bar0 + 8 * s, THREADS);
+      bulk_bar_init_fence();
+    }
+    decode_zero_pads(sK);               // sK and sV are one run of 2 * STAGES tiles
+    __syncthreads();
+  }
   // Q and the ring's first tiles in flight together.
   decode_load_q(sQ, a, q_batch, kv_head, row0, rows);
   cp_async_commit();
@@ -353,6 +443,7 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
   for (int t = t0; t < t1; t++) {
     const int i = t - t0;
     cp_async_wait<STAGES - 2>();        // tile t has landed (t+1 .. t+STAGES-2 may not have)
+    if (KV_BULK) bulk_bar_wait(bar0 + 8 * (i % STAGES), (i / STAGES) & 1);
     __syncthreads();
     if (t + STAGES - 1 < t1) load_kv(t + STAGES - 1, (i + STAGES - 1) % STAGES);
     cp_async_commit();                  // possibly empty: keeps the group count uniform

@@ -17,9 +17,11 @@ local function row_stride(t) return d_pad(t) + 8 end  -- 16-byte pad: ldmatrix r
 
 function F.check(t)
   if t.variant == "decode" then return DEC.check(t) end
-  if t.kv_splits ~= 1 or t.kv_combine ~= "kernel" then
-    return string.format("kv_splits=%d kv_combine=%s: only variant=decode cuts the keys into pieces", t.kv_splits,
-                         tostring(t.kv_combine))
+  -- The decode schedule's own knobs keep their defaults in the others.
+  for _, k in ipairs({ "kv_splits", "kv_combine", "kv_load" }) do
+    if t[k] ~= nil and tostring(t[k]) ~= tostring(S.by_name[k].default) then
+      return string.format("%s=%s: only variant=decode reads it (variant=%s)", k, tostring(t[k]), tostring(t.variant))
+    end
   end
   if t.variant == "wgmma" then return WG.check(t) end
   return S.check_rows_per_warp(t)

@@ -5,7 +5,8 @@
 --
 -- Knobs it reads: block_m (packed rows a block: gqa * seq_q of them per KV
 -- head), block_n (keys a tile), warps, stages, q_regs, kv_splits (pieces the
--- keys are cut into).  Called by families/f16.lua for variant=decode.
+-- keys are cut into), kv_combine (who merges the pieces), kv_load (how K/V
+-- rows move).  Called by families/f16.lua for variant=decode.
 local U = require("util")
 local DEC = {}
 
@@ -39,7 +40,8 @@ local function layout(t)
   l.row_off = U.round_up(l.row_lse + bm * 4, 8)
   l.row_idx = l.row_off + bm * 8
   l.ticket = l.row_idx + bm * 4
-  l.total = math.max(ring_end, l.ticket + 4)
+  l.bar = U.round_up(math.max(ring_end, l.ticket + 4), 8)   -- kv_load=bulk: an mbarrier a slot
+  l.total = l.bar + 8 * t.stages
   return l
 end
 
@@ -64,6 +66,9 @@ function DEC.check(t)
   if kpw < 16 or t.block_n % key_warps(t) ~= 0 or kpw % 16 ~= 0 or t.block_n > 128 then
     return string.format("variant=decode: block_n=%d split over %d key warps must give each a multiple of 16 keys (block_n <= 128)",
                          t.block_n, key_warps(t))
+  end
+  if t.kv_load == "bulk" and (t.arch == "sm_80" or t.arch == "sm_86" or t.arch == "sm_89") then
+    return string.format("kv_load=bulk needs sm_90 or later (cp.async.bulk), not arch=%s", t.arch)
   end
   if t.stages < 2 then
     return string.format("variant=decode needs stages>=2 (a cp.async ring), not stages=%d", t.stages)
@@ -90,7 +95,12 @@ end
 -- Pieces for the keys: of the kv_splits values whose pieces keep at least
 -- MIN_PIECE_TILES key tiles, the one whose blocks fill the GPU's block
 -- slots most evenly (blocks / (waves * slots)); the fewest pieces of those
--- within 2% of the best.
+-- within 3% of the best.  Measured on the H200 (B16 Hq32, Nq=1, D=128,
+-- 64-key tiles, 3 stages: 2 blocks an SM): a partial last wave is what
+-- costs, Hkv8 Nk32768 at 4.18 TB/s with 2 pieces (256 blocks, one wave)
+-- and 3.79 with 3 (384: 1.45 waves), Hkv8 Nk8192 3.96 with 2 and 3.54
+-- with 3; beyond that, more pieces only cost their starts and merges
+-- (Hkv8 Nk8192: 3.72 at 8, 3.47 at 16, 2.88 at 48).
 function DEC.splits(t, pr, rows)
   if not (pr and pr.batch and pr.heads_kv and pr.seq_k) then return 8 end
   local units = pr.batch * pr.heads_kv * U.ceil_div(rows, t.block_m)
@@ -101,22 +111,26 @@ function DEC.splits(t, pr, rows)
     if s == 1 or tiles >= MIN_PIECE_TILES * s then
       local blocks = units * s
       local fill = blocks / (U.ceil_div(blocks, slots) * slots)
-      if fill > best_fill + 0.02 then best, best_fill = s, fill end
+      if fill > best_fill + 0.03 then best, best_fill = s, fill end
     end
   end
   return best
 end
 
 -- The heuristic default: packed rows gqa * seq_q to the smallest of 16, 32
--- or 64 rows a block; 64-key tiles in a 3-deep ring; the splits above.
+-- or 64 rows a block, 4 warps; 64-key tiles in a 3-deep ring where two
+-- blocks still fit an SM, else 2-deep; the pieces above.  B16 Hq32 Hkv8
+-- Nq16 (64 rows a block), H200: 4 warps and 2 stages (two blocks an SM)
+-- 3.58 and 3.81 TB/s at Nk 8192 and 32768, where 8 warps and 3 stages (one
+-- block: 121 KB) read 2.64 and 2.48.
 function DEC.default(t, pr)
   local gqa = t.gqa or (pr and pr.heads_q and pr.heads_kv and pr.heads_q // pr.heads_kv) or 1
   local rows = gqa * ((pr and pr.seq_q) or 1)
   local bm = rows <= 16 and 16 or rows <= 32 and 32 or 64
-  local warps = bm == 64 and 8 or 4
-  local knobs = { variant = "decode", q_regs = d_pad(t) <= 128 and 1 or 0, block_m = bm, block_n = 64, warps = warps,
-                  stages = 3, kv_combine = "kernel" }
+  local knobs = { variant = "decode", q_regs = d_pad(t) <= 128 and 1 or 0, block_m = bm, block_n = 64, warps = 4,
+                  stages = 3, kv_combine = "kernel", kv_load = "cp_async" }
   local probe = setmetatable({}, { __index = function(_, k) if knobs[k] ~= nil then return knobs[k] end return t[k] end })
+  if DEC.resident(probe) < 2 then knobs.stages = 2 end
   knobs.kv_splits = DEC.splits(probe, pr, rows)
   return knobs
 end
@@ -166,14 +180,15 @@ constexpr int SM_Q = ${SM_Q}, SM_K = ${SM_K}, SM_V = ${SM_V};
 constexpr int RED_STRIDE = ${RED_STRIDE};
 constexpr int SM_RED_O = ${SM_RED_O}, SM_RED_M = ${SM_RED_M}, SM_RED_L = ${SM_RED_L};
 constexpr int SM_ROW_LSE = ${SM_ROW_LSE}, SM_ROW_OFF = ${SM_ROW_OFF}, SM_ROW_IDX = ${SM_ROW_IDX};
-constexpr int SM_TICKET = ${SM_TICKET};
+constexpr int SM_TICKET = ${SM_TICKET}, SM_BAR = ${SM_BAR};
+constexpr bool KV_BULK = ${KV_BULK};            // K/V rows by bulk copies on mbarriers (else cp.async chunks)
 constexpr bool COMBINE_LAST = ${COMBINE_LAST};  // the last piece merges (no combine kernel)
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, Q_REGS = ${Q_REGS}, OUT_BF16 = ${OUT_BF16};
 ]], { D = t.head_dim, D_PAD = d_pad(t), RS = row_stride(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps,
       STAGES = t.stages, SPLITS = t.kv_splits, COMBINE_WARPS = COMBINE_WARPS, TILE = l.tile,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, RED_STRIDE = l.red_stride, SM_RED_O = l.red_o, SM_RED_M = l.red_m,
       SM_RED_L = l.red_l, SM_ROW_LSE = l.row_lse, SM_ROW_OFF = l.row_off, SM_ROW_IDX = l.row_idx,
-      SM_TICKET = l.ticket, COMBINE_LAST = t.kv_combine == "last",
+      SM_TICKET = l.ticket, COMBINE_LAST = t.kv_combine == "last", SM_BAR = l.bar, KV_BULK = t.kv_load == "bulk",
       CAUSAL = t.causal == 1, LSE = t.lse == 1, Q_REGS = t.q_regs == 1, OUT_BF16 = t.out_dtype == "bf16" })
   return table.concat({
     "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
