@@ -8,9 +8,7 @@
  * for a few query rows) and explicit tiles and piece counts: one piece (no
  * combine kernel), more pieces than key tiles (empty pieces), 32- and 64-row
  * blocks over 8 warps, Q reloaded from shared memory, 128-key tiles, a
- * 2-deep ring, piece counts that are not powers of two, and the pieces
- * merged by the last of them to finish (kv_combine=last) instead of a
- * second kernel.  Exits 77 (skipped) without a GPU. */
+ * 2-deep ring, piece counts that are not powers of two.  Exits 77 (skipped) without a GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -106,9 +104,9 @@ static void test_tiles_and_pieces(void **state) {
         "variant=decode kv_splits=2 q_regs=0 block_m=16 block_n=128 warps=4 stages=2",
         "variant=decode kv_splits=16 block_m=64 block_n=128 warps=4 stages=2",
         "variant=decode kv_splits=32 block_m=32 block_n=128 warps=8 stages=3",
-        "variant=decode kv_splits=3 kv_combine=last block_m=16 block_n=64 warps=4 stages=3",
-        "variant=decode kv_splits=48 kv_combine=last block_m=32 block_n=64 warps=8 stages=2",
-        "variant=decode kv_splits=12 kv_combine=last block_m=64 block_n=64 warps=8 stages=3",
+        "variant=decode kv_splits=3 block_m=16 block_n=64 warps=4 stages=3",
+        "variant=decode kv_splits=48 block_m=32 block_n=64 warps=8 stages=2",
+        "variant=decode kv_splits=12 block_m=64 block_n=64 warps=8 stages=3",
     };
     int failures = 0;
     for (int k = 0; k < (int)(sizeof configs / sizeof *configs); k++)
@@ -139,28 +137,6 @@ static void test_other_head_dims(void **state) {
     assert_int_equal(failures, 0);
 }
 
-/* kv_load=bulk (sm_90): a bulk copy a K/V row on the slot's mbarrier, rows
- * past the keys zeroed by stores, the pad columns zeroed once (D=72, 40). */
-static void test_bulk_copies(void **state) {
-    static const char *configs[] = {
-        "variant=decode kv_load=bulk kv_splits=4 block_m=16 block_n=64 warps=4 stages=3",
-        "variant=decode kv_load=bulk kv_splits=3 kv_combine=last block_m=32 block_n=64 warps=4 stages=2",
-        "variant=decode kv_load=bulk kv_splits=1 block_m=64 block_n=128 warps=8 stages=2",
-    };
-    int failures = 0;
-    for (int k = 0; k < 3; k++)
-        for (int j = 0; j < 4; j++) {
-            gpu_case c = grid_case((4 * k + 5 * j) % 12, configs[k]);
-            c.launches = 2;
-            failures += check_case(&c, gpu_seed_base() + 300 + 4 * k + j);
-        }
-    gpu_case c = {.family = "f16", .batch = 2, .heads_kv = 1, .heads_q = 4, .seq_q = 4, .seq_k = 1000,
-                  .head_dim = 40, .causal = MXATTN_CAUSAL_BOTTOM_RIGHT, .dtype = MXATTN_BF16,
-                  .layout = MXATTN_LAYOUT_BNHD, .pad = 8, .lse = 1, .config = configs[0]};
-    failures += check_case(&c, gpu_seed_base() + 320);
-    assert_int_equal(failures, 0);
-}
-
 int main(int argc, char **argv) {
     gpu_open_or_skip(&g_dev, "gpu_decode");
     mxattn_options opts;
@@ -174,7 +150,6 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_default_grid),
         cmocka_unit_test(test_tiles_and_pieces),
         cmocka_unit_test(test_other_head_dims),
-        cmocka_unit_test(test_bulk_copies),
     };
     int rc = gpu_run_tests("gpu_decode", tests, sizeof tests / sizeof *tests, argc, argv);
     mxattn_destroy(g_ctx);

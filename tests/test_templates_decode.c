@@ -1,8 +1,7 @@
 /* The f16 family's decode schedule (variant=decode, templates/cuda/
  * fwd_decode.cuh): the default picks it for a few query rows and only then,
  * with the pieces its heuristic says; the launch plan's grid, combine kernel
- * and workspace (and with kv_combine=last, tickets instead of a second
- * kernel); the tables it refuses, with a message naming the knob; the
+ * and workspace; the tables it refuses, with a message naming the knob; the
  * tuner's list for a decode problem; and NVRTC compiles it for sm_90a (and
  * sm_80) into mma.sync and cp.async with no spills.  No GPU needed. */
 #include <setjmp.h>
@@ -63,6 +62,14 @@ static void test_default_for_a_few_rows(void **state) {
         snprintf(shape, sizeof shape, SHAPE, cases[i].causal, cases[i].gqa);
         char *knobs = gen_call(g, "default_knobs", shape, cases[i].sizes);
         if (!strstr(knobs, cases[i].want)) fail_msg("%s: default %s, want %s", cases[i].sizes, knobs, cases[i].want);
+        /* A plan builds the shape plus these knobs, completed again without
+         * the sizes (mx_jit_build): the same kernel, whatever the canonical
+         * text leaves out (kv_splits=1 is its default and is not written). */
+        char table[512];
+        snprintf(table, sizeof table, "%s %s", shape, knobs);
+        char *again = gen_call(g, "knobs", table, NULL);
+        if (strcmp(again, knobs)) fail_msg("%s: default %s builds %s", cases[i].sizes, knobs, again);
+        free(again);
         free(knobs);
     }
     /* Odd vector widths keep the mma.sync kernel. */
@@ -91,14 +98,6 @@ static void test_launch_plan(void **state) {
     expect_plan_kernel(&k[0], 16, 2, 3, 256);             /* 32 x 16 packed rows / 32 */
     assert_int_equal(gen_plan_value(lp, "workspace "), 0);
     free(lp);
-    /* kv_combine=last: no second kernel; a ticket a row tile after the partials. */
-    lp = gen_call(g, "launch", "family=f16 head_dim=128 kv_combine=last " DEC " kv_splits=3",
-                  "batch=2 heads_q=32 heads_kv=8 seq_q=4 seq_k=1000");
-    assert_int_equal(gen_plan_kernels(lp, k, 2), 1);
-    expect_plan_kernel(&k[0], 3, 8, 2, 128);
-    assert_null(strstr(lp, "pdl"));
-    assert_int_equal(gen_plan_value(lp, "workspace "), 3ull * 2 * 32 * 4 * 129 * 4 + 4 * 8 * 2);
-    free(lp);
 }
 
 static void test_invalid_tables_name_the_knob(void **state) {
@@ -112,9 +111,6 @@ static void test_invalid_tables_name_the_knob(void **state) {
     gen_expect_invalid(g, "family=f16 head_dim=128 variant=mma kv_splits=2", "kv_splits");
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=decode", "variant=decode");
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 kv_splits=2", "kv_splits");
-    gen_expect_invalid(g, "family=f16 head_dim=128 variant=wgmma kv_combine=last", "kv_combine");
-    gen_expect_invalid(g, "family=f16 head_dim=128 variant=mma kv_load=bulk", "kv_load");
-    gen_expect_invalid(g, "family=f16 arch=sm_80 head_dim=128 variant=decode kv_load=bulk", "kv_load=bulk");
 }
 
 /* The tuner's list for a decode problem: the default first, then decode
@@ -162,8 +158,7 @@ static void test_nvrtc_compiles_lean(void **state) {
         "family=f16 head_dim=72 causal=1 lse=1 variant=decode block_m=32 block_n=128 warps=8 stages=2 kv_splits=2",
         "family=f16 head_dim=64 dtype=f16 out_dtype=f16 variant=decode block_m=16 block_n=128 warps=4 stages=3",
         "family=f16 head_dim=256 variant=decode q_regs=0 block_m=16 block_n=64 warps=4 stages=2 kv_splits=4",
-        "family=f16 head_dim=128 kv_load=bulk " DEC " kv_splits=4",
-        "family=f16 head_dim=72 causal=1 lse=1 kv_load=bulk kv_combine=last " DEC " kv_splits=3",
+        "family=f16 head_dim=72 causal=1 lse=1 " DEC " kv_splits=3",
     };
     for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
         mx_compile_result r;
@@ -171,14 +166,7 @@ static void test_nvrtc_compiles_lean(void **state) {
         const char *mma = strstr(tables[i], "dtype=f16") ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
                                                          : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
         if (!strstr(r.ptx, mma)) fail_msg("%s: PTX lacks %s", tables[i], mma);
-        if (strstr(tables[i], "kv_load=bulk")) {
-            assert_non_null(strstr(r.ptx, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"));
-            assert_non_null(strstr(r.ptx, "mbarrier.try_wait.parity"));
-        } else {
-            assert_non_null(strstr(r.ptx, "cp.async.cg.shared.global.L2::128B"));
-            assert_null(strstr(r.ptx, "cp.async.bulk"));
-        }
-        if (strstr(tables[i], "kv_combine=last")) assert_non_null(strstr(r.ptx, "atom.global.add"));
+        assert_non_null(strstr(r.ptx, "cp.async.cg.shared.global.L2::128B"));
         assert_non_null(strstr(r.ptx, "griddepcontrol.launch_dependents"));
         assert_true(r.usage.found);
         printf("%-110s %3d registers, %d bytes of spills, %d of stack\n", tables[i], r.usage.registers,
@@ -186,7 +174,7 @@ static void test_nvrtc_compiles_lean(void **state) {
         assert_int_equal(r.usage.spill_store_bytes + r.usage.spill_load_bytes, 0);
         assert_int_equal(r.usage.stack_bytes, 0);
         mx_compile_result_free(&r);
-        if (!strstr(tables[i], "kv_splits=") || strstr(tables[i], "kv_combine=last")) continue;
+        if (!strstr(tables[i], "kv_splits=")) continue;
         if (!compile(tables[i], "sm_90a", "_combine", &r)) skip();
         assert_true(r.usage.found);
         assert_non_null(strstr(r.ptx, "griddepcontrol.wait"));

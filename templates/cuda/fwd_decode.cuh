@@ -11,18 +11,21 @@
 //    every SM several times even at batch 8 with 8 KV heads.  A piece leaves
 //    its rows' normalized O and base-2 LSE in the workspace; decode_combine
 //    (a second kernel of the launch plan, a programmatic dependent of this
-//    one) merges them, or (COMBINE_LAST) the row tile's last piece to finish
-//    does.  With SPLITS = 1 the block writes O itself.
+//    one) merges them.  With SPLITS = 1 the block writes O itself.  (The
+//    last piece of a row tile merging instead, through ticket counters,
+//    measured level at Nq=1 and slower at Nq=16: B16 Hq32 Hkv8 Nk8192 3.20
+//    against 3.64 TB/s on the H200.)
 //  * inside a block, warps split the key tile too: ROW_WARPS warps of 16
 //    packed rows each times KEY_WARPS warps that each take KPW keys of every
 //    tile, their (max, sum, O) merged through shared memory at the end.  The
-//    tile streams through a STAGES-deep cp.async ring.
+//    tile streams through a STAGES-deep cp.async ring.  (One bulk copy a
+//    K/V row on an mbarrier instead measured 1-2% slower at Nq=1 and 17% at
+//    Nq=16, B16 Hkv8 Nk8192, H200.)
 //
 // Reads the constants the template writes before this file: D, D_PAD, RS,
 // BM, BN, WARPS, THREADS, STAGES, ROW_WARPS, KEY_WARPS, KPW, KD, NT, DT,
 // SPLITS, RED_STRIDE, SM_* offsets, CAUSAL, WRITE_LSE, Q_REGS, OUT_BF16,
-// COMBINE_LAST, COMBINE_WARPS; and the prelude's and mma_sync block's
-// primitives.
+// COMBINE_WARPS; and the prelude's and mma_sync block's primitives.
 
 // One 16-byte chunk global -> shared; a chunk that is not `ok` is zero-filled
 // from `fallback` (any valid address: no lane reads out of bounds).
@@ -45,82 +48,6 @@ MX_INLINE void decode_load_kv(u32 tile, const u16 *g, i64 ss, int key0, int seq_
     const bool ok = key0 + r < seq_k && col < D;
     decode_cp16(tile + (r * RS + col) * 2, g + (i64)(key0 + r) * ss + col, g, ok);
   }
-}
-
-// KV_BULK (sm_90): each K or V row of a tile is one bulk copy (2 D bytes,
-// cp.async.bulk) completing on the slot's mbarrier, instead of D / 8
-// 16-byte cp.async chunks a row.  Each thread announces the bytes of its
-// own rows (arrive.expect_tx, THREADS arrivals a phase) before it issues
-// them; a row past seq_k is zeroed by plain stores, which the block barrier
-// of the iteration that reads the slot orders.  Columns D..D_PAD of every
-// slot are zeroed once (decode_zero_pads): the copies never write them.
-MX_INLINE void bulk_bar_init(u32 bar, u32 count) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
-#endif
-}
-MX_INLINE void bulk_bar_init_fence() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-#endif
-}
-MX_INLINE void bulk_bar_expect(u32 bar, u32 bytes) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
-#endif
-}
-MX_INLINE void bulk_bar_wait(u32 bar, u32 parity) {
-#if __CUDA_ARCH__ >= 900
-  u32 done;
-  do {
-    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-  } while (!done);
-#endif
-}
-MX_INLINE void bulk_copy(u32 dst, const void *src, u32 bytes, u32 bar) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-               :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
-#endif
-}
-
-// Rows [key0, key0 + BN) of K (into sk) and of V (into sv) by bulk copies.
-MX_INLINE void decode_bulk_kv(u32 sk, u32 sv, u32 bar, const u16 *k, i64 k_ss, const u16 *v, i64 v_ss, int key0,
-                              int seq_k) {
-  constexpr int COPIES = 2 * BN;
-  u32 bytes = 0;
-#pragma unroll
-  for (int i = 0; i < (COPIES + THREADS - 1) / THREADS; i++) {
-    const int c = threadIdx.x + i * THREADS;
-    if (COPIES % THREADS == 0 || c < COPIES) bytes += key0 + c % BN < seq_k ? 2 * D : 0;
-  }
-  bulk_bar_expect(bar, bytes);
-#pragma unroll
-  for (int i = 0; i < (COPIES + THREADS - 1) / THREADS; i++) {
-    const int c = threadIdx.x + i * THREADS;
-    if (COPIES % THREADS != 0 && c >= COPIES) break;
-    const int r = c % BN;
-    const u32 dst = (c < BN ? sk : sv) + r * RS * 2;
-    if (key0 + r < seq_k) {
-      bulk_copy(dst, c < BN ? k + (i64)(key0 + r) * k_ss : v + (i64)(key0 + r) * v_ss, 2 * D, bar);
-    } else {
-#pragma unroll
-      for (int col = 0; col < D; col += 8)
-        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" :: "r"(dst + col * 2), "r"(0u) : "memory");
-    }
-  }
-}
-
-// Columns D..D_PAD of every ring row are zeros (K's meet Q's zero columns in
-// S, where stale NaN bits would poison the row).
-MX_INLINE void decode_zero_pads(u32 sK) {
-  if (D == D_PAD) return;
-  constexpr int ROWS = 2 * STAGES * BN, CHUNKS = D_PAD > D ? (D_PAD - D) / 8 : 1;
-  for (int i = threadIdx.x; i < ROWS * CHUNKS; i += THREADS)
-    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};"
-                 :: "r"(sK + ((i / CHUNKS) * RS + D + (i % CHUNKS) * 8) * 2), "r"(0u) : "memory");
 }
 
 // Packed rows [row0, row0 + BM) of a KV head's query heads into sQ; rows at
@@ -298,8 +225,8 @@ MX_INLINE void decode_finish(const float (&o)[DT][4], const float (&row_max)[2],
   }
 }
 
-// Loads of what other blocks of this grid wrote (the pieces' partials), at
-// L2: the last piece reads them within the grid that wrote them.
+// Loads of what the attention kernel's blocks wrote (the pieces' partials),
+// at L2.
 MX_INLINE float ld_cg(const float *p) { float x; asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(x) : "l"(p)); return x; }
 MX_INLINE f32x2 ld_cg2(const float *p) {
   f32x2 v;
@@ -339,31 +266,6 @@ MX_INLINE void combine_row(const mx_kernel_args &a, i64 row, i64 total, int lane
   if (WRITE_LSE && lane == 0) a.lse[row] = l != 0.f ? (base + fast_log2(l)) * 0.6931471805599453f : MX_NEG_INF;
 }
 
-// COMBINE_LAST: the last of a row tile's pieces to finish merges them (no
-// second kernel).  Each piece takes a ticket after its partials are out;
-// the one that draws SPLITS - 1 resets the counter for the next launch (the
-// workspace starts zeroed) and combines the tile's rows, one warp a row.
-MX_INLINE void combine_if_last(const mx_kernel_args &a, int warp, int lane, int unit) {
-  extern __shared__ __align__(16) u16 smem[];
-  const i64 *row_off = (const i64 *)((u8 *)smem + SM_ROW_OFF);
-  const int *row_idx = (const int *)((u8 *)smem + SM_ROW_IDX);
-  int *last = (int *)((u8 *)smem + SM_TICKET);
-  const i64 total = (i64)a.batch * a.heads_q * a.seq_q;
-  int *tickets = (int *)((float *)a.ws + SPLITS * total * (D + 1));
-  __threadfence();                      // this piece's partials before its ticket
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const int drawn = atomicAdd(tickets + unit, 1);
-    *last = drawn == SPLITS - 1;
-    if (drawn == SPLITS - 1) tickets[unit] = 0;
-  }
-  __syncthreads();
-  if (!*last) return;
-  __threadfence();                      // the other pieces' partials after their tickets
-  for (int r = warp; r < BM; r += WARPS)
-    if (row_off[r] >= 0) combine_row(a, row_idx[r], total, lane);
-}
-
 // One block: row tile blockIdx.x % row_tiles of KV head blockIdx.y of batch
 // blockIdx.z, key piece blockIdx.x / row_tiles of SPLITS.
 MX_INLINE void decode_attend(const mx_kernel_args &a) {
@@ -395,24 +297,10 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
   }
   const int block_last_key = CAUSAL ? min(a.seq_k - 1, row0 / a.gqa + a.causal_offset) : a.seq_k - 1;
 
-  const u32 bar0 = smem_addr(smem) + SM_BAR;    // KV_BULK: slot s's barrier at bar0 + 8 s
   auto load_kv = [&](int tile, int slot) {
-    if (KV_BULK) {
-      decode_bulk_kv(sK + slot * TILE_BYTES, sV + slot * TILE_BYTES, bar0 + 8 * slot, k, a.k_ss, v, a.v_ss, tile * BN,
-                     a.seq_k);
-    } else {
-      decode_load_kv(sK + slot * TILE_BYTES, k, a.k_ss, tile * BN, a.seq_k);
-      decode_load_kv(sV + slot * TILE_BYTES, v, a.v_ss, tile * BN, a.seq_k);
-    }
+    decode_load_kv(sK + slot * TILE_BYTES, k, a.k_ss, tile * BN, a.seq_k);
+    decode_load_kv(sV + slot * TILE_BYTES, v, a.v_ss, tile * BN, a.seq_k);
   };
-  if (KV_BULK) {
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < STAGES; s++) bulk_bar_init(bar0 + 8 * s, THREADS);
-      bulk_bar_init_fence();
-    }
-    decode_zero_pads(sK);               // sK and sV are one run of 2 * STAGES tiles
-    __syncthreads();
-  }
   // Q and the ring's first tiles in flight together.
   decode_load_q(sQ, a, q_batch, kv_head, row0, rows);
   cp_async_commit();
@@ -443,7 +331,6 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
   for (int t = t0; t < t1; t++) {
     const int i = t - t0;
     cp_async_wait<STAGES - 2>();        // tile t has landed (t+1 .. t+STAGES-2 may not have)
-    if (KV_BULK) bulk_bar_wait(bar0 + 8 * (i % STAGES), (i / STAGES) & 1);
     __syncthreads();
     if (t + STAGES - 1 < t1) load_kv(t + STAGES - 1, (i + STAGES - 1) % STAGES);
     cp_async_commit();                  // possibly empty: keeps the group count uniform
@@ -468,11 +355,10 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
   __syncthreads();                      // the ring becomes the merge buffer
   let_next_kernel_start();              // decode_combine may start launching
   decode_finish(o, row_max, row_sum, a, warp, lane, kv_head, batch, row0, rows, split);
-  if (SPLITS > 1 && COMBINE_LAST) combine_if_last(a, warp, lane, (batch * a.heads_kv + kv_head) * row_tiles + rt);
 }
 
-// The combine kernel (COMBINE_LAST = false): one warp a row, once every
-// piece of the attention kernel has finished.
+// The combine kernel: one warp a row, once every piece of the attention
+// kernel has finished.
 MX_INLINE void decode_combine(const mx_kernel_args &a) {
   wait_for_previous_kernel();           // the pieces' partials are written
   const i64 total = (i64)a.batch * a.heads_q * a.seq_q;

@@ -5,8 +5,7 @@
 --
 -- Knobs it reads: block_m (packed rows a block: gqa * seq_q of them per KV
 -- head), block_n (keys a tile), warps, stages, q_regs, kv_splits (pieces the
--- keys are cut into), kv_combine (who merges the pieces), kv_load (how K/V
--- rows move).  Called by families/f16.lua for variant=decode.
+-- keys are cut into).  Called by families/f16.lua for variant=decode.
 local U = require("util")
 local DEC = {}
 
@@ -39,9 +38,7 @@ local function layout(t)
   l.row_lse = l.red_l + kw * bm * 4
   l.row_off = U.round_up(l.row_lse + bm * 4, 8)
   l.row_idx = l.row_off + bm * 8
-  l.ticket = l.row_idx + bm * 4
-  l.bar = U.round_up(math.max(ring_end, l.ticket + 4), 8)   -- kv_load=bulk: an mbarrier a slot
-  l.total = l.bar + 8 * t.stages
+  l.total = math.max(ring_end, l.row_idx + bm * 4)
   return l
 end
 
@@ -66,9 +63,6 @@ function DEC.check(t)
   if kpw < 16 or t.block_n % key_warps(t) ~= 0 or kpw % 16 ~= 0 or t.block_n > 128 then
     return string.format("variant=decode: block_n=%d split over %d key warps must give each a multiple of 16 keys (block_n <= 128)",
                          t.block_n, key_warps(t))
-  end
-  if t.kv_load == "bulk" and (t.arch == "sm_80" or t.arch == "sm_86" or t.arch == "sm_89") then
-    return string.format("kv_load=bulk needs sm_90 or later (cp.async.bulk), not arch=%s", t.arch)
   end
   if t.stages < 2 then
     return string.format("variant=decode needs stages>=2 (a cp.async ring), not stages=%d", t.stages)
@@ -95,14 +89,17 @@ end
 -- Pieces for the keys: of the kv_splits values whose pieces keep at least
 -- MIN_PIECE_TILES key tiles, the one whose blocks fill the GPU's block
 -- slots most evenly (blocks / (waves * slots)); the fewest pieces of those
--- within 3% of the best.  Measured on the H200 (B16 Hq32, Nq=1, D=128,
+-- within 3% of the best.  Without the sizes, one piece: a knob at its
+-- declared default is left out of the canonical text, so what a plan builds
+-- from "variant=decode ..." (filled in again without sizes) must be what
+-- the sized default meant by leaving kv_splits out.  Measured on the H200 (B16 Hq32, Nq=1, D=128,
 -- 64-key tiles, 3 stages: 2 blocks an SM): a partial last wave is what
 -- costs, Hkv8 Nk32768 at 4.18 TB/s with 2 pieces (256 blocks, one wave)
 -- and 3.79 with 3 (384: 1.45 waves), Hkv8 Nk8192 3.96 with 2 and 3.54
 -- with 3; beyond that, more pieces only cost their starts and merges
 -- (Hkv8 Nk8192: 3.72 at 8, 3.47 at 16, 2.88 at 48).
 function DEC.splits(t, pr, rows)
-  if not (pr and pr.batch and pr.heads_kv and pr.seq_k) then return 8 end
+  if not (pr and pr.batch and pr.heads_kv and pr.seq_k) then return 1 end
   local units = pr.batch * pr.heads_kv * U.ceil_div(rows, t.block_m)
   local slots = (pr.sms or 132) * DEC.resident(t)
   local tiles = U.ceil_div(pr.seq_k, t.block_n)
@@ -128,7 +125,7 @@ function DEC.default(t, pr)
   local rows = gqa * ((pr and pr.seq_q) or 1)
   local bm = rows <= 16 and 16 or rows <= 32 and 32 or 64
   local knobs = { variant = "decode", q_regs = d_pad(t) <= 128 and 1 or 0, block_m = bm, block_n = 64, warps = 4,
-                  stages = 3, kv_combine = "kernel", kv_load = "cp_async" }
+                  stages = 3 }
   local probe = setmetatable({}, { __index = function(_, k) if knobs[k] ~= nil then return knobs[k] end return t[k] end })
   if DEC.resident(probe) < 2 then knobs.stages = 2 end
   knobs.kv_splits = DEC.splits(probe, pr, rows)
@@ -180,15 +177,11 @@ constexpr int SM_Q = ${SM_Q}, SM_K = ${SM_K}, SM_V = ${SM_V};
 constexpr int RED_STRIDE = ${RED_STRIDE};
 constexpr int SM_RED_O = ${SM_RED_O}, SM_RED_M = ${SM_RED_M}, SM_RED_L = ${SM_RED_L};
 constexpr int SM_ROW_LSE = ${SM_ROW_LSE}, SM_ROW_OFF = ${SM_ROW_OFF}, SM_ROW_IDX = ${SM_ROW_IDX};
-constexpr int SM_TICKET = ${SM_TICKET}, SM_BAR = ${SM_BAR};
-constexpr bool KV_BULK = ${KV_BULK};            // K/V rows by bulk copies on mbarriers (else cp.async chunks)
-constexpr bool COMBINE_LAST = ${COMBINE_LAST};  // the last piece merges (no combine kernel)
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, Q_REGS = ${Q_REGS}, OUT_BF16 = ${OUT_BF16};
 ]], { D = t.head_dim, D_PAD = d_pad(t), RS = row_stride(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps,
       STAGES = t.stages, SPLITS = t.kv_splits, COMBINE_WARPS = COMBINE_WARPS, TILE = l.tile,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, RED_STRIDE = l.red_stride, SM_RED_O = l.red_o, SM_RED_M = l.red_m,
       SM_RED_L = l.red_l, SM_ROW_LSE = l.row_lse, SM_ROW_OFF = l.row_off, SM_ROW_IDX = l.row_idx,
-      SM_TICKET = l.ticket, COMBINE_LAST = t.kv_combine == "last", SM_BAR = l.bar, KV_BULK = t.kv_load == "bulk",
       CAUSAL = t.causal == 1, LSE = t.lse == 1, Q_REGS = t.q_regs == 1, OUT_BF16 = t.out_dtype == "bf16" })
   return table.concat({
     "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
@@ -201,9 +194,9 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, Q_REGS = ${Q_REGS}, OUT_B
 end
 
 -- Grid: x = piece * row_tiles + row tile, y = KV head, z = batch; then,
--- where the keys are cut and kv_combine=kernel, the combine kernel (one warp
--- a row) as a programmatic dependent.  Workspace: the pieces' O rows (fp32)
--- and base-2 LSEs, then (kv_combine=last) a ticket counter per row tile.
+-- where the keys are cut, the combine kernel (one warp a row) as a
+-- programmatic dependent.  Workspace: the pieces' O rows (fp32) and base-2
+-- LSEs.
 function DEC.launches(t, pr, canonical)
   local gqa = pr.heads_q // math.max(pr.heads_kv or pr.heads_q, 1)
   local rows = gqa * pr.seq_q
@@ -214,12 +207,8 @@ function DEC.launches(t, pr, canonical)
   local workspace = 0
   if t.kv_splits > 1 then
     workspace = t.kv_splits * total * (t.head_dim + 1) * 4
-    if t.kv_combine == "last" then
-      workspace = workspace + 4 * kernels[1].grid[1] // t.kv_splits * kernels[1].grid[2] * kernels[1].grid[3]
-    else
-      kernels[2] = { name = name .. "_combine", grid = { U.ceil_div(total, COMBINE_WARPS), 1, 1 },
-                     block = 32 * COMBINE_WARPS, smem = 0, pdl = true }
-    end
+    kernels[2] = { name = name .. "_combine", grid = { U.ceil_div(total, COMBINE_WARPS), 1, 1 },
+                   block = 32 * COMBINE_WARPS, smem = 0, pdl = true }
   end
   return { workspace = workspace, kernels = kernels }
 end
