@@ -449,6 +449,8 @@ function S.help()
   lines[#lines + 1] = "  persistent=1 (f16): overlap=1; block_n 96|160|176|192: f16 variant=wgmma only"
   lines[#lines + 1] = "  split=1 (f16): persistent=1, causal=0, head_dim/2 + block_n/2 + 32 <= 160"
   lines[#lines + 1] = "  exp_poly > 0 (int8-fp8): variant=wgmma"
+  lines[#lines + 1] = "  variant=decode (f16): align=8; block_m 16|32|64 (16 rows a warp) dividing warps 4|8 among row groups;"
+  lines[#lines + 1] = "    block_n / (key warps) a multiple of 16, block_n <= 128; stages >= 2; kv_splits > 1 only here"
   lines[#lines + 1] = "  knobs marked for some families keep their default in the others"
   lines[#lines + 1] = "  align divides head_dim"
   lines[#lines + 1] = "  shared memory of the tile set <= the arch's per-block limit"
