@@ -227,8 +227,10 @@ function M.candidates(text, problem)
   local t, fam = complete(shape_text, sizes)
   local default_knobs = S.canonical(t, S.KNOB_ROLES)
   local all = S.enumerate(base)
+  -- The prior may read the problem's sizes (f16 ranks its decode schedule
+  -- first for a few query rows, below the wgmma tiles for many).
   table.sort(all, function(x, y)
-    local px, py = fam.prior(x), fam.prior(y)
+    local px, py = fam.prior(x, sizes), fam.prior(y, sizes)
     if px ~= py then return px > py end
     return S.canonical(x, S.KNOB_ROLES) < S.canonical(y, S.KNOB_ROLES)
   end)

@@ -39,20 +39,20 @@ S.params = {
     help = "query heads per KV head (grouped-query attention)" },
   { name = "layout", role = "problem", values = { "bhnd", "bnhd" }, default = "bhnd",
     help = "memory layout, [batch, heads, seq, dim] or [batch, seq, heads, dim]" },
-  { name = "variant", role = "knob", values = { "mma", "wgmma" }, default = "mma",
+  { name = "variant", role = "knob", values = { "mma", "wgmma", "decode" }, default = "mma",
     families = { f16 = true, ["int8-fp8"] = true, nvfp4 = true, mxfp4 = true, ["nvfp4-int8qk"] = true },
-    help = "MMA building block: mma (mma.sync, sm_80+) or wgmma (Hopper warpgroup MMA + TMA, sm_90a)" },
+    help = "MMA building block: mma (mma.sync, sm_80+) or wgmma (Hopper warpgroup MMA + TMA, sm_90a); f16 decode: mma.sync over a few query rows, a KV group's query heads packed into a tile's rows and the keys split over kv_splits blocks (the default up to 16 query rows)" },
   { name = "q_regs", role = "knob", values = { 1, 0 }, default = 1,
     families = { f16 = true },
     help = "mma: keep Q's fragments in registers across key tiles (1) or reload them from shared memory (0)" },
   { name = "overlap", role = "knob", values = { 0, 1, 2, 3 }, default = 0,
-    families = { f16 = true, ["int8-fp8"] = true },
+    families = { f16 = true, ["int8-fp8"] = true }, variants = { wgmma = true },
     help = "wgmma: 1 ping-pongs two consumer warpgroups so one's softmax runs under the other's MMAs; 2 (int8-fp8, one warpgroup) issues the next tile's S with this tile's P V and runs its softmax under the P V; 3 (int8-fp8) passes the tensor pipe around three consumer warpgroups of one block, a turn being one tile's P V and the next tile's S, so each softmax runs under the other two's turns (on the H200 2 measured slower than 0: a tuner candidate; 3 is the heuristic default at head_dim 65-128 without a mask from 16384 keys)" },
   { name = "persistent", role = "knob", values = { 0, 1 }, default = 0,
-    families = { f16 = true }, quiet_default = true,
+    families = { f16 = true }, variants = { wgmma = true }, quiet_default = true,
     help = "wgmma overlap=1: one block per SM loops over the row blocks, loading the next one's Q, K and V under the last one's output" },
   { name = "split", role = "knob", values = { 0, 1 }, default = 0,
-    families = { f16 = true }, quiet_default = true,
+    families = { f16 = true }, variants = { wgmma = true }, quiet_default = true,
     help = "persistent=1 without a causal mask: a problem with fewer row blocks than the GPU has SMs splits them along the keys" },
   { name = "exp_poly", role = "knob", values = { 0, 1, 2 }, default = 0,
     families = { ["int8-fp8"] = true },
@@ -63,6 +63,9 @@ S.params = {
   { name = "rowsum_mma", role = "knob", values = { 0, 1 }, default = 0,
     families = { ["int8-fp8"] = true }, quiet_default = true,
     help = "wgmma, overlap=0: the softmax's row sums by the tensor cores (P in E4M3 times a column of ones) instead of an FADD a score; the heuristic default picks 1 but for causal above head_dim 64" },
+  { name = "kv_splits", role = "knob", values = { 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64 }, default = 1,
+    families = { f16 = true }, variants = { decode = true }, quiet_default = true,
+    help = "f16 variant=decode: pieces the keys are cut into, one block each (the heuristic default: the count whose blocks fill the GPU's block slots most evenly, each piece at least 8 key tiles)" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 192, 256 },
     help = "query rows per thread block" },
   { name = "block_n", role = "knob", values = { 16, 32, 64, 96, 128, 160, 176, 192 },
@@ -155,6 +158,12 @@ S.constraints = {
         return string.format("%s=%s: family %s has no such choice (only %s)", p.name, tostring(t[p.name]),
                              t.family, tostring(p.default))
       end
+    end
+  end,
+  -- The decode schedule is f16's (families/f16_decode.lua).
+  function(t)
+    if t.variant == "decode" and t.family ~= "f16" then
+      return string.format("variant=decode: only family f16 has the decode schedule (family %s)", t.family)
     end
   end,
   -- How warps split the query rows is the family's (and its variant's) business.
@@ -398,8 +407,13 @@ function S.enumerate(t)
       end
       return
     end
-    for _, v in ipairs(knobs[i].values) do
-      work[knobs[i].name] = v
+    -- A knob only some variants read (p.variants) holds its default under
+    -- the others (their checks say so): walking it there would multiply
+    -- the walk by its values for nothing.  variant is walked before it.
+    local k = knobs[i]
+    local values = k.variants and not k.variants[work.variant] and { k.default } or k.values
+    for _, v in ipairs(values) do
+      work[k.name] = v
       walk(i + 1)
     end
   end
@@ -435,6 +449,8 @@ function S.help()
   lines[#lines + 1] = "  persistent=1 (f16): overlap=1; block_n 96|160|176|192: f16 variant=wgmma only"
   lines[#lines + 1] = "  split=1 (f16): persistent=1, causal=0, head_dim/2 + block_n/2 + 32 <= 160"
   lines[#lines + 1] = "  exp_poly > 0 (int8-fp8): variant=wgmma"
+  lines[#lines + 1] = "  variant=decode (f16): align=8; block_m 16|32|64 (16 rows a warp) dividing warps 4|8 among row groups;"
+  lines[#lines + 1] = "    block_n / (key warps) a multiple of 16, block_n <= 128; stages >= 2; kv_splits > 1 only here"
   lines[#lines + 1] = "  knobs marked for some families keep their default in the others"
   lines[#lines + 1] = "  align divides head_dim"
   lines[#lines + 1] = "  shared memory of the tile set <= the arch's per-block limit"

@@ -413,7 +413,7 @@ static void test_three_consumers(void **state) {
 static void test_default_reads_the_queries(void **state) {
     static const char *shape = "family=f16 arch=sm_90a head_dim=64 dtype=bf16 out_dtype=bf16 causal=0 lse=0 align=8";
     static const struct { const char *sizes; const char *want; } cases[] = {
-        {"batch=8 heads_q=32 heads_kv=8 seq_q=1 seq_k=4096 head_dim=64", "block_m=64 "},
+        {"batch=8 heads_q=32 heads_kv=8 seq_q=64 seq_k=4096 head_dim=64", "block_m=64 "},   /* (up to 16 rows: variant=decode) */
         {"batch=4 heads_q=32 heads_kv=32 seq_q=1024 seq_k=1024 head_dim=64", "block_m=64 "},
         {"batch=4 heads_q=32 heads_kv=32 seq_q=2048 seq_k=2048 head_dim=64", "block_m=192 "},
         {"batch=1 heads_q=8 heads_kv=8 seq_q=16384 seq_k=16384 head_dim=64", "block_m=192 "},
@@ -432,7 +432,7 @@ static void test_default_reads_the_queries(void **state) {
     free(list);
     free(first);
     char *d128 = gen_call(g, "default_knobs", "family=f16 arch=sm_90a head_dim=128 align=8",
-                          "batch=1 heads_q=8 heads_kv=8 seq_q=1 seq_k=4096 head_dim=128");
+                          "batch=1 heads_q=8 heads_kv=8 seq_q=64 seq_k=4096 head_dim=128");
     char *plain = gen_call(g, "knobs", "family=f16 arch=sm_90a head_dim=128 align=8", NULL);
     assert_string_equal(d128, plain);
     free(d128);

@@ -9,21 +9,30 @@ local F = {}
 
 -- The Hopper variant lives in its own file; loaded here so the template hash covers it.
 local WG = require("families.f16_wgmma")
+-- The decode schedule (few query rows, split keys): its own file too.
+local DEC = require("families.f16_decode")
 
 local function d_pad(t) return U.round_up(t.head_dim, 16) end
 local function row_stride(t) return d_pad(t) + 8 end  -- 16-byte pad: ldmatrix rows hit distinct banks
 
 function F.check(t)
+  if t.variant == "decode" then return DEC.check(t) end
+  if t.kv_splits ~= 1 then
+    return string.format("kv_splits=%d: only variant=decode cuts the keys into pieces (variant=%s)", t.kv_splits,
+                         tostring(t.variant))
+  end
   if t.variant == "wgmma" then return WG.check(t) end
   return S.check_rows_per_warp(t)
 end
 
 function F.smem_bytes(t)
+  if t.variant == "decode" then return DEC.smem_bytes(t) end
   if t.variant == "wgmma" then return WG.smem_bytes(t) end
   return (t.block_m + 2 * t.stages * t.block_n) * row_stride(t) * 2
 end
 
 function F.register_estimate(t)
+  if t.variant == "decode" then return DEC.register_estimate(t) end
   if t.variant == "wgmma" then return WG.register_estimate(t) end
   local mt = t.block_m // (16 * t.warps)
   local dp = d_pad(t)
@@ -46,6 +55,15 @@ function F.default(t, pr)
   -- (Head dims under 64 compile for wgmma but have not been checked on a GPU.)
   local hopper_fast = t.arch == "sm_90a" and t.align == 8 and t.variant == nil and open
                       and d_pad(t) >= 64
+  -- A few query rows against the keys (decoding): the split-key schedule,
+  -- whose blocks fill the GPU where the prefill tiles launch one block per
+  -- head and row block (B8 Hq32 Hkv8 Nq=1 Nk=32768 D=128: K/V read at
+  -- 1.37 TB/s by the wgmma kernel, cuDNN 4.09).  H200, B16 Hq32 D128, K/V
+  -- TB/s: Nq=1 3.73-4.33 (0.94-0.97x cuDNN); Nq=4 and 16, bottom-right,
+  -- 3.32-4.30 (1.37-5.0x cuDNN, which takes the mask as a tensor).
+  local decoding = t.align == 8 and t.variant == nil and open and t.kv_splits == nil and pr ~= nil
+                   and pr.seq_q ~= nil and pr.seq_q <= DEC.MAX_SEQ_Q and d_pad(t) <= 128
+  if t.variant == "decode" or decoding then return DEC.default(t, pr) end
   if t.variant == "wgmma" or hopper_fast then return WG.default(t, pr) end
   local dp = d_pad(t)
   if dp <= 64 then return { variant = "mma", q_regs = 1, block_m = 128, block_n = 64, warps = 4, stages = 2 } end
@@ -55,7 +73,8 @@ end
 
 -- Cheap analytic prior for ranking candidates before timing: blocks that fit
 -- on an SM times the reuse a tile buys.  Only the order matters.
-function F.prior(t)
+function F.prior(t, pr)
+  if t.variant == "decode" then return DEC.prior(t, pr) end
   if t.variant == "wgmma" then return WG.prior(t) end
   return U.occupancy_prior(t, F.smem_bytes(t), F.register_estimate(t))
 end
@@ -193,6 +212,7 @@ function F.kernel_name(t, canonical)
 end
 
 function F.render(t, canonical)
+  if t.variant == "decode" then return DEC.render(t, canonical) end
   if t.variant == "wgmma" then return WG.render(t, canonical) end
   local constants = U.fill([[
 constexpr int D = ${D}, D_PAD = ${D_PAD}, RS = ${RS};
@@ -218,6 +238,7 @@ end
 
 -- Launch geometry for a problem (numbers in `pr`).
 function F.launches(t, pr, canonical)
+  if t.variant == "decode" then return DEC.launches(t, pr, canonical) end
   if t.variant == "wgmma" then return WG.launches(t, pr, canonical) end
   return {
     workspace = 0,

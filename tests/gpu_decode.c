@@ -1,0 +1,158 @@
+/* The f16 family's decode schedule (variant=decode: a KV group's query heads
+ * packed into a tile's rows, the keys split over blocks and merged by a
+ * second kernel) against the fp64 CPU reference in numerics/, on fresh
+ * random inputs with a poisoned output and LSE: Nq 1, 4 and 16 against Nk 1,
+ * 63, 2049 and 8192, gqa 1, 4, 8 and 32 (Hkv = 1 among them), D 64, 128 and
+ * 72, bottom-right causal (rows that see no key: zeros, LSE -inf), the LSE,
+ * padded BNHD strides; the library's default (which must be this schedule
+ * for a few query rows) and explicit tiles and piece counts: one piece (no
+ * combine kernel), more pieces than key tiles (empty pieces), 32- and 64-row
+ * blocks over 8 warps, Q reloaded from shared memory, 128-key tiles, a
+ * 2-deep ring, piece counts that are not powers of two.  Exits 77 (skipped) without a GPU. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+#include "support/gpu_harness.h"
+
+static mx_device g_dev;
+static mxattn_ctx *g_ctx;
+
+/* As gpu_f16: bf16 keeps 8 significant bits, rounding P and O costs ~1e-3. */
+#define BF16_REL_L1 3e-3
+#define F16_REL_L1 1e-3
+#define LSE_TOL 1e-3
+
+static int check_case(const gpu_case *c, uint64_t seed) {
+    char what[256];
+    gpu_result r;
+    gpu_case_describe(c, what, sizeof what);
+    mxattn_status st = gpu_run_case(g_ctx, &g_dev, c, seed, NULL, &r);
+    if (st != MXATTN_OK) {
+        printf("FAIL %s seed %llu: %s: %s\n", what, (unsigned long long)seed, mxattn_status_string(st),
+               mxattn_last_error());
+        return 1;
+    }
+    double tol = c->dtype == MXATTN_BF16 ? BF16_REL_L1 : F16_REL_L1;
+    int decode = strstr(r.config, "variant=decode") != NULL;
+    int ok = decode && r.unwritten == 0 && r.o.rel_l1 < tol && (!c->lse || r.lse_max_abs < LSE_TOL);
+    printf("%s %s [%s]: rel_l1 %.2e cos %.6f max_abs %.2e lse %.1e unwritten %ld, %.3f ms%s\n",
+           ok ? "ok  " : "FAIL", what, r.config, r.o.rel_l1, r.o.cosine, r.o.max_abs, r.lse_max_abs, r.unwritten,
+           r.ms, decode ? "" : " (not the decode schedule)");
+    if (!ok) printf("     seed %llu\n", (unsigned long long)seed);
+    return !ok;
+}
+
+static const int NQ[] = {1, 4, 16};
+static const int NK[] = {1, 63, 2049, 8192};
+static const int GQA[] = {1, 4, 8, 32};
+static const int DIMS[] = {64, 128, 72};
+
+/* Case i of the grid: every Nq against every Nk, the group sizes, head dims,
+ * KV heads (1 or 2), batch, dtype, layout and padding turning over with i. */
+static gpu_case grid_case(int i, const char *config) {
+    gpu_case c = {.family = "f16", .config = config, .lse = 1, .launches = 1};
+    c.seq_q = NQ[i % 3];
+    c.seq_k = NK[(i / 3) % 4];
+    c.heads_kv = i % 2 ? 1 : 2;
+    c.heads_q = c.heads_kv * GQA[(i + i / 3) % 4];
+    c.head_dim = DIMS[(i + i / 4) % 3];
+    c.batch = 1 + i % 3;
+    c.causal = c.seq_q > 1 || i % 5 == 0 ? MXATTN_CAUSAL_BOTTOM_RIGHT : MXATTN_CAUSAL_NONE;
+    c.dtype = i % 4 == 3 ? MXATTN_F16 : MXATTN_BF16;
+    c.layout = i % 3 == 2 ? MXATTN_LAYOUT_BHND : MXATTN_LAYOUT_BNHD;
+    c.pad = i % 2 ? 8 : 0;
+    return c;
+}
+
+/* The library's choice for each Nq x Nk, which must be the decode schedule. */
+static void test_default_grid(void **state) {
+    int failures = 0;
+    for (int i = 0; i < 12; i++) {
+        gpu_case c = grid_case(i, NULL);
+        failures += check_case(&c, gpu_seed_base() + i);
+    }
+    /* Every group size at the bench's head dim, Hkv = 1 with gqa = 32. */
+    for (int g = 0; g < 4; g++) {
+        gpu_case c = {.family = "f16", .batch = 2, .heads_kv = g == 3 ? 1 : 2, .seq_q = NQ[g % 3], .seq_k = 2049,
+                      .head_dim = 128, .causal = MXATTN_CAUSAL_BOTTOM_RIGHT, .dtype = MXATTN_BF16,
+                      .layout = MXATTN_LAYOUT_BNHD, .pad = 8, .lse = 1};
+        c.heads_q = c.heads_kv * GQA[g];
+        failures += check_case(&c, gpu_seed_base() + 20 + g);
+    }
+    /* Top-left alignment and no mask at Nq > 1. */
+    for (int j = 0; j < 2; j++) {
+        gpu_case c = {.family = "f16", .batch = 1, .heads_kv = 2, .heads_q = 8, .seq_q = 16, .seq_k = 8192,
+                      .head_dim = 64, .causal = j ? MXATTN_CAUSAL_TOP_LEFT : MXATTN_CAUSAL_NONE,
+                      .dtype = MXATTN_BF16, .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
+        failures += check_case(&c, gpu_seed_base() + 30 + j);
+    }
+    assert_int_equal(failures, 0);
+}
+
+/* Explicit tiles and piece counts over the grid's cases; the plan run twice
+ * (the output poisoned again before the second), so a piece's partials of
+ * one launch never stand in for the next one's. */
+static void test_tiles_and_pieces(void **state) {
+    static const char *configs[] = {
+        "variant=decode kv_splits=1 block_m=16 block_n=64 warps=4 stages=3",
+        "variant=decode kv_splits=64 block_m=16 block_n=64 warps=4 stages=3",
+        "variant=decode kv_splits=4 block_m=32 block_n=64 warps=8 stages=3",
+        "variant=decode kv_splits=8 block_m=64 block_n=64 warps=8 stages=2",
+        "variant=decode kv_splits=2 q_regs=0 block_m=16 block_n=128 warps=4 stages=2",
+        "variant=decode kv_splits=16 block_m=64 block_n=128 warps=4 stages=2",
+        "variant=decode kv_splits=32 block_m=32 block_n=128 warps=8 stages=3",
+        "variant=decode kv_splits=3 block_m=16 block_n=64 warps=4 stages=3",
+        "variant=decode kv_splits=48 block_m=32 block_n=64 warps=8 stages=2",
+        "variant=decode kv_splits=12 block_m=64 block_n=64 warps=8 stages=3",
+    };
+    int failures = 0;
+    for (int k = 0; k < (int)(sizeof configs / sizeof *configs); k++)
+        for (int j = 0; j < 3; j++) {
+            int i = (5 * k + 7 * j) % 12;
+            gpu_case c = grid_case(i, configs[k]);
+            c.launches = 2;
+            failures += check_case(&c, gpu_seed_base() + 100 + 3 * k + j);
+        }
+    assert_int_equal(failures, 0);
+}
+
+/* D up to 256 with Q reloaded from shared memory (explicit: the default
+ * takes the schedule up to D 128), and a head dim that is not a multiple of 16. */
+static void test_other_head_dims(void **state) {
+    static const struct { int d; const char *config; } cases[] = {
+        {256, "variant=decode q_regs=0 kv_splits=4 block_m=16 block_n=64 warps=4 stages=2"},
+        {40, NULL},
+        {96, NULL},
+    };
+    int failures = 0;
+    for (int i = 0; i < 3; i++) {
+        gpu_case c = {.family = "f16", .batch = 2, .heads_kv = 1, .heads_q = 4, .seq_q = 1 + 3 * i, .seq_k = 1000,
+                      .head_dim = cases[i].d, .causal = MXATTN_CAUSAL_BOTTOM_RIGHT, .dtype = MXATTN_BF16,
+                      .layout = MXATTN_LAYOUT_BNHD, .pad = 8, .lse = 1, .config = cases[i].config};
+        failures += check_case(&c, gpu_seed_base() + 200 + i);
+    }
+    assert_int_equal(failures, 0);
+}
+
+int main(int argc, char **argv) {
+    gpu_open_or_skip(&g_dev, "gpu_decode");
+    mxattn_options opts;
+    mxattn_options_init(&opts);
+    opts.no_cache = 1;   /* compile every kernel: this tests the code path, not the cache */
+    if (mxattn_create(&g_ctx, &opts) != MXATTN_OK) {
+        printf("mxattn_create: %s\n", mxattn_last_error());
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_default_grid),
+        cmocka_unit_test(test_tiles_and_pieces),
+        cmocka_unit_test(test_other_head_dims),
+    };
+    int rc = gpu_run_tests("gpu_decode", tests, sizeof tests / sizeof *tests, argc, argv);
+    mxattn_destroy(g_ctx);
+    mx_device_close(&g_dev);
+    return rc;
+}
