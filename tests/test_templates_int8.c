@@ -151,6 +151,22 @@ static void test_nvrtc_ptx_has_int8_and_fp8_mma(void **state) {
     }
 }
 
+/* " NAME(const ": how kernel `name` is declared in src, where a CUDA file
+ * declares it by the macro the header defines to its symbol
+ * ("#define KERNEL_NAME mxattn_...") or the source spells it out. */
+static void kernel_decl(const char *src, const char *name, char *decl, size_t cap) {
+    char def[192];
+    snprintf(def, sizeof def, " %.180s\n", name);
+    for (const char *p = strstr(src, "\n#define "); p; p = strstr(p + 1, "\n#define ")) {
+        const char *macro = p + 9, *sp = strchr(macro, ' ');
+        if (sp && strncmp(sp, def, strlen(def)) == 0) {
+            snprintf(decl, cap, " %.*s(const ", (int)(sp - macro), macro);
+            return;
+        }
+    }
+    snprintf(decl, cap, " %.127s(const ", name);
+}
+
 /* A "pdl" kernel's griddepcontrol.wait covers only the kernel launched just
  * before it, so the chain is ordered only if every pdl kernel waits on every
  * path before it exits: the attention kernel's wait then implies all the
@@ -178,7 +194,7 @@ static void test_every_pdl_kernel_waits(void **state) {
             char decl[160], pdl[16];
             snprintf(pdl, sizeof pdl, "\npdl %d", index);
             if (!strstr(lp, pdl)) continue;
-            snprintf(decl, sizeof decl, " %.127s(const ", k[index].name);
+            kernel_decl(src, k[index].name, decl, sizeof decl);
             const char *body = strstr(src, decl), *end = body ? strstr(body, "\n}\n") : NULL;
             assert_non_null(end);
             const char *wait = strstr(body, "\n  wait_for_previous_kernel();");

@@ -1,8 +1,9 @@
 -- Family f16: exact attention on the bf16/fp16 tensor cores, FlashAttention-2
 -- style (online softmax, fp32 accumulation).  Each warp owns 16*MT query rows
 -- and sweeps all keys; K and V tiles stream through a cp.async ring of
--- `stages` buffers.  The MMA, the loads, the softmax and the epilogue are
--- blocks/ files, so a Hopper variant can swap the MMA and the pipeline.
+-- `stages` buffers.  The kernel is cuda/fwd_mma.cuh; the MMA, the loads, the
+-- softmax and the epilogue are CUDA blocks (cuda/*.cuh, each with a blocks/
+-- module that names the constants it reads), shared with the other families.
 local U = require("util")
 local S = require("space")
 local F = {}
