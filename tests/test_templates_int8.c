@@ -208,6 +208,28 @@ static void test_every_pdl_kernel_waits(void **state) {
     }
 }
 
+/* Every kernel of a plan sits under the compile guard of its own symbol, so
+ * that compiling the kernels apart (MX_COMPILE_ONE) keeps each of them; a
+ * kernel declared by its header's KERNEL_NAME macro once got the macro's
+ * name in its guard and vanished from its program. */
+static void test_every_kernel_has_its_compile_guard(void **state) {
+    static const char *tables[] = {"family=int8-f16 head_dim=64", "family=int8-fp8 head_dim=128 variant=mma causal=1",
+                                   "family=int8-fp8 head_dim=128"};
+    for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
+        char *src = gen_call(g, "render", tables[i], NULL);
+        char *lp = gen_call(g, "launch", tables[i], "batch=1 heads_q=2 heads_kv=2 seq_q=100 seq_k=100");
+        gen_plan_kernel k[8];
+        int n = gen_plan_kernels(lp, k, 8);
+        assert_true(n >= 3 && n <= 8);
+        for (int j = 0; j < n; j++) {
+            char guard[192];
+            snprintf(guard, sizeof guard, "|| defined(MX_COMPILE_%.150s)\n", k[j].name);
+            if (!strstr(src, guard)) fail_msg("%s: kernel %s has no compile guard of its own", tables[i], k[j].name);
+        }
+        free(src); free(lp);
+    }
+}
+
 /* The defaults at D=64 and D=128 fit in registers. */
 static void test_defaults_do_not_spill(void **state) {
     static const char *tables[] = {"family=int8-f16 head_dim=64", "family=int8-f16 head_dim=128",
@@ -234,6 +256,7 @@ int main(void) {
         cmocka_unit_test(test_illegal_tables_say_why),
         cmocka_unit_test(test_launch_plan),
         cmocka_unit_test(test_every_pdl_kernel_waits),
+        cmocka_unit_test(test_every_kernel_has_its_compile_guard),
         cmocka_unit_test(test_nvrtc_ptx_has_int8_and_fp8_mma),
         cmocka_unit_test(test_defaults_do_not_spill),
     };
