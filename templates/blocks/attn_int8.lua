@@ -36,6 +36,7 @@ local KERNEL = U.cuda("cuda/fwd_int8_mma.cuh")
 local PRELUDE, MMA, LOAD, PV_F16 = require("blocks.prelude"), require("blocks.mma_sync"), require("blocks.load"),
                                    require("blocks.pv_f16")
 local SOFTMAX, EPILOGUE = require("blocks.softmax"), require("blocks.epilogue")
+local QUANT, QUANT_KERNELS = require("blocks.quant_int8"), require("blocks.quant_kernels")
 
 -- What differs between the two P.V products.
 local PV = {
@@ -50,7 +51,7 @@ return function(family, pv_kind)
   -- accurate as 16-row/16-key blocks or better on the CPU reference, and one
   -- Q and one K scale a thread and a key tile); int8-f16 keeps its blocks.
   local per_thread = pv_kind == "fp8"
-  local quant_warps = require("blocks.quant_kernels").warps(per_thread)   -- its launch's block
+  local quant_warps = QUANT_KERNELS.warps(per_thread)   -- its launch's block
   local stem = family:gsub("-", "_")
 
   -- Raises for tables this family cannot build; called from smem_bytes, which
@@ -125,21 +126,23 @@ enum { ${WS} };                         // workspace sections
       STAGES = t.stages, VTB = pv.v_tile_bytes(t), CAUSAL = t.causal == 1, LSE = t.lse == 1,
       SMOOTH_K = t.smooth_k == 1, FP8_V = pv_kind == "fp8", PER_THREAD = per_thread, WS = table.concat(ws, ", ") })
     local mma = { dtype = "f16" }   -- ldmatrix, and the fp16 MMA of int8-f16's P.V
+    -- The quant kernels' constants come with them (quant_kernels(...)), so
+    -- the helpers and quant kernels read as in int8-fp8's wgmma source.
     local parts = {
       "// mxattn generated kernels. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
+      header .. MMA.constants(mma) .. QUANT.constants(t) .. LOAD.constants(t) .. EPILOGUE.constants(t),
       PRELUDE.text,
-      header .. MMA.constants(mma) .. LOAD.constants(t) .. EPILOGUE.constants(t),
       MMA.text,
-      require("blocks.quant_int8")(t),
-      LOAD.text,
+      QUANT.text,
     }
     if pv_kind == "fp8" then
       parts[#parts + 1] = require("blocks.quant_fp8v")(t)
       parts[#parts + 1] = require("blocks.pv_fp8")(t)
     else
-      parts[#parts + 1] = PV_F16(t)
+      parts[#parts + 1] = PV_F16.text
     end
-    parts[#parts + 1] = require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = per_thread })
+    parts[#parts + 1] = QUANT_KERNELS({ name = name, head_dim = t.head_dim, per_thread = per_thread })
+    parts[#parts + 1] = LOAD.text
     parts[#parts + 1] = require("blocks.qk_int8")(t)
     parts[#parts + 1] = SOFTMAX(t)
     parts[#parts + 1] = EPILOGUE.text

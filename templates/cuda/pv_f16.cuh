@@ -3,7 +3,8 @@
 // the cp.async ring as in cuda/fwd_mma.cuh; bf16 V (IN_BF16) is converted to
 // fp16 in registers after ldmatrix (bf16 -> f32 is exact, f32 -> f16 rounds to
 // nearest even, as the reference's MX_V_F16 does), so the ring and its sync
-// stay as they are.  Reads IN_BF16 and the kernel's MT, NT, DT, BN, D_PAD, RS.
+// stay as they are.  Reads IN_BF16 (blocks/quant_int8.lua defines it) and the
+// kernel's MT, NT, DT, BN, D_PAD, RS.
 
 // vt: the V tile, BN keys x D_PAD halves (row stride RS).
 MX_INLINE void pv_tile(float (&o)[MT][DT][4], const float (&s)[MT][NT][4], const u16 *vt) {
