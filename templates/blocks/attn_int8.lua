@@ -37,6 +37,7 @@ local PRELUDE, MMA, LOAD, PV_F16 = require("blocks.prelude"), require("blocks.mm
                                    require("blocks.pv_f16")
 local SOFTMAX, EPILOGUE = require("blocks.softmax"), require("blocks.epilogue")
 local QUANT, QUANT_KERNELS = require("blocks.quant_int8"), require("blocks.quant_kernels")
+local QUANT_FP8V, PV_FP8, QK_INT8 = require("blocks.quant_fp8v"), require("blocks.pv_fp8"), require("blocks.qk_int8")
 
 -- What differs between the two P.V products.
 local PV = {
@@ -118,9 +119,8 @@ constexpr int DT = DV / 8;              // 8-column output tiles
 constexpr int V_TILE_BYTES = ${VTB};
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH_K}, FP8_V = ${FP8_V};
 constexpr int V_TERMS = 1;              // E4M3 terms of V (two: variant=wgmma only)
-constexpr bool PER_THREAD = ${PER_THREAD};  // INT8 scales in per-thread groups (blocks/quant_int8.lua)
+constexpr bool PER_THREAD = ${PER_THREAD};  // INT8 scales in per-thread groups (cuda/quant_int8.cuh)
 constexpr int KS_TILE = PER_THREAD ? 4 : BN / 16;   // K scales of a key tile in shared memory
-constexpr bool FUSE_Q = false;          // Q quantized by the quant kernel (fuse_q: int8-fp8's wgmma kernels)
 enum { ${WS} };                         // workspace sections
 ]], { NAME = name, D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps,
       STAGES = t.stages, VTB = pv.v_tile_bytes(t), CAUSAL = t.causal == 1, LSE = t.lse == 1,
@@ -136,14 +136,14 @@ enum { ${WS} };                         // workspace sections
       QUANT.text,
     }
     if pv_kind == "fp8" then
-      parts[#parts + 1] = require("blocks.quant_fp8v")(t)
-      parts[#parts + 1] = require("blocks.pv_fp8")(t)
+      parts[#parts + 1] = QUANT_FP8V.text
+      parts[#parts + 1] = PV_FP8.text
     else
       parts[#parts + 1] = PV_F16.text
     end
     parts[#parts + 1] = QUANT_KERNELS({ name = name, head_dim = t.head_dim, per_thread = per_thread })
     parts[#parts + 1] = LOAD.text
-    parts[#parts + 1] = require("blocks.qk_int8")(t)
+    parts[#parts + 1] = QK_INT8.text
     parts[#parts + 1] = SOFTMAX(t)
     parts[#parts + 1] = EPILOGUE.text
     parts[#parts + 1] = KERNEL

@@ -1,7 +1,7 @@
 // The INT8-QK forward on mma.sync (blocks/attn_int8.lua: int8-f16 and
 // int8-fp8, variant=mma): S = Q8 K8^T (m16n8k32 s8), dequantized in base 2,
 // online softmax, O += P V in fp16 (FP8_V false, cuda/pv_f16.cuh) or E4M3
-// (blocks/pv_fp8.lua), the epilogue.  Q8, K8, their scales and FP8 V^T come
+// (cuda/pv_fp8.cuh), the epilogue.  Q8, K8, their scales and FP8 V^T come
 // from the quant kernels' workspace; K8 and V tiles stream through a cp.async
 // ring of STAGES buffers.
 //

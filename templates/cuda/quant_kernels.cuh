@@ -1,6 +1,6 @@
 // The three kernels that run before an INT8 family's attention kernel:
 // stats, quant_kv and quant_q.  They use the helpers of cuda/quant_int8.cuh
-// (and blocks/quant_fp8v.lua's for FP8 V) and the workspace sections of
+// (and cuda/quant_fp8v.cuh's for FP8 V) and the workspace sections of
 // blocks/attn_int8.lua.  Reads QUANT_WARPS, QUANT_THREADS and
 // QUANT_MIN_BLOCKS (their launch bounds; blocks/quant_kernels.lua says why),
 // KERNEL_NAME_stats, KERNEL_NAME_quant_kv and KERNEL_NAME_quant_q (their
@@ -85,8 +85,7 @@ extern "C" __global__ void __launch_bounds__(256) KERNEL_NAME_stats(const mx_ker
 // Grid (ceil(rows / (16 * QUANT_WARPS)), heads, batch), QUANT_WARPS warps: a
 // warp per 16-row block of Q, or of K (and K's block of V).  With PER_THREAD
 // a block's eight warps cover one 128-key window, the span of K's per-thread
-// groups (quantize_k_window).  With FUSE_Q the attention kernel quantizes its
-// own Q and the plan launches no quant_q.
+// groups (quantize_k_window).
 MX_INLINE int qscales_a_head(int nqp) { return PER_THREAD ? nqp / 2 : nqp / 16; }
 MX_INLINE int kscales_a_head(int nkp) { return PER_THREAD ? (nkp + 127) / 128 * 4 : nkp / 16; }
 extern "C" __global__ void __launch_bounds__(QUANT_THREADS, QUANT_MIN_BLOCKS) KERNEL_NAME_quant_kv(const mx_kernel_args a) {

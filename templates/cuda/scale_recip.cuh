@@ -4,7 +4,7 @@
 // element instead of a division; the price is that it differs from x / scale
 // in the last bit, so every quantizer of one operand must use this same rule
 // or a code lands on the other side of a rounding tie.  Then the INT8 code of
-// that quotient, the one rule of the INT8 quantizers (blocks/quant_int8.lua,
+// that quotient, the one rule of the INT8 quantizers (cuda/quant_int8.cuh,
 // nvfp4-int8qk's in blocks/fp4_quant.lua).
 MX_INLINE float div_rn(float a, float b) { float r; asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
 struct scale_recip { float k, inv; };
