@@ -32,8 +32,7 @@ typedef v_elem<FP8_V>::type v_t;
 
 // Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query
 // blocks first.  Each warp owns 16*MT query rows and sweeps the keys.  As in
-// cuda/fwd_mma.cuh the steps are written out in the body: the compiler
-// optimizes a function before it inlines it, and this is the measured code.
+// cuda/fwd_mma.cuh the steps are written out in the body (it says why).
 extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const mx_kernel_args a) {
   wait_for_previous_kernel();          // the quant kernels' codes and scales (a "pdl" launch)
   extern __shared__ __align__(16) u8 smem[];

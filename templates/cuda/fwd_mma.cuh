@@ -49,9 +49,10 @@ MX_INLINE void write_output_staged(const float (&o)[MT][DT][4], const float (&ro
 
 // Q, K, V: [seq, D] slices of one (batch, head); O likewise.  Grid: (query
 // blocks, heads_q, batch).  Causal grids run the heaviest query blocks first.
-// The steps are written out in the kernel's body, not in functions of their
-// own: the compiler optimizes a function before it inlines it, and the body
-// as one piece is the code that was measured (bench/NOTES.md).
+// The steps are written out in the body, not as functions of their own: with
+// the cp.async ring as two functions NVRTC emitted other code (another loop
+// counter, other register moves; D=64 to 128) than for this body, which is
+// the code that was measured on the GPU.
 extern "C" __global__ void __launch_bounds__(THREADS) KERNEL_NAME(const mx_kernel_args a) {
   extern __shared__ __align__(16) u16 smem[];
   // Shared tiles by 32-bit shared address: fragment addresses are a per-lane

@@ -85,7 +85,7 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, Q_REGS = ${Q_REGS};
 ]], { NAME = F.kernel_name(t, canonical), D = t.head_dim, D_PAD = d_pad(t), RS = row_stride(t), BM = t.block_m,
       BN = t.block_n, WARPS = t.warps, STAGES = t.stages, CAUSAL = t.causal == 1, LSE = t.lse == 1,
       Q_REGS = t.q_regs == 1 }) }
-  for _, b in ipairs(BLOCKS) do header[#header + 1] = b.constants and b.constants(t) or nil end
+  for _, b in ipairs(BLOCKS) do header[#header + 1] = b.constants and b.constants(t) or "" end
   local parts = { table.concat(header) }
   for _, b in ipairs(BLOCKS) do parts[#parts + 1] = b.text end
   parts[#parts + 1] = KERNEL
