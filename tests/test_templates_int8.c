@@ -230,6 +230,43 @@ static void test_every_kernel_has_its_compile_guard(void **state) {
     }
 }
 
+/* The mma.sync kernels are CUDA files after a header of the constants they
+ * read: the header says what the table asked for (V's product, the input
+ * format, the vector width), each kernel's symbol is a KERNEL_NAME macro the
+ * header defines, and no template hole is left. */
+static void test_mma_source_is_header_then_cuda_files(void **state) {
+    static const struct { const char *params, *want[3]; } cases[] = {
+        {"family=int8-fp8 head_dim=128 variant=mma dtype=f16",
+         {"FP8_V = true;", "constexpr bool IN_BF16 = false;", "constexpr int VEC = 8;"}},
+        {"family=int8-f16 head_dim=36 align=4", {"FP8_V = false;", "constexpr bool IN_BF16 = true;", "constexpr int VEC = 4;"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *src = gen_call(g, "render", cases[i].params, NULL);
+        char *lp = gen_call(g, "launch", cases[i].params, "batch=1 heads_q=1 heads_kv=1 seq_q=64 seq_k=64");
+        gen_plan_kernel k[8];
+        int n = gen_plan_kernels(lp, k, 8);
+        assert_int_equal(n, 4);
+        const char *args = strstr(src, "struct mx_kernel_args {");
+        for (int j = 0; j < 3; j++) {
+            const char *at = strstr(src, cases[i].want[j]);
+            if (!at || at > args) fail_msg("%s: the header lacks '%s'", cases[i].params, cases[i].want[j]);
+        }
+        static const char *suffix[] = {"_stats", "_quant_q", "_quant_kv"};
+        for (int j = 0; j < n; j++) {
+            char def[192], decl[64];
+            const char *sfx = "";
+            for (int s = 0; s < 3; s++)
+                if (strstr(k[j].name, suffix[s])) sfx = suffix[s];
+            snprintf(def, sizeof def, "\n#define KERNEL_NAME%s %.150s\n", sfx, k[j].name);
+            snprintf(decl, sizeof decl, " KERNEL_NAME%s(const mx_kernel_args a) {", sfx);
+            const char *d = strstr(src, def), *kernel = strstr(src, decl);
+            if (!d || !kernel || d > kernel) fail_msg("%s: kernel %s is not declared by its macro", cases[i].params, k[j].name);
+        }
+        assert_null(strstr(src, "${"));
+        free(src); free(lp);
+    }
+}
+
 /* The defaults at D=64 and D=128 fit in registers. */
 static void test_defaults_do_not_spill(void **state) {
     static const char *tables[] = {"family=int8-f16 head_dim=64", "family=int8-f16 head_dim=128",
@@ -257,6 +294,7 @@ int main(void) {
         cmocka_unit_test(test_launch_plan),
         cmocka_unit_test(test_every_pdl_kernel_waits),
         cmocka_unit_test(test_every_kernel_has_its_compile_guard),
+        cmocka_unit_test(test_mma_source_is_header_then_cuda_files),
         cmocka_unit_test(test_nvrtc_ptx_has_int8_and_fp8_mma),
         cmocka_unit_test(test_defaults_do_not_spill),
     };
