@@ -47,12 +47,41 @@ MX_INLINE void write_output_staged(const float (&o)[MT][DT][4], const float (&ro
   }
 }
 
+// P in the A operand's layout: the tile's probabilities, packed in pairs.
+MX_INLINE void pack_p_operand(u32 (&p)[MT][BN / 16][4], const float (&s)[MT][NT][4]) {
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; kk++) {
+      p[mt][kk][0] = pack_in(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+      p[mt][kk][1] = pack_in(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+      p[mt][kk][2] = pack_in(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+      p[mt][kk][3] = pack_in(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+    }
+}
+
+// O += P V for one key tile; vt is this lane's ldmatrix.trans row in the V tile.
+MX_INLINE void accumulate_pv(float (&o)[MT][DT][4], const u32 (&p)[MT][BN / 16][4], u32 vt) {
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; kk++)
+#pragma unroll
+    for (int dd = 0; dd < D_PAD / 16; dd++) {
+      u32 b[4];
+      ldsm_x4_trans(b, vt + (kk * 16 * RS + dd * 16) * 2);
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+        mma_16816(o[mt][2 * dd], p[mt][kk], b[0], b[1]);
+        mma_16816(o[mt][2 * dd + 1], p[mt][kk], b[2], b[3]);
+      }
+    }
+}
+
 // Q, K, V: [seq, D] slices of one (batch, head); O likewise.  Grid: (query
 // blocks, heads_q, batch).  Causal grids run the heaviest query blocks first.
-// The steps are written out in the body, not as functions of their own: with
-// the cp.async ring as two functions NVRTC emitted other code (another loop
-// counter, other register moves; D=64 to 128) than for this body, which is
-// the code that was measured on the GPU.
+// The cp.async ring and S = Q K^T are written out in the body, not as
+// functions of their own: as functions NVRTC emitted other code than for
+// this body, the code measured on the GPU (the ring: another loop counter at
+// D=64 to 128; S: 34 of 54 configurations' SASS moved).
 extern "C" __global__ void __launch_bounds__(THREADS) KERNEL_NAME(const mx_kernel_args a) {
   extern __shared__ __align__(16) u16 smem[];
   // Shared tiles by 32-bit shared address: fragment addresses are a per-lane
@@ -150,30 +179,11 @@ extern "C" __global__ void __launch_bounds__(THREADS) KERNEL_NAME(const mx_kerne
     float alpha[MT][2];
     softmax_tile(s, row_max, row_sum, alpha, a.scale_log2);
     u32 p[MT][BN / 16][4];
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-      for (int kk = 0; kk < BN / 16; kk++) {
-        p[mt][kk][0] = pack_in(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-        p[mt][kk][1] = pack_in(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-        p[mt][kk][2] = pack_in(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-        p[mt][kk][3] = pack_in(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-      }
+    pack_p_operand(p, s);
     rescale_o(o, alpha);
 
     // O += P V
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; kk++)
-#pragma unroll
-      for (int dd = 0; dd < D_PAD / 16; dd++) {
-        u32 b[4];
-        ldsm_x4_trans(b, vt + (kk * 16 * RS + dd * 16) * 2);
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++) {
-          mma_16816(o[mt][2 * dd], p[mt][kk], b[0], b[1]);
-          mma_16816(o[mt][2 * dd + 1], p[mt][kk], b[2], b[3]);
-        }
-      }
+    accumulate_pv(o, p, vt);
     __syncthreads();                   // the buffer is refilled next iteration
   }
 
