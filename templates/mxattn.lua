@@ -126,12 +126,19 @@ end
 -- slowest kernel rather than for all of them in turn (the INT8 families'
 -- quantization kernel alone compiles as long as their attention kernel).
 -- A kernel runs from its 'extern "C" __global__' line to the next line that is
--- a lone "}", as every template closes its kernels.
+-- a lone "}", as every template closes its kernels.  A kernel of a CUDA file
+-- is declared by a macro its header defines to the symbol ("#define
+-- KERNEL_NAME mxattn_f16_d64_..."): the guard names the symbol.
 local function guard_kernels(src)
-  local out, open = {}, nil
+  local out, open, symbol = {}, nil, {}
+  for line in src:gmatch("[^\n]+") do
+    local macro, name = line:match("^#define ([%w_]+) ([%w_]+)$")
+    if macro then symbol[macro] = name end
+  end
   for line in src:gmatch("([^\n]*)\n?") do
     if line:find('^extern "C" __global__') then
       local name = line:match("([%w_]+)%(const")
+      name = symbol[name] or name
       assert(name and not open, "kernel line without a name, or inside a kernel: " .. line)
       out[#out + 1] = "#if !defined(MX_COMPILE_ONE) || defined(MX_COMPILE_" .. name .. ")"
       open = name

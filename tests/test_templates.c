@@ -83,6 +83,40 @@ static void test_launch_geometry(void **state) {
     free(lp);
 }
 
+/* The mma.sync kernel is cuda/fwd_mma.cuh after a header of the constants it
+ * reads: the header says what the table asked for, the kernel is declared by
+ * the header's KERNEL_NAME (the plan's symbol, under its own compile guard),
+ * and no template hole is left. */
+static void test_mma_source_is_header_then_cuda_file(void **state) {
+    static const struct { const char *params, *want[4]; } cases[] = {
+        {"family=f16 head_dim=80 variant=mma q_regs=1 causal=1 block_m=64 warps=4 block_n=32 stages=3",
+         {"constexpr int D = 80, D_PAD = 80, RS = 88;", "STAGES = 3;", "CAUSAL = true, WRITE_LSE = false, Q_REGS = true;",
+          "constexpr int ALIGN = 8;"}},
+        {"family=f16 head_dim=36 align=4 dtype=f16 out_dtype=bf16 lse=1 variant=mma",
+         {"constexpr int ALIGN = 4;", "constexpr bool MMA_BF16 = false;", "constexpr bool OUT_BF16 = true;",
+          "WRITE_LSE = true"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *src = gen_call(g, "render", cases[i].params, NULL);
+        char *lp = gen_call(g, "launch", cases[i].params, "batch=1 heads_q=1 heads_kv=1 seq_q=64 seq_k=64");
+        gen_plan_kernel k;
+        assert_int_equal(gen_plan_kernels(lp, &k, 1), 1);
+        char line[192];
+        snprintf(line, sizeof line, "\n#define KERNEL_NAME %.150s\n", k.name);
+        const char *header = strstr(src, line), *kernel = strstr(src, " KERNEL_NAME(const mx_kernel_args a) {");
+        if (!header || !kernel || header > kernel) fail_msg("%s: no KERNEL_NAME header before the kernel", cases[i].params);
+        for (int j = 0; j < 4; j++) {
+            const char *at = strstr(src, cases[i].want[j]);
+            if (!at || at > strstr(src, "struct mx_kernel_args {"))
+                fail_msg("%s: the header lacks '%s'", cases[i].params, cases[i].want[j]);
+        }
+        snprintf(line, sizeof line, "|| defined(MX_COMPILE_%.150s)\n", k.name);
+        assert_non_null(strstr(src, line));
+        assert_null(strstr(src, "${"));
+        free(src); free(lp);
+    }
+}
+
 /* Compiles a kernel and returns its PTX (NULL and a skip when NVRTC is absent). */
 static char *compile_ptx(const char *params, const char *arch, const char *append) {
     char *src = gen_call(g, "render", params, NULL);
@@ -200,6 +234,7 @@ int main(void) {
         cmocka_unit_test(test_invalid_tables_name_the_parameter),
         cmocka_unit_test(test_candidates_start_with_the_default),
         cmocka_unit_test(test_launch_geometry),
+        cmocka_unit_test(test_mma_source_is_header_then_cuda_file),
         cmocka_unit_test(test_nvrtc_sm90a_ptx_has_tensor_core_mma),
         cmocka_unit_test(test_sm90a_default_is_wgmma),
         cmocka_unit_test(test_nvrtc_sm120a_compiles),

@@ -151,6 +151,22 @@ static void test_nvrtc_ptx_has_int8_and_fp8_mma(void **state) {
     }
 }
 
+/* " NAME(const ": how kernel `name` is declared in src, where a CUDA file
+ * declares it by the macro the header defines to its symbol
+ * ("#define KERNEL_NAME mxattn_...") or the source spells it out. */
+static void kernel_decl(const char *src, const char *name, char *decl, size_t cap) {
+    char def[192];
+    snprintf(def, sizeof def, " %.180s\n", name);
+    for (const char *p = strstr(src, "\n#define "); p; p = strstr(p + 1, "\n#define ")) {
+        const char *macro = p + 9, *sp = strchr(macro, ' ');
+        if (sp && strncmp(sp, def, strlen(def)) == 0) {
+            snprintf(decl, cap, " %.*s(const ", (int)(sp - macro), macro);
+            return;
+        }
+    }
+    snprintf(decl, cap, " %.127s(const ", name);
+}
+
 /* A "pdl" kernel's griddepcontrol.wait covers only the kernel launched just
  * before it, so the chain is ordered only if every pdl kernel waits on every
  * path before it exits: the attention kernel's wait then implies all the
@@ -178,7 +194,7 @@ static void test_every_pdl_kernel_waits(void **state) {
             char decl[160], pdl[16];
             snprintf(pdl, sizeof pdl, "\npdl %d", index);
             if (!strstr(lp, pdl)) continue;
-            snprintf(decl, sizeof decl, " %.127s(const ", k[index].name);
+            kernel_decl(src, k[index].name, decl, sizeof decl);
             const char *body = strstr(src, decl), *end = body ? strstr(body, "\n}\n") : NULL;
             assert_non_null(end);
             const char *wait = strstr(body, "\n  wait_for_previous_kernel();");
@@ -188,6 +204,65 @@ static void test_every_pdl_kernel_waits(void **state) {
         }
         assert_true(pdl_kernels >= 2);                  /* quant_q, quant_kv and attention */
         assert_null(strstr(lp, "\npdl 0"));              /* the stats kernel follows no kernel of the call */
+        free(src); free(lp);
+    }
+}
+
+/* Every kernel of a plan sits under the compile guard of its own symbol, so
+ * that compiling the kernels apart (MX_COMPILE_ONE) keeps each of them; a
+ * kernel declared by its header's KERNEL_NAME macro once got the macro's
+ * name in its guard and vanished from its program. */
+static void test_every_kernel_has_its_compile_guard(void **state) {
+    static const char *tables[] = {"family=int8-f16 head_dim=64", "family=int8-fp8 head_dim=128 variant=mma causal=1",
+                                   "family=int8-fp8 head_dim=128"};
+    for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
+        char *src = gen_call(g, "render", tables[i], NULL);
+        char *lp = gen_call(g, "launch", tables[i], "batch=1 heads_q=2 heads_kv=2 seq_q=100 seq_k=100");
+        gen_plan_kernel k[8];
+        int n = gen_plan_kernels(lp, k, 8);
+        assert_true(n >= 3 && n <= 8);
+        for (int j = 0; j < n; j++) {
+            char guard[192];
+            snprintf(guard, sizeof guard, "|| defined(MX_COMPILE_%.150s)\n", k[j].name);
+            if (!strstr(src, guard)) fail_msg("%s: kernel %s has no compile guard of its own", tables[i], k[j].name);
+        }
+        free(src); free(lp);
+    }
+}
+
+/* The mma.sync kernels are CUDA files after a header of the constants they
+ * read: the header says what the table asked for (V's product, the input
+ * format, the vector width), each kernel's symbol is a KERNEL_NAME macro the
+ * header defines, and no template hole is left. */
+static void test_mma_source_is_header_then_cuda_files(void **state) {
+    static const struct { const char *params, *want[3]; } cases[] = {
+        {"family=int8-fp8 head_dim=128 variant=mma dtype=f16",
+         {"FP8_V = true;", "constexpr bool IN_BF16 = false;", "constexpr int VEC = 8;"}},
+        {"family=int8-f16 head_dim=36 align=4", {"FP8_V = false;", "constexpr bool IN_BF16 = true;", "constexpr int VEC = 4;"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *src = gen_call(g, "render", cases[i].params, NULL);
+        char *lp = gen_call(g, "launch", cases[i].params, "batch=1 heads_q=1 heads_kv=1 seq_q=64 seq_k=64");
+        gen_plan_kernel k[8];
+        int n = gen_plan_kernels(lp, k, 8);
+        assert_int_equal(n, 4);
+        const char *args = strstr(src, "struct mx_kernel_args {");
+        for (int j = 0; j < 3; j++) {
+            const char *at = strstr(src, cases[i].want[j]);
+            if (!at || at > args) fail_msg("%s: the header lacks '%s'", cases[i].params, cases[i].want[j]);
+        }
+        static const char *suffix[] = {"_stats", "_quant_q", "_quant_kv"};
+        for (int j = 0; j < n; j++) {
+            char def[192], decl[64];
+            const char *sfx = "";
+            for (int s = 0; s < 3; s++)
+                if (strstr(k[j].name, suffix[s])) sfx = suffix[s];
+            snprintf(def, sizeof def, "\n#define KERNEL_NAME%s %.150s\n", sfx, k[j].name);
+            snprintf(decl, sizeof decl, " KERNEL_NAME%s(const mx_kernel_args a) {", sfx);
+            const char *d = strstr(src, def), *kernel = strstr(src, decl);
+            if (!d || !kernel || d > kernel) fail_msg("%s: kernel %s is not declared by its macro", cases[i].params, k[j].name);
+        }
+        assert_null(strstr(src, "${"));
         free(src); free(lp);
     }
 }
@@ -218,6 +293,8 @@ int main(void) {
         cmocka_unit_test(test_illegal_tables_say_why),
         cmocka_unit_test(test_launch_plan),
         cmocka_unit_test(test_every_pdl_kernel_waits),
+        cmocka_unit_test(test_every_kernel_has_its_compile_guard),
+        cmocka_unit_test(test_mma_source_is_header_then_cuda_files),
         cmocka_unit_test(test_nvrtc_ptx_has_int8_and_fp8_mma),
         cmocka_unit_test(test_defaults_do_not_spill),
     };

@@ -31,121 +31,18 @@ local WS_NAMES = { "WS_Q8", "WS_K8", "WS_QSCALE", "WS_KSCALE", "WS_KMEAN", "WS_V
 local function d32(t) return U.round_up(t.head_dim, 32) end
 local function dv(t) return U.round_up(t.head_dim, 16) end
 
-local KERNEL = [[
-// Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query
-// blocks first.  Each warp owns 16*MT query rows and sweeps the keys.
-extern "C" __global__ void __launch_bounds__(THREADS, 1) ${NAME}(const mx_kernel_args a) {
-  wait_for_previous_kernel();          // the quant kernels' codes and scales (a "pdl" launch)
-  extern __shared__ __align__(16) u8 smem[];
-  u8 *sQ = smem, *sK = sQ + BM * RSQ;
-  ${V_T} *sV = (${V_T} *)(sK + STAGES * BN * RSQ);
-  float *sKS = (float *)(sK + STAGES * BN * RSQ + STAGES * V_TILE_BYTES);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
-  const int m0 = m_block * BM, warp_row0 = m0 + warp * MT * 16;
-  const int nqp = pad_q(a.seq_q), nkp = pad_k(a.seq_k);
-  const i64 qh = (i64)batch * a.heads_q + head, kh = (i64)batch * a.heads_kv + kv_head;
-  const u8 *q8 = ws_at(a, WS_Q8) + qh * nqp * D32, *k8 = ws_at(a, WS_K8) + kh * nkp * D32;
-  const float *ks = (const float *)ws_at(a, WS_KSCALE) + kh * kscales_a_head(nkp);
-${V_SRC}
-
-  const int n_tiles = key_tiles(m0, a);   // all keys, or (causal) up to the last row's diagonal
-
-  // Q8: workspace -> shared -> registers, once; its scales straight from global.
-  copy_bytes<BM, D32, RSQ>(sQ, q8 + (i64)m0 * D32, D32);
-  cp_async_commit();
-  cp_async_wait<0>();
-  __syncthreads();
-  u32 qf[MT][KQ][4];
-  load_q_fragments(qf, sQ + warp * MT * 16 * RSQ);
-  float qscale[MT];
-#pragma unroll
-  for (int mt = 0; mt < MT; mt++)
-    qscale[mt] = ((const float *)ws_at(a, WS_QSCALE))[qh * qscales_a_head(nqp) + (PER_THREAD ? (warp_row0 / 16 + mt) * 8 + lane / 4
-                                                                                                 : warp_row0 / 16 + mt)];
-
-  float o[MT][DT][4], row_max[MT][2], row_sum[MT][2];
-  init_accumulators(o, row_max, row_sum);
-
-  // One stage of the ring: K8 tile, its KS_TILE scales (BN/16, or with
-  // PER_THREAD the four of the tile's 128-key window), V tile.
-  auto load_kv = [&](int tile) {
-    const int buf = tile % STAGES;
-    copy_bytes<BN, D32, RSQ>(sK + buf * BN * RSQ, k8 + (i64)tile * BN * D32, D32);
-    const int first = PER_THREAD ? tile * BN / 128 * 4 : tile * (BN / 16);
-    if (threadIdx.x < KS_TILE)
-      asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem_addr(sKS + buf * KS_TILE + threadIdx.x)),
-                   "l"(ks + first + threadIdx.x));
-${V_LOAD}
-  };
-]] .. require("blocks.cp_async_ring").text .. [[
-    const int buf = t % STAGES;
-
-    // S = Q K^T, dequantized, in base 2.
-    float s[MT][NT][4];
-    scores_int8(s, qf, qscale, sK + buf * BN * RSQ, sKS + buf * KS_TILE);
-
-    // Mask the tile's tail (padding keys) and, under causal, keys past the diagonal.
-    mask_tile(s, t, warp_row0, a);
-
-    // Scores are already base 2: scale 1.
-    online_softmax(s, row_max, row_sum, o, 1.f);
-
-    // O += P V
-    pv_tile(o, s, sV + buf * (V_TILE_BYTES / sizeof(${V_T})));
-    __syncthreads();                   // the buffer is refilled next iteration
-  }
-
-  pv_finish(o, ${VSCALE});
-  // Smooth-K: softmax cancels the per-row term q.mean, so O ignores it; the
-  // LSE does not, so it goes back into the row max (which only the LSE reads).
-  if (WRITE_LSE && SMOOTH_K) {
-    const float *corr = (const float *)ws_at(a, WS_CORR) + qh * nqp;
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-      for (int h = 0; h < 2; h++) row_max[mt][h] += corr[warp_row0 + mt * 16 + lane / 4 + 8 * h];
-  }
-  u16 *o_head = (u16 *)a.o + batch * a.o_sb + head * a.o_sh;
-  float *lse_head = a.lse + ((i64)batch * a.heads_q + head) * a.seq_q;
-  write_output(o, row_max, row_sum, o_head, a.o_ss, lse_head, warp_row0, a.seq_q);
-}
-]]
-
-local COPY_BYTES = [[
-// ROWS rows of COLS bytes (a multiple of 16) from global (row stride gs bytes)
-// to shared (row stride SS bytes), 16 bytes per cp.async.  The workspace is
-// padded, so no bounds.
-template <int ROWS, int COLS, int SS>
-MX_INLINE void copy_bytes(u8 *dst, const u8 *src, i64 gs) {
-  constexpr int CPR = COLS / 16, CHUNKS = ROWS * CPR;
-#pragma unroll
-  for (int i = 0; i < (CHUNKS + THREADS - 1) / THREADS; i++) {
-    const int c = threadIdx.x + i * THREADS;
-    if (CHUNKS % THREADS != 0 && c >= CHUNKS) break;
-    const int r = c / CPR, col = c % CPR * 16;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_addr(dst + r * SS + col)), "l"(src + r * gs + col));
-  }
-}
-]]
+-- The attention kernel (the quant kernels are blocks/quant_kernels.lua's).
+local KERNEL = U.cuda("cuda/fwd_int8_mma.cuh")
+local PRELUDE, MMA, LOAD, PV_F16 = require("blocks.prelude"), require("blocks.mma_sync"), require("blocks.load"),
+                                   require("blocks.pv_f16")
+local SOFTMAX, EPILOGUE = require("blocks.softmax"), require("blocks.epilogue")
+local QUANT, QUANT_KERNELS = require("blocks.quant_int8"), require("blocks.quant_kernels")
+local QUANT_FP8V, PV_FP8, QK_INT8 = require("blocks.quant_fp8v"), require("blocks.pv_fp8"), require("blocks.qk_int8")
 
 -- What differs between the two P.V products.
 local PV = {
-  f16 = {
-    v_t = "u16",
-    v_tile_bytes = function(t) return t.block_n * (dv(t) + 8) * 2 end,
-    v_src = "  const u16 *v = (const u16 *)a.v + batch * a.v_sb + kv_head * a.v_sh;",
-    v_load = "    load_tile<BN>(sV + buf * BN * RS, v, a.v_ss, tile * BN, a.seq_k);",
-    vscale = "nullptr",
-  },
-  fp8 = {
-    v_t = "u8",
-    v_tile_bytes = function(t) return dv(t) * (t.block_n + 16) end,
-    v_src = "  const u8 *v8t = ws_at(a, WS_V8T) + kh * DV * nkp;",
-    v_load = "    copy_bytes<DV, BN, RSV>(sV + buf * DV * RSV, v8t + tile * BN, nkp);",
-    vscale = "(const float *)ws_at(a, WS_VSCALE) + kh * D32",
-  },
+  f16 = { v_tile_bytes = function(t) return t.block_n * (dv(t) + 8) * 2 end },
+  fp8 = { v_tile_bytes = function(t) return dv(t) * (t.block_n + 16) end },
 }
 
 return function(family, pv_kind)
@@ -155,7 +52,7 @@ return function(family, pv_kind)
   -- accurate as 16-row/16-key blocks or better on the CPU reference, and one
   -- Q and one K scale a thread and a key tile); int8-f16 keeps its blocks.
   local per_thread = pv_kind == "fp8"
-  local quant_warps = require("blocks.quant_kernels").warps(per_thread)   -- its launch's block
+  local quant_warps = QUANT_KERNELS.warps(per_thread)   -- its launch's block
   local stem = family:gsub("-", "_")
 
   -- Raises for tables this family cannot build; called from smem_bytes, which
@@ -208,7 +105,8 @@ return function(family, pv_kind)
     local name = F.kernel_name(t, canonical)
     local ws = {}
     for i, n in ipairs(WS_NAMES) do ws[#ws + 1] = string.format("%s = %d", n, i - 1) end
-    local constants = U.fill([[
+    local header = U.fill([[
+#define KERNEL_NAME ${NAME}
 constexpr int D = ${D}, D32 = ${D32}, DV = ${DV}, D_PAD = DV;
 constexpr int RSQ = D32 + 16;           // Q8/K8 tile row, bytes: 16-byte pad keeps ldmatrix conflict-free
 constexpr int RS = D_PAD + 8;           // fp16 V tile row, halves
@@ -221,35 +119,34 @@ constexpr int DT = DV / 8;              // 8-column output tiles
 constexpr int V_TILE_BYTES = ${VTB};
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH_K}, FP8_V = ${FP8_V};
 constexpr int V_TERMS = 1;              // E4M3 terms of V (two: variant=wgmma only)
-constexpr bool PER_THREAD = ${PER_THREAD};  // INT8 scales in per-thread groups (blocks/quant_int8.lua)
+constexpr bool PER_THREAD = ${PER_THREAD};  // INT8 scales in per-thread groups (cuda/quant_int8.cuh)
 constexpr int KS_TILE = PER_THREAD ? 4 : BN / 16;   // K scales of a key tile in shared memory
-constexpr bool FUSE_Q = false;          // Q quantized by the quant kernel (fuse_q: int8-fp8's wgmma kernels)
 enum { ${WS} };                         // workspace sections
-]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps,
+]], { NAME = name, D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps,
       STAGES = t.stages, VTB = pv.v_tile_bytes(t), CAUSAL = t.causal == 1, LSE = t.lse == 1,
       SMOOTH_K = t.smooth_k == 1, FP8_V = pv_kind == "fp8", PER_THREAD = per_thread, WS = table.concat(ws, ", ") })
+    local mma = { dtype = "f16" }   -- ldmatrix, and the fp16 MMA of int8-f16's P.V
+    -- The quant kernels' constants come with them (quant_kernels(...)), so
+    -- the helpers and quant kernels read as in int8-fp8's wgmma source.
     local parts = {
       "// mxattn generated kernels. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
-      require("blocks.prelude")(t),
-      constants,
-      require("blocks.mma_sync")({ dtype = "f16" }),   -- ldmatrix, and the fp16 MMA of int8-f16's P.V
-      require("blocks.quant_int8")(t),
+      header .. MMA.constants(mma) .. QUANT.constants(t) .. LOAD.constants(t) .. EPILOGUE.constants(t),
+      PRELUDE.text,
+      MMA.text,
+      QUANT.text,
     }
     if pv_kind == "fp8" then
-      parts[#parts + 1] = require("blocks.quant_fp8v")(t)
-      parts[#parts + 1] = require("blocks.pv_fp8")(t)
+      parts[#parts + 1] = QUANT_FP8V.text
+      parts[#parts + 1] = PV_FP8.text
     else
-      parts[#parts + 1] = "MX_INLINE void quantize_v_transposed(const u16 *, i64, int, int, const float *, u8 *, int) {}\n"
-      parts[#parts + 1] = require("blocks.load")(t)
-      parts[#parts + 1] = require("blocks.pv_f16")(t)
+      parts[#parts + 1] = PV_F16.text
     end
-    parts[#parts + 1] = require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = per_thread })
-    parts[#parts + 1] = COPY_BYTES
-    parts[#parts + 1] = require("blocks.qk_int8")(t)
-    parts[#parts + 1] = require("blocks.softmax")(t)
-    parts[#parts + 1] = require("blocks.epilogue")(t)
-    parts[#parts + 1] = U.fill(KERNEL, { NAME = name, V_T = pv.v_t, V_SRC = pv.v_src, V_LOAD = pv.v_load,
-                                         VSCALE = pv.vscale })
+    parts[#parts + 1] = QUANT_KERNELS({ name = name, head_dim = t.head_dim, per_thread = per_thread })
+    parts[#parts + 1] = LOAD.text
+    parts[#parts + 1] = QK_INT8.text
+    parts[#parts + 1] = SOFTMAX(t)
+    parts[#parts + 1] = EPILOGUE.text
+    parts[#parts + 1] = KERNEL
     return table.concat(parts, "\n")
   end
 

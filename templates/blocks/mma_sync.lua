@@ -1,25 +1,12 @@
--- The mma.sync building block (sm_80+): ldmatrix fragment loads and the
--- m16n8k16 tensor-core product with fp32 accumulation.  Fragment layouts are
--- the PTX ISA's for m16n8k16: lane = 4*g + t holds rows g and g+8.
+-- The mma.sync building block (cuda/mma_sync.cuh): ldmatrix and the m16n8k16
+-- product.  .constants(p) is the constant it reads (p.dtype: bf16 or f16
+-- operands), .text the functions; require("blocks.mma_sync")(p) is both.
 local U = require("util")
+local TEXT = U.cuda("cuda/mma_sync.cuh")
 
-return function(p)
-  return U.fill([[
-MX_INLINE void ldsm_x4(u32 (&r)[4], u32 addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-MX_INLINE void ldsm_x4_trans(u32 (&r)[4], u32 addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-// d += a * b for one 16x8x16 tile.
-MX_INLINE void mma_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.${T}.${T}.f32 "
-               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-MX_INLINE u32 pack_in(float lo, float hi) { return pack_${T}(lo, hi); }
-]], { T = p.dtype })
+local M = { text = TEXT }
+function M.constants(p)
+  return string.format("constexpr bool MMA_BF16 = %s;   // mma.sync operands bf16, else fp16\n",
+                       tostring(p.dtype == "bf16"))
 end
+return setmetatable(M, { __call = function(_, p) return M.constants(p) .. TEXT end })

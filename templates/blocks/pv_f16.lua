@@ -1,41 +1,10 @@
--- O += P V with P and V in fp16 (mma.sync m16n8k16 f16, f32 accumulate), the
--- int8-f16 family's second product.  V comes from the caller's tensor through
--- the cp.async ring as in families/f16.lua; bf16 V is converted to fp16 in
--- registers after ldmatrix (bf16 -> f32 is exact, f32 -> f16 rounds to nearest
--- even, as the reference's MX_V_F16 does), so the ring and its sync stay as is.
-return function(p)
-  local convert = p.dtype == "bf16" and "\n" .. [[
-#pragma unroll
-        for (int i = 0; i < 4; i++) b[i] = pack_f16(__int_as_float((int)(b[i] << 16)), __int_as_float((int)(b[i] & 0xffff0000u)));]]
-    or ""
-  return [[
-// vt: the V tile, BN keys x D_PAD halves (row stride RS).
-MX_INLINE void pv_tile(float (&o)[MT][DT][4], const float (&s)[MT][NT][4], const u16 *vt) {
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int kk = 0; kk < BN / 16; kk++) {
-    u32 pa[MT][4];
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++) {
-      pa[mt][0] = pack_f16(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-      pa[mt][1] = pack_f16(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-      pa[mt][2] = pack_f16(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-      pa[mt][3] = pack_f16(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-    }
-#pragma unroll
-    for (int dd = 0; dd < D_PAD / 16; dd++) {
-      u32 b[4];
-      ldsm_x4_trans(b, smem_addr(vt + (kk * 16 + lane % 8 + ((lane / 8) % 2) * 8) * RS + dd * 16 + (lane / 16) * 8));]]
-    .. convert .. [[
+-- O += P V in fp16, the int8-f16 family's second product (cuda/pv_f16.cuh).
+-- It reads IN_BF16, which blocks/quant_int8.lua's constants define (the two
+-- come together), so .constants() is empty; require("blocks.pv_f16")() is
+-- the text.
+local U = require("util")
+local TEXT = U.cuda("cuda/pv_f16.cuh")
 
-#pragma unroll
-      for (int mt = 0; mt < MT; mt++) {
-        mma_16816(o[mt][2 * dd], pa[mt], b[0], b[1]);
-        mma_16816(o[mt][2 * dd + 1], pa[mt], b[2], b[3]);
-      }
-    }
-  }
-}
-MX_INLINE void pv_finish(float (&)[MT][DT][4], const float *) {}
-]]
-end
+local M = { text = TEXT }
+function M.constants() return "" end
+return setmetatable(M, { __call = function() return TEXT end })
