@@ -45,9 +45,9 @@ S.params = {
   { name = "q_regs", role = "knob", values = { 1, 0 }, default = 1,
     families = { f16 = true },
     help = "mma: keep Q's fragments in registers across key tiles (1) or reload them from shared memory (0)" },
-  { name = "overlap", role = "knob", values = { 0, 1, 2, 3 }, default = 0,
+  { name = "overlap", role = "knob", values = { 0, 1, 3 }, default = 0,
     families = { f16 = true, ["int8-fp8"] = true },
-    help = "wgmma: 1 ping-pongs two consumer warpgroups so one's softmax runs under the other's MMAs; 2 (int8-fp8, one warpgroup) issues the next tile's S with this tile's P V and runs its softmax under the P V; 3 (int8-fp8) passes the tensor pipe around three consumer warpgroups of one block, a turn being one tile's P V and the next tile's S, so each softmax runs under the other two's turns (on the H200 2 measured slower than 0: a tuner candidate; 3 is the heuristic default at head_dim 65-128 without a mask from 16384 keys)" },
+    help = "wgmma: 1 ping-pongs two consumer warpgroups so one's softmax runs under the other's MMAs; 3 (int8-fp8) passes the tensor pipe around three consumer warpgroups of one block, a turn being one tile's P V and the next tile's S, so each softmax runs under the other two's turns (3 is the heuristic default at head_dim 65-128 without a mask from 16384 keys)" },
   { name = "persistent", role = "knob", values = { 0, 1 }, default = 0,
     families = { f16 = true }, quiet_default = true,
     help = "wgmma overlap=1: one block per SM loops over the row blocks, loading the next one's Q, K and V under the last one's output" },
@@ -162,27 +162,6 @@ S.constraints = {
     local fam = require("families." .. S.family_module(t.family))
     if fam.check then return fam.check(t) end
     return S.check_rows_per_warp(t)
-  end,
-  -- overlap=2 is the one-warpgroup schedule of int8-fp8's wgmma kernel
-  -- (families/int8_fp8_wgmma.lua, KERNEL_PIPE).
-  function(t)
-    if t.overlap ~= 2 then return nil end
-    if t.family ~= "int8-fp8" or t.variant ~= "wgmma" then
-      return string.format("overlap=2: only family int8-fp8 with variant=wgmma runs a tile's softmax under the last tile's P V in one warpgroup (family %s, variant=%s)",
-                           t.family, tostring(t.variant))
-    end
-    if t.block_m ~= 64 or t.warps ~= 4 or t.stages < 3 then
-      return string.format("variant=wgmma: overlap=2 runs one warpgroup whose ring holds the next tile before each step, so it needs block_m=64, warps=4 and stages=3, not block_m=%d warps=%d stages=%d",
-                           t.block_m, t.warps, t.stages)
-    end
-    -- At block_n=32 ptxas serializes the wgmmas at half the head dims (D=40,
-    -- 72, ...: C7511, "insufficient register resources for the wgmma
-    -- pipeline"); 64- and 128-key tiles compile lean from D=32 to 128
-    -- (test_templates_int8_wgmma).
-    if t.block_n ~= 64 and t.block_n ~= 128 then
-      return string.format("variant=wgmma: overlap=2 takes block_n=64 or 128 (at 32 ptxas serializes its MMAs), not block_n=%d",
-                           t.block_n)
-    end
   end,
   -- overlap=3 is the three-consumer ring of int8-fp8's wgmma kernel
   -- (families/int8_fp8_wgmma.lua, KERNEL_RING).
@@ -428,7 +407,6 @@ function S.help()
   lines[#lines + 1] = "    and four, block_m=256 warps=16, up to 64)"
   lines[#lines + 1] = "  wgmma (int8-fp8, sm_90a): same warpgroup rules; block_n 32|64|128 (<= 64 above head_dim 128)"
   lines[#lines + 1] = "  overlap=1 (wgmma, f16 and int8-fp8): block_m=128, warps=12"
-  lines[#lines + 1] = "  overlap=2 (wgmma, int8-fp8): block_m=64, warps=4, block_n=64|128, stages=3, head_dim<=128"
   lines[#lines + 1] = "  overlap=3 (wgmma, int8-fp8): block_m=192, warps=12, head_dim<=128"
   lines[#lines + 1] = "  rowsum_mma=1 (wgmma, int8-fp8): overlap=0 or 3"
   lines[#lines + 1] = "  blocks_per_sm=4|5 (wgmma, int8-fp8): block_m=64, warps=4, overlap=0, head_dim<=64; 5: block_n<=64"

@@ -16,15 +16,11 @@
  *     block_m=128 warps=12): the same checks against the same references
  *     (its numerics are overlap=0's), and speed lines beside overlap=0
  *     (named, as above);
- *  5. overlap=2 (one warpgroup issuing the next tile's S with this tile's
- *     P V and running its softmax under the P V, a three-stage ring, 64- and
- *     128-key tiles): the same checks, and
- *     speed lines beside the default (`gpu_int8_wgmma '*pipelined*'`);
- *  6. blocks_per_sm=4|5 (the one-warpgroup kernel compiled for more blocks an
+ *  5. blocks_per_sm=4|5 (the one-warpgroup kernel compiled for more blocks an
  *     SM, D <= 64): the same checks (`gpu_int8_wgmma '*more_blocks*'`);
- *  7. rowsum_mma=1 (the row sums by MMA): against the pipeline reference that
+ *  6. rowsum_mma=1 (the row sums by MMA): against the pipeline reference that
  *     sums P as E4M3 (`gpu_int8_wgmma '*rowsum*'`);
- *  8. overlap=3 (three consumer warpgroups passing the tensor pipe around):
+ *  7. overlap=3 (three consumer warpgroups passing the tensor pipe around):
  *     the same checks (`gpu_int8_wgmma '*ring*'`).
  * The quantization kernels are shared with the mma variant; tests/gpu_int8.c
  * checks them bit for bit.  Skips (77) without a GPU, and without an sm_90 one.
@@ -536,53 +532,6 @@ static void test_overlap_speed(void **state) {
     speed_sweep("overlap speed", configs, sizeof configs / sizeof *configs);
 }
 
-/* ---- overlap=2: the softmax of tile t+1 under P V of tile t, one warpgroup ---- */
-
-#define PIPE WG "overlap=2 block_m=64 warps=4 stages=3 "   /* + block_n=64 or 128 */
-
-/* Head dims 64..128 (72, 80: DV 80 and 96), each with its own mix of causal
- * alignment, GQA, layout, padding, dtype and LSE. */
-static void test_pipelined_head_dims(void **state) {
-    static const int dims[] = {64, 72, 80, 96, 104, 120, 128};
-    int failures = 0;
-    for (int i = 0; i < 7; i++)
-        for (int rep = 0; rep < 2; rep++) {
-            gpu_case c = gpu_head_dim_case("int8-fp8", dims[i], i + rep);
-            failures += check_case(&c, rep ? PIPE "block_n=128" : PIPE "block_n=64", gpu_seed_base() + 1100 + 10 * i + rep);
-        }
-    assert_int_equal(failures, 0);
-}
-
-/* Ragged lengths: no key tile (bottom-right causal), one tile (the step after
- * the last issues a dropped S), odd tile counts (the loop's second step
- * skipped), many; then grouped-query heads and one long causal row block run. */
-static void test_pipelined_lengths(void **state) {
-    int failures = 0;
-    gpu_case c;
-    for (int i = 0; gpu_lengths_case("int8-fp8", 5, i, &c); i++)
-        failures += check_case(&c, i % 2 ? PIPE "block_n=128" : PIPE "block_n=64", gpu_seed_base() + 1200 + i);
-    for (int i = 0; i < 4; i++) {
-        gpu_case g = {.family = "int8-fp8", .batch = 3, .heads_kv = 2, .heads_q = 2 * (1 + 3 * (i % 2)), .seq_q = 200,
-                      .seq_k = 333 + 64 * i, .head_dim = i % 2 ? 80 : 128, .causal = (mxattn_causal)(i % 3),
-                      .dtype = i == 3 ? MXATTN_F16 : MXATTN_BF16, .layout = (mxattn_layout)(i % 2), .pad = 8 * (i % 3),
-                      .lse = 1, .v_terms = i == 2 ? 2 : 1};
-        failures += check_case(&g, i % 2 ? PIPE "block_n=64" : PIPE "block_n=128", gpu_seed_base() + 1250 + i);
-    }
-    gpu_case l = {.family = "int8-fp8", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 4097, .seq_k = 4097,
-                  .head_dim = 128, .causal = MXATTN_CAUSAL_TOP_LEFT, .dtype = MXATTN_BF16,
-                  .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
-    failures += check_case(&l, PIPE "block_n=64", gpu_seed_base() + 1290);
-    failures += check_case(&l, PIPE "block_n=128", gpu_seed_base() + 1291);
-    assert_int_equal(failures, 0);
-}
-
-/* The default plan, then overlap=2 beside overlap=0 on the same tiles. */
-static void test_pipelined_speed(void **state) {
-    static const char *configs[] = {NULL, WG "overlap=0 block_m=64 warps=4 block_n=64 stages=3", PIPE "block_n=64",
-                                    PIPE "block_n=128"};
-    speed_sweep("pipelined speed", configs, sizeof configs / sizeof *configs);
-}
-
 /* ---- blocks_per_sm: four (128-key tiles) or five (64) blocks an SM, D <= 64 ---- */
 
 #define MORE_BLOCKS_4 WG "block_m=64 warps=4 block_n=128 stages=3 blocks_per_sm=4"
@@ -768,9 +717,6 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_overlap_configs),
         cmocka_unit_test(test_overlap_long),
         cmocka_unit_test(test_overlap_speed),
-        cmocka_unit_test(test_pipelined_head_dims),
-        cmocka_unit_test(test_pipelined_lengths),
-        cmocka_unit_test(test_pipelined_speed),
         cmocka_unit_test(test_more_blocks),
         cmocka_unit_test(test_rowsum_mma),
         cmocka_unit_test(test_ring),

@@ -23,9 +23,7 @@
 -- producer warpgroup (full/empty mbarriers per slot, setmaxnreg).
 -- block_m = 64 * consumers.  overlap=1 (block_m=128, warps=12) runs the two
 -- consumer warpgroups in FlashAttention-3's ping-pong, as the f16 family does
--- (blocks/wgmma_overlap.lua), with the same quantized numerics.  overlap=2
--- keeps one warpgroup and runs each tile's softmax under the previous tile's
--- P V (FlashAttention-3's intra-warpgroup order; KERNEL_PIPE below).
+-- (blocks/wgmma_overlap.lua), with the same quantized numerics.
 --
 -- Called by families/int8_fp8.lua for variant=wgmma: check, smem_bytes,
 -- register_estimate, prior, default, render, launches.
@@ -112,10 +110,6 @@ function WG.check(t)
   if t.stages < 2 then
     return string.format("variant=wgmma needs stages>=2 (a TMA ring), not stages=%d", t.stages)
   end
-  if t.overlap == 2 and pv_slices(t) > 1 then
-    return string.format("variant=wgmma: overlap=2 runs the next tile's softmax beside O and this tile's P V, which head_dim=%d (over 128) does not fit in registers; use overlap=0",
-                         t.head_dim)
-  end
   if t.overlap == 1 and pv_slices(t) > 1 then
     return string.format("variant=wgmma: overlap=1 keeps O, S(t) and P(t-1) V(t-1)'s own accumulator live at once, which head_dim=%d (over 128) does not fit in registers; use overlap=0",
                          t.head_dim)
@@ -153,21 +147,15 @@ end
 local function min_blocks(t)
   if consumers(t) > 1 or has_producer(t) then return 1 end
   if (t.blocks_per_sm or 0) > 0 then return t.blocks_per_sm end   -- WG.check: shared memory holds them
-  local by_smem = math.max(1, math.min(3, blocks_by_smem(t)))
-  -- overlap=2 keeps P twice and the next tile's softmax beside this tile's
-  -- P V: above D=64 or at 128-key tiles that does not fit 168 registers
-  -- (D=128, 64-key tiles: 456 bytes of spills; 202 registers under two).
-  if t.overlap == 2 and (dv(t) > 64 or t.block_n > 64) then return math.min(by_smem, 2) end
-  return by_smem
+  return math.max(1, math.min(3, blocks_by_smem(t)))
 end
 
 function WG.register_estimate(t)
   -- O accumulators, S (s32 then fp32), P's E4M3 registers, K scales, softmax state, descriptors and addressing.
   -- A tile's P V accumulator takes S's registers once S is packed (overlap=0); overlap=1 keeps it
   -- live beside S(t) and P(t-1), which the consumers' setmaxnreg 240 absorbs (no spills at any
-  -- tile, test_templates_int8_wgmma); overlap=2 keeps P's registers twice.  A screen against the
-  -- 255 limit, not an allocation.
-  return dv(t) // 2 + t.block_n // 2 + t.block_n // 8 * (t.overlap == 2 and 2 or 1) + t.block_n // 16 + 40
+  -- tile, test_templates_int8_wgmma).  A screen against the 255 limit, not an allocation.
+  return dv(t) // 2 + t.block_n // 2 + t.block_n // 8 + t.block_n // 16 + 40
 end
 
 -- The fastest checked tables on the H200 (gpu_int8_wgmma's speed lines,
@@ -254,14 +242,6 @@ function WG.prior(t)
   -- ring a hair first, so the tuner tries both early.
   local wide = d32(t) > 64
   local three = consumers(t) == 3 and (shares_ring(t) and wide and 1.2 or t.overlap == 3 and wide and 1.19 or 0.3) or 1
-  -- overlap=2 measured slower than overlap=0 on the same tile at B=4 H=32
-  -- (H200, 2026-11-29): D=64 +15-16%, D=128 level at 128 keys and
-  -- +20% at 64, against three blocks an SM of the default; with the
-  -- per-thread groups +20-23% at D=128 (2026-11-30).  Three one-warpgroup
-  -- blocks already cover each other's softmax; the overlap costs a block
-  -- (128-key tiles, D>64) or a step of the ring's lead.  Ranked below the
-  -- same tile without it: a tuner candidate, tried late.
-  local pipelined = t.overlap == 2 and 0.8 or 1
   -- blocks_per_sm: four at 128-key tiles measured 5% faster than the same
   -- tile without it at D=64; five at 64-key tiles level or 1% slower than
   -- that tile's three (H200, 2026-11-30).
@@ -269,7 +249,7 @@ function WG.prior(t)
   -- rowsum_mma: 1-3% faster than the same tile without it (WG.default).
   local summed = (t.rowsum_mma or 0) == 1 and 1.02 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
-         * (1 - 0.08 * t.exp_poly) * three * pipelined * more_blocks * summed
+         * (1 - 0.08 * t.exp_poly) * three * more_blocks * summed
 end
 
 -- The int8/e4m3 operands' pieces of a key tile, shared by attend_tile and
@@ -754,79 +734,6 @@ local KERNEL_PP = GRID_NOTE .. OV.kernel({
   k_step = "K_BYTES / 16", v_step = "V_BYTES / 16",
 })
 
--- Step 1b (overlap=2): the one-warpgroup kernel in FlashAttention-3's
--- intra-warpgroup order.  Step t issues S(t+1) = Q K(t+1)^T and then
--- P(t) V(t) (packed by the step before), waits for S(t+1) alone and runs its
--- softmax while P V(t) is still on the tensor cores, then folds P V(t) into
--- O.  So the tensor pipe holds two MMAs back to back and the exponentials of
--- one tile run under the P V of the one before (overlap=0 runs S, softmax and
--- P V of a tile in sequence and leaves the cover to other blocks on the SM).
--- One S accumulator suffices (the softmax has consumed S(t) when S(t+1) is
--- issued); the price is P's packed registers twice (this tile's are read by
--- the MMA in flight) and a ring of three stages: the copies at the top of
--- step t bring tile t+2, so K(t+1) was asked for one step earlier.  Numerics
--- are overlap=0's (the same softmax_tile_acc, pack_p, issue_pv and fold; O is
--- scaled by alpha(t) before P V(t) is added, as attend_tile does).
-local KERNEL_PIPE = GRID_NOTE .. [[
-extern "C" __global__ void __launch_bounds__(THREADS, ${min_blocks}) ${NAME}(const __grid_constant__ mx_kernel_args a) {
-${SETUP}
-  if (warp == 0 && elect_one()) {
-    load_q();
-    for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) load_kv(s);
-  }
-${CONSUME}
-  float kscale[KS_N];
-  int acc[1][NT][4];
-  u32 pa_a[BN / 32][4], pa_b[BN / 32][4];
-  float alphas_a[1][2], alphas_b[1][2];
-  if (n_tiles > 0) {                           // S(0) and its softmax: each step starts with P(t) packed
-    load_kscale(kscale, ks, 0);
-    mbar_wait(bar_k(0), 0);
-    issue_qk(acc, desc_q, desc_k);
-    wgmma_wait<0>();
-    reg_fence(acc);
-    float s[1][NT][4];
-    softmax_tile_acc(s, acc, 0, warp_row0, a, row_max, row_sum, alphas_a, qscale, kscale);
-    pack_p(pa_a, s);
-  }
-  // After the last tile S(t+1) is still issued, over a slot no copy is
-  // writing, and its result is dropped: a wgmma under a branch would cost
-  // ptxas its proof that the accumulators are untouched until their waits.
-  auto step = [&](int t, const u32 (&pa)[BN / 32][4], const float (&alphas)[1][2],
-                  u32 (&pa_next)[BN / 32][4], float (&alphas_next)[1][2]) {
-    if (warp == 0 && elect_one()) load_next(t, n_tiles);
-    const int slot = t % STAGES, next_slot = (t + 1) % STAGES;
-    const bool more = t + 1 < n_tiles;
-    if (more) {
-      load_kscale(kscale, ks, t + 1);
-      mbar_wait(bar_k(next_slot), ((t + 1) / STAGES) & 1);
-    }
-    issue_qk<true>(acc, desc_q, desc_k + next_slot * (K_BYTES / 16));
-    float pv[1][PV_DT][4];
-    mbar_wait(bar_v(slot), (t / STAGES) & 1);
-    issue_pv(pv, pa, desc_v + slot * (V_BYTES / 16));
-    if (!FOLD_RESCALE) rescale_o(o, alphas);   // O is not an operand: P V has its own accumulator
-    wgmma_wait<1>();                           // S(t+1); P V(t) may still run
-    reg_fence(acc);
-    if (more) {
-      float s[1][NT][4];
-      softmax_tile_acc(s, acc, t + 1, warp_row0, a, row_max, row_sum, alphas_next, qscale, kscale);
-      pack_p(pa_next, s);
-    }
-    wgmma_wait<0>();
-    reg_fence(pv);
-    if (FOLD_RESCALE) fold_pv(o, pv, alphas, 0);
-    else add_pv(o, pv, 0);
-    __syncthreads();                           // every warp is done with slots t and t + 1's K
-  };
-  for (int t = 0; t < n_tiles; t += 2) {       // two steps, so P's registers swap by name
-    step(t, pa_a, alphas_a, pa_b, alphas_b);
-    if (t + 1 < n_tiles) step(t + 1, pa_b, alphas_b, pa_a, alphas_a);
-  }
-${EPILOGUE}
-}
-]]
-
 -- Step 4 (overlap=3): three consumer warpgroups of one block (block_m=192,
 -- warps=12, no producer) take turns on the tensor pipe, a token passed
 -- around named barriers RING_BAR + w (256 threads: the warpgroup's own 128
@@ -1010,7 +917,7 @@ enum { ${WS} };                         // workspace sections
                   min_blocks = min_blocks(t), v_slot = "(slot % V_SLOTS)",
                   load_next = "if (warp == 0 && elect_one()) load_next(t, n_tiles);" }
   for k, v in pairs(SHARED_HOOKS) do hooks[k] = v end
-  local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 2 and KERNEL_PIPE or t.overlap == 3 and KERNEL_RING
+  local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 3 and KERNEL_RING
                         or ws_producer and WC.KERNEL_WS or shares_ring(t) and KERNEL_SHARED or WC.KERNEL, hooks)
   return table.concat({
     "// mxattn generated kernels. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
