@@ -47,7 +47,7 @@ S.params = {
     help = "mma: keep Q's fragments in registers across key tiles (1) or reload them from shared memory (0)" },
   { name = "overlap", role = "knob", values = { 0, 1, 3 }, default = 0,
     families = { f16 = true, ["int8-fp8"] = true },
-    help = "wgmma: 1 ping-pongs two consumer warpgroups so one's softmax runs under the other's MMAs; 3 (int8-fp8) passes the tensor pipe around three consumer warpgroups of one block, a turn being one tile's P V and the next tile's S, so each softmax runs under the other two's turns (3 is the heuristic default at head_dim 65-128 without a mask from 16384 keys)" },
+    help = "wgmma: 1 (f16) ping-pongs two consumer warpgroups so one's softmax runs under the other's MMAs; 3 (int8-fp8) passes the tensor pipe around three consumer warpgroups of one block, a turn being one tile's P V and the next tile's S, so each softmax runs under the other two's turns (3 is the heuristic default at head_dim 65-128 without a mask from 16384 keys)" },
   { name = "persistent", role = "knob", values = { 0, 1 }, default = 0,
     families = { f16 = true }, quiet_default = true,
     help = "wgmma overlap=1: one block per SM loops over the row blocks, loading the next one's Q, K and V under the last one's output" },
@@ -62,7 +62,7 @@ S.params = {
     help = "wgmma, one warpgroup a block, head_dim<=64: compile for 4 or 5 blocks an SM (128 or 102 registers a thread); 0: as many as shared memory holds, at most 3; the heuristic default picks 4 up to head_dim 64" },
   { name = "rowsum_mma", role = "knob", values = { 0, 1 }, default = 0,
     families = { ["int8-fp8"] = true }, quiet_default = true,
-    help = "wgmma, overlap=0: the softmax's row sums by the tensor cores (P in E4M3 times a column of ones) instead of an FADD a score; the heuristic default picks 1 but for causal above head_dim 64" },
+    help = "wgmma: the softmax's row sums by the tensor cores (P in E4M3 times a column of ones) instead of an FADD a score; the heuristic default picks 1 but for causal above head_dim 64" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 192, 256 },
     help = "query rows per thread block" },
   { name = "block_n", role = "knob", values = { 16, 32, 64, 96, 128, 160, 176, 192 },
@@ -199,17 +199,19 @@ S.constraints = {
       return string.format("blocks_per_sm=5 needs block_n<=64 (102 registers a thread), not block_n=%d", t.block_n)
     end
   end,
-  -- The row sums' MMA rides with attend_tile's P V (the overlap=0 kernels).
+  -- The row sums' MMA rides with attend_tile's P V (the wgmma kernels).
   function(t)
-    if (t.rowsum_mma or 0) == 1 and (t.variant ~= "wgmma" or (t.overlap ~= 0 and t.overlap ~= 3)) then
-      return string.format("rowsum_mma=1: only variant=wgmma with overlap=0 or 3, not variant=%s overlap=%d",
-                           tostring(t.variant), t.overlap or 0)
+    if (t.rowsum_mma or 0) == 1 and t.variant ~= "wgmma" then
+      return string.format("rowsum_mma=1: only variant=wgmma, not variant=%s", tostring(t.variant))
     end
   end,
-  -- overlap=1 is one schedule of the wgmma kernels (blocks/wgmma_overlap.lua):
+  -- overlap=1 is one schedule of f16's wgmma kernels (blocks/wgmma_overlap.lua):
   -- two consumer warpgroups that take turns, fed by a producer warpgroup.
   function(t)
     if t.overlap ~= 1 then return nil end
+    if t.family ~= "f16" then
+      return string.format("overlap=1: only family f16 ping-pongs two consumer warpgroups (family %s)", t.family)
+    end
     if t.variant ~= "wgmma" then
       return "overlap=1: needs variant=wgmma with two consumer warpgroups and a producer (block_m=128, warps=12)"
     end
@@ -406,9 +408,9 @@ function S.help()
   lines[#lines + 1] = "    three consumers (block_m=192) only up to head_dim 64 (int8-fp8 without a producer: 128,"
   lines[#lines + 1] = "    and four, block_m=256 warps=16, up to 64)"
   lines[#lines + 1] = "  wgmma (int8-fp8, sm_90a): same warpgroup rules; block_n 32|64|128 (<= 64 above head_dim 128)"
-  lines[#lines + 1] = "  overlap=1 (wgmma, f16 and int8-fp8): block_m=128, warps=12"
+  lines[#lines + 1] = "  overlap=1 (wgmma, f16): block_m=128, warps=12"
   lines[#lines + 1] = "  overlap=3 (wgmma, int8-fp8): block_m=192, warps=12, head_dim<=128"
-  lines[#lines + 1] = "  rowsum_mma=1 (wgmma, int8-fp8): overlap=0 or 3"
+  lines[#lines + 1] = "  rowsum_mma=1 (int8-fp8): variant=wgmma"
   lines[#lines + 1] = "  blocks_per_sm=4|5 (wgmma, int8-fp8): block_m=64, warps=4, overlap=0, head_dim<=64; 5: block_n<=64"
   lines[#lines + 1] = "  persistent=1 (f16): overlap=1; block_n 96|160|176|192: f16 variant=wgmma only"
   lines[#lines + 1] = "  split=1 (f16): persistent=1, causal=0, head_dim/2 + block_n/2 + 32 <= 160"

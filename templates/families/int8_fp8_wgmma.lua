@@ -21,9 +21,7 @@
 -- every warpgroup as a consumer (thread 0 also issues the copies, a block
 -- barrier per key tile frees the ring slot); 4 * consumers + 4 adds a TMA
 -- producer warpgroup (full/empty mbarriers per slot, setmaxnreg).
--- block_m = 64 * consumers.  overlap=1 (block_m=128, warps=12) runs the two
--- consumer warpgroups in FlashAttention-3's ping-pong, as the f16 family does
--- (blocks/wgmma_overlap.lua), with the same quantized numerics.
+-- block_m = 64 * consumers.
 --
 -- Called by families/int8_fp8.lua for variant=wgmma: check, smem_bytes,
 -- register_estimate, prior, default, render, launches.
@@ -71,8 +69,8 @@ end
 -- 0's chunks are not moved by any swizzle (row index 0), so bytes 0..BN-1.
 local ONES_BYTES = 1024
 
--- Several consumer warpgroups without a producer (and no ping-pong, ring or
--- pipeline) share the TMA ring through release counters (KERNEL_SHARED).
+-- Several consumer warpgroups without a producer (and not the ring,
+-- overlap=3) share the TMA ring through release counters (KERNEL_SHARED).
 local function shares_ring(t) return consumers(t) > 1 and not has_producer(t) and t.overlap == 0 end
 
 -- Layout of the dynamic shared memory, in bytes from a 1024-aligned base.
@@ -109,10 +107,6 @@ function WG.check(t)
   end
   if t.stages < 2 then
     return string.format("variant=wgmma needs stages>=2 (a TMA ring), not stages=%d", t.stages)
-  end
-  if t.overlap == 1 and pv_slices(t) > 1 then
-    return string.format("variant=wgmma: overlap=1 keeps O, S(t) and P(t-1) V(t-1)'s own accumulator live at once, which head_dim=%d (over 128) does not fit in registers; use overlap=0",
-                         t.head_dim)
   end
   if t.v_terms == 2 and dv(t) > 128 then
     return string.format("variant=wgmma: v_terms=2 needs head_dim<=128 (V^T's two terms, 2*%d channel rows, are one TMA box of at most 256 rows), not head_dim=%d",
@@ -152,9 +146,8 @@ end
 
 function WG.register_estimate(t)
   -- O accumulators, S (s32 then fp32), P's E4M3 registers, K scales, softmax state, descriptors and addressing.
-  -- A tile's P V accumulator takes S's registers once S is packed (overlap=0); overlap=1 keeps it
-  -- live beside S(t) and P(t-1), which the consumers' setmaxnreg 240 absorbs (no spills at any
-  -- tile, test_templates_int8_wgmma).  A screen against the 255 limit, not an allocation.
+  -- A tile's P V accumulator takes S's registers once S is packed.  A screen against the 255
+  -- limit, not an allocation.
   return dv(t) // 2 + t.block_n // 2 + t.block_n // 8 + t.block_n // 16 + 40
 end
 
@@ -164,15 +157,12 @@ end
 -- N=4096, 714 vs 661 at N=16384, +9% causal): 72 KB of shared memory instead
 -- of 104 lets three blocks share an SM, and three independent warpgroups hide
 -- the softmax better than a deeper ring.  At D=64 both fit three blocks and
--- three stages are as fast or a little faster (causal 288 vs 276).  The
--- ping-pong (overlap=1, block_m=128, 12 warps) measured no faster (486 vs 489
--- TOPS at D=128 N=4096; +8-14% only causal): its 384 threads take the whole
--- register file, so one block per SM.  Up to D=64, four blocks an SM
+-- three stages are as fast or a little faster (causal 288 vs 276).  Up to D=64, four blocks an SM
 -- (blocks_per_sm=4: 128 registers, no spills) beat three by 5% end to end
 -- (H200, 2026-11-30, D=64 N=4096/16384, causal both): more warps
 -- to interleave the softmax's dependent instructions.  (A table that names
--- its own tile or overlap keeps blocks_per_sm=0 unless it asks, as f16's
--- default does for its ping-pong: the knob holds for one tile only.)
+-- its own tile or overlap keeps blocks_per_sm=0 unless it asks: the knob
+-- holds for one tile only.)
 -- rowsum_mma (the row sums by the tensor cores) measured 2.3-2.9% faster at
 -- D=64 and 1.3-2.2% at D=128 without a mask, 0.9% at D=64 causal, and 1.9%
 -- slower at D=128 N=4096 causal (one round on the H200, 2026-11-30):
@@ -223,8 +213,6 @@ end
 
 -- Checked on the H200: wgmma runs 1.5-2.3x the mma.sync plan, so its
 -- candidates rank above every mma one (the factor 100; mma priors are < 1000).
--- overlap=1: not timed yet; ranked just above the same tile without it so the
--- tuner tries it early (as the f16 family did before its H200 run).
 function WG.prior(t)
   local by_smem = math.min(SM_SHARED // math.max(WG.smem_bytes(t), 1), 2)
   local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
@@ -248,12 +236,11 @@ function WG.prior(t)
   local more_blocks = ({ [0] = 1, [4] = 1.05, [5] = 1 })[t.blocks_per_sm or 0]
   -- rowsum_mma: 1-3% faster than the same tile without it (WG.default).
   local summed = (t.rowsum_mma or 0) == 1 and 1.02 or 1
-  return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
-         * (1 - 0.08 * t.exp_poly) * three * more_blocks * summed
+  return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (1 - 0.08 * t.exp_poly) * three * more_blocks
+         * summed
 end
 
--- The int8/e4m3 operands' pieces of a key tile, shared by attend_tile and
--- the overlap=1 turns (blocks/wgmma_overlap.lua).
+-- The int8/e4m3 operands' pieces of a key tile (attend_tile's).
 local PIECES = [[
 // The tile's key scales a thread meets (KS_N).  With PER_THREAD one: its
 // group's, (k mod 8) / 2 = lane % 4, of the tile's 128-key window.  Else the
@@ -717,22 +704,7 @@ local EPILOGUE = [[
   if (WRITE_LSE && P_UNIT == 1.f) row_max[0][0] -= LOG2_448, row_max[0][1] -= LOG2_448;
 ]] .. WC.WRITE_OUTPUT
 
--- Step 3 (overlap=1): step 2 (blocks/wgmma_common.lua) with the two consumer
--- warpgroups taking turns on the tensor cores, FlashAttention-3's schedule as
--- the f16 family runs it (blocks/wgmma_overlap.lua).  Turn t issues S(t) and O += P(t-1) V(t-1);
--- the K scales of tile t load before the turn's waits, and the dequantization
--- and softmax of S(t) run after the turn is passed on, under the other
--- warpgroup's MMAs and this one's P V.  Same numerics as attend_tile: O is
--- scaled by alpha(t) after P(t-1) V(t-1) and before P(t) V(t) in both, and
--- each tile's P V lands in its own accumulator, added to O in fp32.
-local OV = require("blocks.wgmma_overlap")
 local GRID_NOTE = "// Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query blocks first.\n"
-local KERNEL_PP = GRID_NOTE .. OV.kernel({
-  decls = "      float s[1][NT][4], alpha[2], kscale[KS_N], pv[1][PV_DT][4];\n      int acc[1][NT][4];\n      u32 pa[BN / 32][4];",
-  acc = "acc", pv = "pv", fold = "add_pv(o, pv);", fetch0 = "load_kscale(kscale, ks, 0);", fetch = "load_kscale(kscale, ks, t);",
-  scores = "dequant_scores(s, acc, qscale, kscale);", scale = "1.f",
-  k_step = "K_BYTES / 16", v_step = "V_BYTES / 16",
-})
 
 -- Step 4 (overlap=3): three consumer warpgroups of one block (block_m=192,
 -- warps=12, no producer) take turns on the tensor pipe, a token passed
@@ -911,14 +883,13 @@ enum { ${WS} };                         // workspace sections
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_ONES = l.ones, SM_BAR = l.bar, SM_RELEASED = l.released, ROWSUM_MMA = t.rowsum_mma == 1, ONES_BYTES = ONES_BYTES, CAUSAL = t.causal == 1, LSE = t.lse == 1,
       SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t),
       WS = table.concat(ws, ", ") })
-  local pp = t.overlap == 1
   local hooks = { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
                   k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, desc_ones, ",
                   min_blocks = min_blocks(t), v_slot = "(slot % V_SLOTS)",
                   load_next = "if (warp == 0 && elect_one()) load_next(t, n_tiles);" }
   for k, v in pairs(SHARED_HOOKS) do hooks[k] = v end
-  local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 3 and KERNEL_RING
-                        or ws_producer and WC.KERNEL_WS or shares_ring(t) and KERNEL_SHARED or WC.KERNEL, hooks)
+  local kernel = WC.fill(t.overlap == 3 and KERNEL_RING or ws_producer and WC.KERNEL_WS
+                        or shares_ring(t) and KERNEL_SHARED or WC.KERNEL, hooks)
   return table.concat({
     "// mxattn generated kernels. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
     require("blocks.prelude")(t),
@@ -934,7 +905,7 @@ enum { ${WS} };                         // workspace sections
     require("blocks.softmax")(t, { split = true }),   -- rescale_o
     require("blocks.epilogue")(t),
     require("blocks.exp2").apply(PIECES, t),          -- exp_poly reaches softmax_acc's exponentials
-    pp and OV.block({ sched_bar = 1, issue = "", pack = "", t = t }) or ATTEND,
+    ATTEND,
     kernel,
   }, "\n")
 end
