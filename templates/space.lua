@@ -54,9 +54,6 @@ S.params = {
   { name = "split", role = "knob", values = { 0, 1 }, default = 0,
     families = { f16 = true }, quiet_default = true,
     help = "persistent=1 without a causal mask: a problem with fewer row blocks than the GPU has SMs splits them along the keys" },
-  { name = "exp_poly", role = "knob", values = { 0, 1, 2 }, default = 0,
-    families = { ["int8-fp8"] = true },
-    help = "wgmma: of every four 8-key score columns, how many take exp2 from a polynomial on the FMA pipes instead of ex2 (16/clock/SM)" },
   { name = "blocks_per_sm", role = "knob", values = { 0, 4, 5 }, default = 0,
     families = { ["int8-fp8"] = true }, quiet_default = true,
     help = "wgmma, one warpgroup a block, head_dim<=64: compile for 4 or 5 blocks an SM (128 or 102 registers a thread); 0: as many as shared memory holds, at most 3; the heuristic default picks 4 up to head_dim 64" },
@@ -249,14 +246,6 @@ S.constraints = {
                            t.head_dim, t.block_n)
     end
   end,
-  -- The polynomial exponentials relieve the ex2 pipe of the 8-bit warpgroup
-  -- kernels; mma.sync kernels are bound elsewhere (blocks/exp2.lua).
-  function(t)
-    if t.exp_poly ~= 0 and t.variant ~= "wgmma" then
-      return string.format("exp_poly=%d: only the wgmma variant computes exponentials by polynomial (variant=%s)",
-                           t.exp_poly, tostring(t.variant))
-    end
-  end,
   function(t)
     if t.head_dim % t.align ~= 0 then
       return string.format("align=%d does not divide head_dim=%d", t.align, t.head_dim)
@@ -414,7 +403,6 @@ function S.help()
   lines[#lines + 1] = "  blocks_per_sm=4|5 (wgmma, int8-fp8): block_m=64, warps=4, overlap=0, head_dim<=64; 5: block_n<=64"
   lines[#lines + 1] = "  persistent=1 (f16): overlap=1; block_n 96|160|176|192: f16 variant=wgmma only"
   lines[#lines + 1] = "  split=1 (f16): persistent=1, causal=0, head_dim/2 + block_n/2 + 32 <= 160"
-  lines[#lines + 1] = "  exp_poly > 0 (int8-fp8): variant=wgmma"
   lines[#lines + 1] = "  knobs marked for some families keep their default in the others"
   lines[#lines + 1] = "  align divides head_dim"
   lines[#lines + 1] = "  shared memory of the tile set <= the arch's per-block limit"

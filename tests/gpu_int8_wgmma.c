@@ -380,30 +380,6 @@ static void test_speed(void **state) {
     speed_sweep("speed", configs, sizeof configs / sizeof *configs);
 }
 
-/* exp_poly: part of the score exponentials by polynomial (blocks/exp2.lua,
- * relative error 1e-4 before P's E4M3 rounding), so the kernel must still
- * meet the pipeline reference's tolerance, with tails, both causal
- * alignments (fully masked rows keep O = 0 and LSE -inf), both schedules. */
-static void test_exp_poly(void **state) {
-    static const char *configs[] = {
-        "variant=wgmma exp_poly=1 block_m=64 warps=4 block_n=128 stages=2",
-        "variant=wgmma exp_poly=2 block_m=64 warps=4 block_n=128 stages=2",
-        "variant=wgmma exp_poly=2 block_m=64 warps=4 block_n=32 stages=3",
-        "variant=wgmma exp_poly=2 block_m=128 warps=12 block_n=128 stages=2"};
-    static const int dims[] = {64, 128, 80};
-    static const int seqs[][2] = {{1000, 1000}, {17, 333}, {333, 17}, {1, 4097}};
-    int failures = 0, i = 0;
-    for (int k = 0; k < 4; k++)
-        for (int d = 0; d < 3; d++, i++) {
-            gpu_case c = {.family = "int8-fp8", .batch = 1 + i % 2, .heads_kv = 1, .heads_q = 1 + 3 * (i % 2),
-                          .seq_q = seqs[i % 4][0], .seq_k = seqs[i % 4][1], .head_dim = dims[d],
-                          .causal = (mxattn_causal)(i % 3), .dtype = MXATTN_BF16,
-                          .layout = (mxattn_layout)(i % 2), .lse = 1};
-            failures += check_case(&c, configs[k], 500 + i);
-        }
-    assert_int_equal(failures, 0);
-}
-
 /* 16384 keys per row, in every schedule of the family (the mma.sync tile
  * too).  Hopper's FP8 wgmma keeps ~14 mantissa bits when it adds to its
  * accumulator, so a kernel that accumulated O in the MMA across the row would
@@ -610,7 +586,6 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_rowsum_mma),
         cmocka_unit_test(test_ring),
         cmocka_unit_test(test_shared_ring),
-        cmocka_unit_test(test_exp_poly),
         cmocka_unit_test(test_long_rows),
         cmocka_unit_test(test_v_terms),
         cmocka_unit_test(test_three_consumers),

@@ -413,9 +413,9 @@ static void test_more_blocks_validates(void **state) {
 static void test_more_blocks_compile_lean(void **state) {
     static const struct { int d, blocks; const char *extra; } cases[] = {
         {64, 4, "block_n=128 stages=3"}, {64, 4, "block_n=128 stages=2 causal=1 lse=1"},
-        {56, 4, "block_n=128 stages=3 exp_poly=2"}, {40, 4, "block_n=128 stages=3 dtype=f16 out_dtype=f16"},
+        {56, 4, "block_n=128 stages=3"}, {40, 4, "block_n=128 stages=3 dtype=f16 out_dtype=f16"},
         {64, 5, "block_n=64 stages=3"}, {64, 5, "block_n=64 stages=3 v_terms=2 lse=1"},
-        {48, 5, "block_n=64 stages=2 exp_poly=2 causal=1"}, {32, 5, "block_n=32 stages=3"}};
+        {48, 5, "block_n=64 stages=2 causal=1"}, {32, 5, "block_n=32 stages=3"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char params[256];
         snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d " ONE_WG "%s blocks_per_sm=%d", cases[i].d,
@@ -601,35 +601,6 @@ static int count_in_kernel(const char *ptx, const char *what) {
     return n;
 }
 
-/* exp_poly: legal only on the wgmma kernels of int8-fp8; k of every four
- * 8-key columns leave ex2 for the polynomial, in both schedules, without
- * spills; exp_poly=0 is the kernel as it was. */
-static void test_exp_poly(void **state) {
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=mma exp_poly=1 block_m=128 warps=8 block_n=64 stages=2",
-                   "exp_poly");
-    gen_expect_invalid(g, "family=f16 head_dim=128 exp_poly=1", "exp_poly");
-    gen_expect_invalid(g, "family=int8-f16 head_dim=128 exp_poly=2", "exp_poly");
-    static const char *schedules[] = {"variant=wgmma block_m=64 warps=4 block_n=128 stages=2"};
-    for (int s = 0; s < 1; s++) {
-        int ex2[3];
-        for (int e = 0; e < 3; e++) {
-            char params[256];
-            snprintf(params, sizeof params, "family=int8-fp8 head_dim=128 causal=1 lse=1 exp_poly=%d %s", e,
-                     schedules[s]);
-            mx_compile_result r;
-            if (!compile(params, &r)) skip();
-            ex2[e] = count_in_kernel(r.ptx, "ex2.approx");
-            if (e > 0) assert_non_null(strstr(r.ptx, "shl.b32"));   /* 2^j into the exponent field */
-            assert_int_equal(r.usage.spill_store_bytes, 0);
-            mx_compile_result_free(&r);
-        }
-        /* 16 score columns of 8 keys, 4 scores each per thread and per pass:
-         * each step of the knob moves a quarter of them off ex2. */
-        assert_true(ex2[0] > ex2[1] && ex2[1] > ex2[2]);
-        assert_int_equal(ex2[0] - ex2[1], ex2[1] - ex2[2]);
-    }
-}
-
 /* v_terms=2 (V as two E4M3 terms): legal only for int8-fp8's wgmma kernels
  * up to D=128; the P V k-loop runs twice (twice the e4m3 wgmmas in the PTX)
  * over a V^T box of twice the rows, one warpgroup or behind a producer, without
@@ -678,6 +649,8 @@ static void test_deleted_schedules_are_refused(void **state) {
     /* overlap=1, the ping-pong, is f16's alone. */
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma overlap=1 block_m=128 warps=12 block_n=128 stages=2",
                        "overlap=1: only family f16");
+    /* exp_poly (exponentials by polynomial) is no parameter any more. */
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 exp_poly=1", "'exp_poly': no such parameter");
 }
 
 int main(void) {
@@ -692,7 +665,6 @@ int main(void) {
         cmocka_unit_test(test_more_blocks_validates),
         cmocka_unit_test(test_more_blocks_compile_lean),
         cmocka_unit_test(test_rowsum_mma),
-        cmocka_unit_test(test_exp_poly),
         cmocka_unit_test(test_v_terms),
         cmocka_unit_test(test_deleted_schedules_are_refused),
         cmocka_unit_test(test_three_consumers),

@@ -128,9 +128,7 @@ MX_INLINE void rescale_o(float (&o)[MT][DT][4], const float (&alphas)[MT][2]) {
 }
 ]]
 
--- opts.split: also emit softmax_tile and rescale_o.  t.exp_poly routes part
--- of the scores' exponentials through blocks/exp2.lua's polynomial.
+-- opts.split: also emit softmax_tile and rescale_o.
 return function(t, opts)
-  local E = require("blocks.exp2")
-  return E.functions(t) .. E.apply(HEAD .. ONLINE .. (opts and opts.split and SPLIT or ""), t)
+  return HEAD .. ONLINE .. (opts and opts.split and SPLIT or "")
 end

@@ -216,10 +216,6 @@ end
 function WG.prior(t)
   local by_smem = math.min(SM_SHARED // math.max(WG.smem_bytes(t), 1), 2)
   local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
-  -- exp_poly measured 7-9% (1) and 17-21% (2) slower than the per-thread
-  -- D=128 default (H200, 2026-11-30): the FMA pipe it moves the
-  -- exponentials to runs at half rate beside a wgmma (bench/micro).  Ranked
-  -- below the same tile without it.
   -- Three consumers (block_m=192) measured 4-25% slower than the default's
   -- one-warpgroup blocks at D=64 (H200, 2026-11-29), and the ring
   -- (overlap=3) 12% slower than the shared ring at D=64 (H200, 2026-11-30).
@@ -236,8 +232,7 @@ function WG.prior(t)
   local more_blocks = ({ [0] = 1, [4] = 1.05, [5] = 1 })[t.blocks_per_sm or 0]
   -- rowsum_mma: 1-3% faster than the same tile without it (WG.default).
   local summed = (t.rowsum_mma or 0) == 1 and 1.02 or 1
-  return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (1 - 0.08 * t.exp_poly) * three * more_blocks
-         * summed
+  return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * three * more_blocks * summed
 end
 
 -- The int8/e4m3 operands' pieces of a key tile (attend_tile's).
@@ -904,7 +899,7 @@ enum { ${WS} };                         // workspace sections
     require("blocks.wgmma_int8")({ bn = t.block_n, dv = dv(t) // pv_slices(t) }),
     require("blocks.softmax")(t, { split = true }),   -- rescale_o
     require("blocks.epilogue")(t),
-    require("blocks.exp2").apply(PIECES, t),          -- exp_poly reaches softmax_acc's exponentials
+    PIECES,
     ATTEND,
     kernel,
   }, "\n")
