@@ -54,9 +54,9 @@ S.params = {
   { name = "split", role = "knob", values = { 0, 1 }, default = 0,
     families = { f16 = true }, quiet_default = true,
     help = "persistent=1 without a causal mask: a problem with fewer row blocks than the GPU has SMs splits them along the keys" },
-  { name = "blocks_per_sm", role = "knob", values = { 0, 4, 5 }, default = 0,
+  { name = "blocks_per_sm", role = "knob", values = { 0, 4 }, default = 0,
     families = { ["int8-fp8"] = true }, quiet_default = true,
-    help = "wgmma, one warpgroup a block, head_dim<=64: compile for 4 or 5 blocks an SM (128 or 102 registers a thread); 0: as many as shared memory holds, at most 3; the heuristic default picks 4 up to head_dim 64" },
+    help = "wgmma, one warpgroup a block, head_dim<=64: compile for 4 blocks an SM (128 registers a thread); 0: as many as shared memory holds, at most 3; the heuristic default picks 4 up to head_dim 64" },
   { name = "rowsum_mma", role = "knob", values = { 0, 1 }, default = 0,
     families = { ["int8-fp8"] = true }, quiet_default = true,
     help = "wgmma: the softmax's row sums by the tensor cores (P in E4M3 times a column of ones) instead of an FADD a score; the heuristic default picks 1 but for causal above head_dim 64" },
@@ -176,7 +176,7 @@ S.constraints = {
       return string.format("variant=wgmma: overlap=3 needs head_dim<=128 (one P V slice a turn), not head_dim=%d", t.head_dim)
     end
   end,
-  -- More one-warpgroup blocks an SM than the default's three: more warps to
+  -- Four one-warpgroup blocks an SM, not the default's three: more warps to
   -- interleave the softmax's dependent instructions, for fewer registers.
   function(t)
     local n = t.blocks_per_sm or 0
@@ -185,15 +185,11 @@ S.constraints = {
       return string.format("blocks_per_sm=%d: only variant=wgmma with one warpgroup a block (block_m=64, warps=4, overlap=0), not variant=%s block_m=%d warps=%d overlap=%d",
                            n, tostring(t.variant), t.block_m, t.warps, t.overlap or 0)
     end
-    -- ptxas fits O, S and P in 65536 / (128 * n) registers without spills up
-    -- to D=64 (128 at 128-key tiles, 102 at 64), not above (D=80, 128 keys:
-    -- 72 bytes of spills at 128).
+    -- ptxas fits O, S and P in 65536 / (128 * n) = 128 registers without
+    -- spills up to D=64, not above (D=80, 128 keys: 72 bytes of spills).
     if t.head_dim > 64 then
       return string.format("blocks_per_sm=%d needs head_dim<=64 (%d registers a thread spill above it), not head_dim=%d",
                            n, 65536 // (128 * n), t.head_dim)
-    end
-    if n == 5 and t.block_n > 64 then
-      return string.format("blocks_per_sm=5 needs block_n<=64 (102 registers a thread), not block_n=%d", t.block_n)
     end
   end,
   -- The row sums' MMA rides with attend_tile's P V (the wgmma kernels).
@@ -400,7 +396,7 @@ function S.help()
   lines[#lines + 1] = "  overlap=1 (wgmma, f16): block_m=128, warps=12"
   lines[#lines + 1] = "  overlap=3 (wgmma, int8-fp8): block_m=192, warps=12, head_dim<=128"
   lines[#lines + 1] = "  rowsum_mma=1 (int8-fp8): variant=wgmma"
-  lines[#lines + 1] = "  blocks_per_sm=4|5 (wgmma, int8-fp8): block_m=64, warps=4, overlap=0, head_dim<=64; 5: block_n<=64"
+  lines[#lines + 1] = "  blocks_per_sm=4 (wgmma, int8-fp8): block_m=64, warps=4, overlap=0, head_dim<=64"
   lines[#lines + 1] = "  persistent=1 (f16): overlap=1; block_n 96|160|176|192: f16 variant=wgmma only"
   lines[#lines + 1] = "  split=1 (f16): persistent=1, causal=0, head_dim/2 + block_n/2 + 32 <= 160"
   lines[#lines + 1] = "  knobs marked for some families keep their default in the others"

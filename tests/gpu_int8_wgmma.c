@@ -12,7 +12,7 @@
  *  3. a speed print, B=4 H=32 N=4096 and 16384, D=128 and 64, causal or
  *     not: wgmma configurations against the default plan (only when named:
  *     `gpu_int8_wgmma '*speed*'`);
- *  4. blocks_per_sm=4|5 (the one-warpgroup kernel compiled for more blocks an
+ *  4. blocks_per_sm=4 (the one-warpgroup kernel compiled for more blocks an
  *     SM, D <= 64): the same checks (`gpu_int8_wgmma '*more_blocks*'`);
  *  5. rowsum_mma=1 (the row sums by MMA): against the pipeline reference that
  *     sums P as E4M3 (`gpu_int8_wgmma '*rowsum*'`);
@@ -404,13 +404,13 @@ static void test_long_rows(void **state) {
     assert_int_equal(failures, 0);
 }
 
-/* ---- blocks_per_sm: four (128-key tiles) or five (64) blocks an SM, D <= 64 ---- */
+/* ---- blocks_per_sm: four blocks an SM (128- and 64-key tiles), D <= 64 ---- */
 
 #define MORE_BLOCKS_4 WG "block_m=64 warps=4 block_n=128 stages=3 blocks_per_sm=4"
-#define MORE_BLOCKS_5 WG "block_m=64 warps=4 block_n=64 stages=3 blocks_per_sm=5"
+#define MORE_BLOCKS_4_N64 WG "block_m=64 warps=4 block_n=64 stages=3 blocks_per_sm=4"
 
 /* Head dims 32..64 (40, 56: DV 48 and 64 with padding channels), each under
- * both counts and its own mix of causal alignment, GQA, layout, padding,
+ * both key tiles and its own mix of causal alignment, GQA, layout, padding,
  * dtype and LSE; then ragged lengths.  Only the launch bounds differ from
  * overlap=0's kernel, so a failure here is the compiler's register squeeze. */
 static void test_more_blocks(void **state) {
@@ -419,12 +419,12 @@ static void test_more_blocks(void **state) {
     for (int i = 0; i < 5; i++)
         for (int rep = 0; rep < 2; rep++) {
             gpu_case c = gpu_head_dim_case("int8-fp8", dims[i], i + rep);
-            failures += check_case(&c, rep ? MORE_BLOCKS_5 : MORE_BLOCKS_4, gpu_seed_base() + 1400 + 10 * i + rep);
+            failures += check_case(&c, rep ? MORE_BLOCKS_4_N64 : MORE_BLOCKS_4, gpu_seed_base() + 1400 + 10 * i + rep);
         }
     gpu_case c;
     for (int i = 0; gpu_lengths_case("int8-fp8", 5, i, &c); i++) {
         c.head_dim = i % 2 ? 64 : 40;   /* the sweep's 128 is past the knob's reach */
-        failures += check_case(&c, i % 2 ? MORE_BLOCKS_5 : MORE_BLOCKS_4, gpu_seed_base() + 1460 + i);
+        failures += check_case(&c, i % 2 ? MORE_BLOCKS_4_N64 : MORE_BLOCKS_4, gpu_seed_base() + 1460 + i);
     }
     assert_int_equal(failures, 0);
 }

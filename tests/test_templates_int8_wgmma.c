@@ -372,21 +372,20 @@ static void count_named_barriers(const char *ptx, int *sync, int *arrive, int *s
     }
 }
 
-/* ---- blocks_per_sm: four or five one-warpgroup blocks an SM up to D=64 ---- */
+/* ---- blocks_per_sm: four one-warpgroup blocks an SM up to D=64 ---- */
 
 #define ONE_WG "variant=wgmma block_m=64 warps=4 "
 
 static void test_more_blocks_validates(void **state) {
     static const char *const ok[] = {"head_dim=64 " ONE_WG "block_n=128 stages=3 blocks_per_sm=4",
-                               "head_dim=64 " ONE_WG "block_n=64 stages=3 blocks_per_sm=5 causal=1",
-                               "head_dim=40 " ONE_WG "block_n=32 stages=2 blocks_per_sm=5 v_terms=2"};
+                               "head_dim=64 " ONE_WG "block_n=64 stages=3 blocks_per_sm=4 causal=1",
+                               "head_dim=40 " ONE_WG "block_n=32 stages=2 blocks_per_sm=4 v_terms=2"};
     gen_expect_valid(g, "family=int8-fp8", ok, sizeof ok / sizeof *ok, "blocks_per_sm=");
     /* The default (0) stays out of the canonical text: names and cache keys as before. */
     char *canon = gen_call(g, "validate", "family=int8-fp8 head_dim=64 " ONE_WG "block_n=128 stages=3", NULL);
     assert_null(strstr(canon, "blocks_per_sm"));
     free(canon);
     gen_expect_invalid(g, "family=int8-fp8 head_dim=80 " ONE_WG "block_n=64 stages=3 blocks_per_sm=4", "head_dim<=64");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 " ONE_WG "block_n=128 stages=2 blocks_per_sm=5", "block_n<=64");
     gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=128 warps=8 block_n=64 stages=3 blocks_per_sm=4",
                        "one warpgroup");
     gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=mma block_m=64 warps=4 block_n=64 stages=2 blocks_per_sm=4",
@@ -414,8 +413,8 @@ static void test_more_blocks_compile_lean(void **state) {
     static const struct { int d, blocks; const char *extra; } cases[] = {
         {64, 4, "block_n=128 stages=3"}, {64, 4, "block_n=128 stages=2 causal=1 lse=1"},
         {56, 4, "block_n=128 stages=3"}, {40, 4, "block_n=128 stages=3 dtype=f16 out_dtype=f16"},
-        {64, 5, "block_n=64 stages=3"}, {64, 5, "block_n=64 stages=3 v_terms=2 lse=1"},
-        {48, 5, "block_n=64 stages=2 causal=1"}, {32, 5, "block_n=32 stages=3"}};
+        {64, 4, "block_n=64 stages=3"}, {64, 4, "block_n=64 stages=3 v_terms=2 lse=1"},
+        {48, 4, "block_n=64 stages=2 causal=1"}, {32, 4, "block_n=32 stages=3"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char params[256];
         snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d " ONE_WG "%s blocks_per_sm=%d", cases[i].d,
@@ -649,6 +648,9 @@ static void test_deleted_schedules_are_refused(void **state) {
     /* overlap=1, the ping-pong, is f16's alone. */
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma overlap=1 block_m=128 warps=12 block_n=128 stages=2",
                        "overlap=1: only family f16");
+    /* blocks_per_sm=5 (102 registers a thread) is no value of the knob any more. */
+    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=64 warps=4 block_n=64 stages=3 blocks_per_sm=5",
+                       "blocks_per_sm=5: must be one of 0|4");
     /* exp_poly (exponentials by polynomial) is no parameter any more. */
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 exp_poly=1", "'exp_poly': no such parameter");
 }

@@ -136,7 +136,7 @@ end
 -- land a few registers past the 168 that three need (softmax_acc's two
 -- paths: 172 at D=128), halving the SM's warpgroups for nothing.  Four
 -- cap the registers at 128, which spills above D=64; up to it the knob
--- blocks_per_sm asks for four or five (the softmax's dependent chains want
+-- blocks_per_sm asks for four (the softmax's dependent chains want
 -- more warps to interleave: the H200's stall samples, 2026-11-29).
 local function min_blocks(t)
   if consumers(t) > 1 or has_producer(t) then return 1 end
@@ -227,9 +227,8 @@ function WG.prior(t)
   local wide = d32(t) > 64
   local three = consumers(t) == 3 and (shares_ring(t) and wide and 1.2 or t.overlap == 3 and wide and 1.19 or 0.3) or 1
   -- blocks_per_sm: four at 128-key tiles measured 5% faster than the same
-  -- tile without it at D=64; five at 64-key tiles level or 1% slower than
-  -- that tile's three (H200, 2026-11-30).
-  local more_blocks = ({ [0] = 1, [4] = 1.05, [5] = 1 })[t.blocks_per_sm or 0]
+  -- tile without it at D=64 (H200, 2026-11-30).
+  local more_blocks = (t.blocks_per_sm or 0) == 4 and 1.05 or 1
   -- rowsum_mma: 1-3% faster than the same tile without it (WG.default).
   local summed = (t.rowsum_mma or 0) == 1 and 1.02 or 1
   return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * three * more_blocks * summed
