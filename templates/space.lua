@@ -49,16 +49,16 @@ S.params = {
     families = { f16 = true, ["int8-fp8"] = true },
     help = "wgmma: 1 (f16) ping-pongs two consumer warpgroups so one's softmax runs under the other's MMAs; 3 (int8-fp8) passes the tensor pipe around three consumer warpgroups of one block, a turn being one tile's P V and the next tile's S, so each softmax runs under the other two's turns (3 is the heuristic default at head_dim 65-128 without a mask from 16384 keys)" },
   { name = "persistent", role = "knob", values = { 0, 1 }, default = 0,
-    families = { f16 = true }, quiet_default = true,
+    families = { f16 = true },
     help = "wgmma overlap=1: one block per SM loops over the row blocks, loading the next one's Q, K and V under the last one's output" },
   { name = "split", role = "knob", values = { 0, 1 }, default = 0,
-    families = { f16 = true }, quiet_default = true,
+    families = { f16 = true },
     help = "persistent=1 without a causal mask: a problem with fewer row blocks than the GPU has SMs splits them along the keys" },
   { name = "blocks_per_sm", role = "knob", values = { 0, 4 }, default = 0,
-    families = { ["int8-fp8"] = true }, quiet_default = true,
+    families = { ["int8-fp8"] = true },
     help = "wgmma, one warpgroup a block, head_dim<=64: compile for 4 blocks an SM (128 registers a thread); 0: as many as shared memory holds, at most 3; the heuristic default picks 4 up to head_dim 64" },
   { name = "rowsum_mma", role = "knob", values = { 0, 1 }, default = 0,
-    families = { ["int8-fp8"] = true }, quiet_default = true,
+    families = { ["int8-fp8"] = true },
     help = "wgmma: the softmax's row sums by the tensor cores (P in E4M3 times a column of ones) instead of an FADD a score; the heuristic default picks 1 but for causal above head_dim 64" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 192, 256 },
     help = "query rows per thread block" },
@@ -308,10 +308,7 @@ function S.canonical(t, roles)
     -- a family's names (and cache keys) unchanged when another family gains
     -- a knob.
     local unread = p.families and t.family and not p.families[t.family]
-    -- A knob added after kernels were tuned and cached says nothing at its
-    -- default (quiet_default): their names and cache keys stay as they were.
-    local quiet = p.quiet_default and tostring(t[p.name]) == tostring(p.default)
-    if (roles == nil or roles[p.role]) and not unread and not quiet then
+    if (roles == nil or roles[p.role]) and not unread then
       if t[p.name] ~= nil then out[#out + 1] = p.name .. "=" .. tostring(t[p.name]) end
     end
   end
