@@ -45,26 +45,23 @@ S.params = {
   { name = "q_regs", role = "knob", values = { 1, 0 }, default = 1,
     families = { f16 = true },
     help = "mma: keep Q's fragments in registers across key tiles (1) or reload them from shared memory (0)" },
-  { name = "overlap", role = "knob", values = { 0, 1, 2, 3 }, default = 0,
+  { name = "overlap", role = "knob", values = { 0, 1, 3 }, default = 0,
     families = { f16 = true, ["int8-fp8"] = true }, variants = { wgmma = true },
-    help = "wgmma: 1 ping-pongs two consumer warpgroups so one's softmax runs under the other's MMAs; 2 (int8-fp8, one warpgroup) issues the next tile's S with this tile's P V and runs its softmax under the P V; 3 (int8-fp8) passes the tensor pipe around three consumer warpgroups of one block, a turn being one tile's P V and the next tile's S, so each softmax runs under the other two's turns (on the H200 2 measured slower than 0: a tuner candidate; 3 is the heuristic default at head_dim 65-128 without a mask from 16384 keys)" },
+    help = "wgmma: 1 (f16) ping-pongs two consumer warpgroups so one's softmax runs under the other's MMAs; 3 (int8-fp8) passes the tensor pipe around three consumer warpgroups of one block, a turn being one tile's P V and the next tile's S, so each softmax runs under the other two's turns (3 is the heuristic default at head_dim 65-128 without a mask from 16384 keys)" },
   { name = "persistent", role = "knob", values = { 0, 1 }, default = 0,
-    families = { f16 = true }, variants = { wgmma = true }, quiet_default = true,
+    families = { f16 = true }, variants = { wgmma = true },
     help = "wgmma overlap=1: one block per SM loops over the row blocks, loading the next one's Q, K and V under the last one's output" },
   { name = "split", role = "knob", values = { 0, 1 }, default = 0,
-    families = { f16 = true }, variants = { wgmma = true }, quiet_default = true,
+    families = { f16 = true }, variants = { wgmma = true },
     help = "persistent=1 without a causal mask: a problem with fewer row blocks than the GPU has SMs splits them along the keys" },
-  { name = "exp_poly", role = "knob", values = { 0, 1, 2 }, default = 0,
+  { name = "blocks_per_sm", role = "knob", values = { 0, 4 }, default = 0,
     families = { ["int8-fp8"] = true },
-    help = "wgmma: of every four 8-key score columns, how many take exp2 from a polynomial on the FMA pipes instead of ex2 (16/clock/SM)" },
-  { name = "blocks_per_sm", role = "knob", values = { 0, 4, 5 }, default = 0,
-    families = { ["int8-fp8"] = true }, quiet_default = true,
-    help = "wgmma, one warpgroup a block, head_dim<=64: compile for 4 or 5 blocks an SM (128 or 102 registers a thread); 0: as many as shared memory holds, at most 3; the heuristic default picks 4 up to head_dim 64" },
+    help = "wgmma, one warpgroup a block, head_dim<=64: compile for 4 blocks an SM (128 registers a thread); 0: as many as shared memory holds, at most 3; the heuristic default picks 4 up to head_dim 64" },
   { name = "rowsum_mma", role = "knob", values = { 0, 1 }, default = 0,
-    families = { ["int8-fp8"] = true }, quiet_default = true,
-    help = "wgmma, overlap=0: the softmax's row sums by the tensor cores (P in E4M3 times a column of ones) instead of an FADD a score; the heuristic default picks 1 but for causal above head_dim 64" },
+    families = { ["int8-fp8"] = true },
+    help = "wgmma: the softmax's row sums by the tensor cores (P in E4M3 times a column of ones) instead of an FADD a score; the heuristic default picks 1 but for causal above head_dim 64" },
   { name = "kv_splits", role = "knob", values = { 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64 }, default = 1,
-    families = { f16 = true }, variants = { decode = true }, quiet_default = true,
+    families = { f16 = true }, variants = { decode = true },
     help = "f16 variant=decode: pieces the keys are cut into, one block each (the heuristic default: the count whose blocks fill the GPU's block slots most evenly, each piece at least 8 key tiles)" },
   { name = "block_m", role = "knob", values = { 16, 32, 64, 128, 192, 256 },
     help = "query rows per thread block" },
@@ -172,27 +169,6 @@ S.constraints = {
     if fam.check then return fam.check(t) end
     return S.check_rows_per_warp(t)
   end,
-  -- overlap=2 is the one-warpgroup schedule of int8-fp8's wgmma kernel
-  -- (families/int8_fp8_wgmma.lua, KERNEL_PIPE).
-  function(t)
-    if t.overlap ~= 2 then return nil end
-    if t.family ~= "int8-fp8" or t.variant ~= "wgmma" then
-      return string.format("overlap=2: only family int8-fp8 with variant=wgmma runs a tile's softmax under the last tile's P V in one warpgroup (family %s, variant=%s)",
-                           t.family, tostring(t.variant))
-    end
-    if t.block_m ~= 64 or t.warps ~= 4 or t.stages < 3 then
-      return string.format("variant=wgmma: overlap=2 runs one warpgroup whose ring holds the next tile before each step, so it needs block_m=64, warps=4 and stages=3, not block_m=%d warps=%d stages=%d",
-                           t.block_m, t.warps, t.stages)
-    end
-    -- At block_n=32 ptxas serializes the wgmmas at half the head dims (D=40,
-    -- 72, ...: C7511, "insufficient register resources for the wgmma
-    -- pipeline"); 64- and 128-key tiles compile lean from D=32 to 128
-    -- (test_templates_int8_wgmma).
-    if t.block_n ~= 64 and t.block_n ~= 128 then
-      return string.format("variant=wgmma: overlap=2 takes block_n=64 or 128 (at 32 ptxas serializes its MMAs), not block_n=%d",
-                           t.block_n)
-    end
-  end,
   -- overlap=3 is the three-consumer ring of int8-fp8's wgmma kernel
   -- (families/int8_fp8_wgmma.lua, KERNEL_RING).
   function(t)
@@ -209,7 +185,7 @@ S.constraints = {
       return string.format("variant=wgmma: overlap=3 needs head_dim<=128 (one P V slice a turn), not head_dim=%d", t.head_dim)
     end
   end,
-  -- More one-warpgroup blocks an SM than the default's three: more warps to
+  -- Four one-warpgroup blocks an SM, not the default's three: more warps to
   -- interleave the softmax's dependent instructions, for fewer registers.
   function(t)
     local n = t.blocks_per_sm or 0
@@ -218,28 +194,26 @@ S.constraints = {
       return string.format("blocks_per_sm=%d: only variant=wgmma with one warpgroup a block (block_m=64, warps=4, overlap=0), not variant=%s block_m=%d warps=%d overlap=%d",
                            n, tostring(t.variant), t.block_m, t.warps, t.overlap or 0)
     end
-    -- ptxas fits O, S and P in 65536 / (128 * n) registers without spills up
-    -- to D=64 (128 at 128-key tiles, 102 at 64), not above (D=80, 128 keys:
-    -- 72 bytes of spills at 128).
+    -- ptxas fits O, S and P in 65536 / (128 * n) = 128 registers without
+    -- spills up to D=64, not above (D=80, 128 keys: 72 bytes of spills).
     if t.head_dim > 64 then
       return string.format("blocks_per_sm=%d needs head_dim<=64 (%d registers a thread spill above it), not head_dim=%d",
                            n, 65536 // (128 * n), t.head_dim)
     end
-    if n == 5 and t.block_n > 64 then
-      return string.format("blocks_per_sm=5 needs block_n<=64 (102 registers a thread), not block_n=%d", t.block_n)
-    end
   end,
-  -- The row sums' MMA rides with attend_tile's P V (the overlap=0 kernels).
+  -- The row sums' MMA rides with attend_tile's P V (the wgmma kernels).
   function(t)
-    if (t.rowsum_mma or 0) == 1 and (t.variant ~= "wgmma" or (t.overlap ~= 0 and t.overlap ~= 3)) then
-      return string.format("rowsum_mma=1: only variant=wgmma with overlap=0 or 3, not variant=%s overlap=%d",
-                           tostring(t.variant), t.overlap or 0)
+    if (t.rowsum_mma or 0) == 1 and t.variant ~= "wgmma" then
+      return string.format("rowsum_mma=1: only variant=wgmma, not variant=%s", tostring(t.variant))
     end
   end,
-  -- overlap=1 is one schedule of the wgmma kernels (blocks/wgmma_overlap.lua):
+  -- overlap=1 is one schedule of f16's wgmma kernels (blocks/wgmma_overlap.lua):
   -- two consumer warpgroups that take turns, fed by a producer warpgroup.
   function(t)
     if t.overlap ~= 1 then return nil end
+    if t.family ~= "f16" then
+      return string.format("overlap=1: only family f16 ping-pongs two consumer warpgroups (family %s)", t.family)
+    end
     if t.variant ~= "wgmma" then
       return "overlap=1: needs variant=wgmma with two consumer warpgroups and a producer (block_m=128, warps=12)"
     end
@@ -275,14 +249,6 @@ S.constraints = {
     if not require("families.f16_wgmma").deferred_output(t) then
       return string.format("split=1: head_dim=%d with block_n=%d leaves no registers for a piece's output beside O and S (head_dim/2 + block_n/2 + 32 <= 160)",
                            t.head_dim, t.block_n)
-    end
-  end,
-  -- The polynomial exponentials relieve the ex2 pipe of the 8-bit warpgroup
-  -- kernels; mma.sync kernels are bound elsewhere (blocks/exp2.lua).
-  function(t)
-    if t.exp_poly ~= 0 and t.variant ~= "wgmma" then
-      return string.format("exp_poly=%d: only the wgmma variant computes exponentials by polynomial (variant=%s)",
-                           t.exp_poly, tostring(t.variant))
     end
   end,
   function(t)
@@ -351,10 +317,11 @@ function S.canonical(t, roles)
     -- a family's names (and cache keys) unchanged when another family gains
     -- a knob.
     local unread = p.families and t.family and not p.families[t.family]
-    -- A knob added after kernels were tuned and cached says nothing at its
-    -- default (quiet_default): their names and cache keys stay as they were.
-    local quiet = p.quiet_default and tostring(t[p.name]) == tostring(p.default)
-    if (roles == nil or roles[p.role]) and not unread and not quiet then
+    -- Likewise a knob at its default under a variant that does not read it
+    -- (kv_splits outside decode, persistent outside wgmma); a value other
+    -- than the default stays in the text, so two kernels never share a name.
+    unread = unread or (p.variants and t.variant and not p.variants[t.variant] and t[p.name] == p.default)
+    if (roles == nil or roles[p.role]) and not unread then
       if t[p.name] ~= nil then out[#out + 1] = p.name .. "=" .. tostring(t[p.name]) end
     end
   end
@@ -441,14 +408,12 @@ function S.help()
   lines[#lines + 1] = "    three consumers (block_m=192) only up to head_dim 64 (int8-fp8 without a producer: 128,"
   lines[#lines + 1] = "    and four, block_m=256 warps=16, up to 64)"
   lines[#lines + 1] = "  wgmma (int8-fp8, sm_90a): same warpgroup rules; block_n 32|64|128 (<= 64 above head_dim 128)"
-  lines[#lines + 1] = "  overlap=1 (wgmma, f16 and int8-fp8): block_m=128, warps=12"
-  lines[#lines + 1] = "  overlap=2 (wgmma, int8-fp8): block_m=64, warps=4, block_n=64|128, stages=3, head_dim<=128"
+  lines[#lines + 1] = "  overlap=1 (wgmma, f16): block_m=128, warps=12"
   lines[#lines + 1] = "  overlap=3 (wgmma, int8-fp8): block_m=192, warps=12, head_dim<=128"
-  lines[#lines + 1] = "  rowsum_mma=1 (wgmma, int8-fp8): overlap=0 or 3"
-  lines[#lines + 1] = "  blocks_per_sm=4|5 (wgmma, int8-fp8): block_m=64, warps=4, overlap=0, head_dim<=64; 5: block_n<=64"
+  lines[#lines + 1] = "  rowsum_mma=1 (int8-fp8): variant=wgmma"
+  lines[#lines + 1] = "  blocks_per_sm=4 (wgmma, int8-fp8): block_m=64, warps=4, overlap=0, head_dim<=64"
   lines[#lines + 1] = "  persistent=1 (f16): overlap=1; block_n 96|160|176|192: f16 variant=wgmma only"
   lines[#lines + 1] = "  split=1 (f16): persistent=1, causal=0, head_dim/2 + block_n/2 + 32 <= 160"
-  lines[#lines + 1] = "  exp_poly > 0 (int8-fp8): variant=wgmma"
   lines[#lines + 1] = "  variant=decode (f16): align=8; block_m 16|32|64 (16 rows a warp) dividing warps 4|8 among row groups;"
   lines[#lines + 1] = "    block_n / (key warps) a multiple of 16, block_n <= 128; stages >= 2; kv_splits > 1 only here"
   lines[#lines + 1] = "  knobs marked for some families keep their default in the others"

@@ -279,7 +279,7 @@ static void test_config_grammar_is_strict(void **state) {
         {"gqa=1", "gqa is a problem parameter"},
         /* Legal names and values, illegal together or for this family: on sm_90a without a GPU. */
         {"overlap=1 block_m=64", "overlap=1"},
-        {"exp_poly=1", "exp_poly=1: family f16"},
+        {"rowsum_mma=1", "rowsum_mma=1: family f16"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         mxattn_plan *plan = NULL;

@@ -93,7 +93,7 @@ static void tune_rows_are_checked_against_their_key(void **state) {
     r = row("block_m=48", 0.05);             expect_refused(ctx, &key, &r, "block_m=48");
     r = row("block_m:64", 0.05);             expect_refused(ctx, &key, &r, "'block_m:64'");
     r = row("block_m=64 block_m=128", 0.05); expect_refused(ctx, &key, &r, "twice");
-    r = row("exp_poly=1", 0.05);             expect_refused(ctx, &key, &r, "family f16");
+    r = row("rowsum_mma=1", 0.05);           expect_refused(ctx, &key, &r, "family f16");
     r = row("overlap=1 block_m=64", 0.05);   expect_refused(ctx, &key, &r, "overlap=1");
     /* Impossible times: a 1e-300 ms row would win every merge. */
     r = row(legal, 1e-300);   expect_refused(ctx, &key, &r, "median_ms");

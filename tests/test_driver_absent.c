@@ -113,14 +113,14 @@ static void plan_values_come_before_the_driver(void **state) {
     mxattn_problem_init(&p, "f16", 64);
     mxattn_plan *plan = NULL;
     const char *bad[] = {"block_m=abc", "variant=tensor", "v_terms=3", "block_m=48", "block_m:64",
-                         "block_m=64 block_m=128", "overlap=1 block_m=64", "exp_poly=2"};
+                         "block_m=64 block_m=128", "overlap=1 block_m=64", "blocks_per_sm=4"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         mxattn_status st = mxattn_plan_create(ctx, &p, bad[i], &plan);
         if (st != MXATTN_ERROR_INVALID_VALUE)
             fail_msg("config '%s': %s (%s), want INVALID_VALUE", bad[i], mxattn_status_string(st), mxattn_last_error());
         assert_null(plan);
     }
-    assert_non_null(strstr(mxattn_last_error(), "exp_poly=2"));
+    assert_non_null(strstr(mxattn_last_error(), "blocks_per_sm=4"));
     p.v_terms = 3;
     assert_int_equal(mxattn_plan_create(ctx, &p, NULL, &plan), MXATTN_ERROR_INVALID_VALUE);
     assert_non_null(strstr(mxattn_last_error(), "v_terms"));

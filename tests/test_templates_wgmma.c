@@ -139,6 +139,40 @@ static void test_nvrtc_sm90a_emits_wgmma_and_tma(void **state) {
 
 #define PP "variant=wgmma q_regs=0 overlap=1 block_m=128 warps=12 "
 
+/* overlap=0's kernels, by what they are made of rather than their bytes (a
+ * shared block may change its text; a cache key hashes the rendered source,
+ * so new text simply makes new keys): every consumer runs attend_tile once a
+ * key tile with no turns; a producer warpgroup (warps = 4 * consumers + 4)
+ * hands its registers to the consumers and frees ring slots through the empty
+ * mbarriers, the kernels without one free them at a block barrier; the ring
+ * has a full and an empty mbarrier a slot for K and V. */
+static void test_overlap0_kernels_have_their_structure(void **state) {
+    static const struct { const char *params; int producer; } cases[] = {
+        {"family=f16 head_dim=128 variant=wgmma q_regs=0 block_m=128 warps=12 block_n=128 stages=3", 1},
+        {"family=f16 head_dim=64 variant=wgmma q_regs=0 block_m=64 warps=4 block_n=128 stages=2", 0},
+        {"family=f16 head_dim=128 causal=1 lse=1 variant=wgmma q_regs=0 block_m=128 warps=8 block_n=64 stages=2", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *a = gen_call(g, "render", cases[i].params, NULL);
+        assert_null(strstr(a, "sched_wait"));
+        assert_non_null(strstr(a, "attend_tile(o, row_max, row_sum"));
+        assert_non_null(strstr(a, cases[i].producer ? "constexpr bool PRODUCER = true;" : "constexpr bool PRODUCER = false;"));
+        assert_non_null(strstr(a, "mbar_init(bar_k(s), 1);"));
+        assert_non_null(strstr(a, "mbar_init(bar_v(s), 1);"));
+        assert_non_null(strstr(a, "mbar_init(bar_empty(s), CONSUMERS * 128);"));
+        if (cases[i].producer) {
+            assert_non_null(strstr(a, "setmaxnreg.dec.sync.aligned.u32"));
+            assert_non_null(strstr(a, "mbar_wait(bar_empty(slot)"));
+        } else {
+            assert_non_null(strstr(a, "__syncthreads();                   // every warpgroup is done with this slot"));
+        }
+        int kernels = 0;
+        for (const char *p = strstr(a, "extern \"C\" __global__"); p; p = strstr(p + 1, "extern \"C\" __global__")) kernels++;
+        assert_int_equal(kernels, 1);
+        free(a);
+    }
+}
+
 /* overlap=1 renders deterministically, differently from overlap=0 (another
  * kernel name, so another cache key), with the turn-taking pieces. */
 static void test_overlap_renders(void **state) {
@@ -195,10 +229,10 @@ static void test_overlap_needs_two_consumers_and_a_producer(void **state) {
 static void test_overlap_ranks_above_its_plain_tile(void **state) {
     char *cands = gen_call(g, "candidates", "family=f16 head_dim=128 arch=sm_90a", NULL);
     assert_non_null(strstr(cands, "overlap=0"));
-    const char *first = "variant=wgmma q_regs=0 overlap=1 persistent=1 block_m=128 block_n=128 warps=12 stages=3";
+    const char *first = "variant=wgmma q_regs=0 overlap=1 persistent=1 split=0 block_m=128 block_n=128 warps=12 stages=3";
     if (strncmp(cands, first, strlen(first)) != 0) fail_msg("first candidate is not %s:\n%.300s", first, cands);
-    const char *with = strstr(cands, "variant=wgmma q_regs=0 overlap=1 block_m=128 block_n=128 warps=12 stages=2");
-    const char *without = strstr(cands, "variant=wgmma q_regs=0 overlap=0 block_m=128 block_n=128 warps=12 stages=2");
+    const char *with = strstr(cands, "variant=wgmma q_regs=0 overlap=1 persistent=0 split=0 block_m=128 block_n=128 warps=12 stages=2");
+    const char *without = strstr(cands, "variant=wgmma q_regs=0 overlap=0 persistent=0 split=0 block_m=128 block_n=128 warps=12 stages=2");
     if (!with || !without) fail_msg("candidates lack block_n=128 stages=2 with or without overlap:\n%.2000s", cands);
     assert_true(with < without);
     free(cands);
@@ -213,15 +247,13 @@ static void test_overlap_ranks_above_its_plain_tile(void **state) {
 /* Where a turn waits for the last P V (blocks/wgmma_overlap.lua, "Where that
  * wait stands"): the f16 turns open with it, before taking their turn, so
  * that ptxas cannot hoist it above the softmax meant to run under that
- * product; int8-fp8's turns close with it after the softmax (its P would
- * spill across the turn).  Both the grid and the persistent kernel. */
+ * product.  Both the grid and the persistent kernel. */
 static const char *turn_loop(const char *src) { return strstr(src, "for (int t = 1; t < n_tiles; t++) {"); }
 static void test_turns_wait_for_pv_where_ptxas_keeps_it(void **state) {
     static const struct { const char *params; int at_head; } cases[] = {
         {"family=f16 head_dim=128 " PP "block_n=128 stages=3", 1},
         {"family=f16 head_dim=128 " PP "persistent=1 block_n=128 stages=3 causal=1", 1},
         {"family=f16 head_dim=64 " PP "block_n=192 stages=2", 1},
-        {"family=int8-fp8 head_dim=128 variant=wgmma overlap=1 block_m=128 warps=12 block_n=128 stages=2", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *src = gen_call(g, "render", cases[i].params, NULL);
@@ -276,13 +308,13 @@ static void test_overlap_compiles(void **state) {
     }
 }
 
-/* persistent=1: the overlap=1 kernel looped over work units.  Its knob is
- * quiet at 0 (every other kernel keeps its name and cache key), only the
- * overlap=1 schedule takes it, its launch line names every unit along x with
- * one resident block per SM, and it compiles lean. */
+/* persistent=1: the overlap=1 kernel looped over work units.  Only the
+ * overlap=1 schedule takes it, the canonical text names it as every knob the
+ * family reads, its launch line names every unit along x with one resident
+ * block per SM, and it compiles lean. */
 static void test_persistent(void **state) {
     char *plain = gen_call(g, "render", "family=f16 head_dim=128 " PP "block_n=128 stages=3", NULL);
-    assert_null(strstr(plain, "persistent"));
+    assert_non_null(strstr(plain, " persistent=0 split=0 "));
     assert_null(strstr(plain, "set_work"));
     free(plain);
     char *looped = gen_call(g, "render", "family=f16 head_dim=128 " PP "persistent=1 block_n=128 stages=3", NULL);
@@ -453,6 +485,7 @@ int main(void) {
         cmocka_unit_test(test_launch_asks_for_tensor_maps),
         cmocka_unit_test(test_invalid_tables_name_the_parameter),
         cmocka_unit_test(test_nvrtc_sm90a_emits_wgmma_and_tma),
+        cmocka_unit_test(test_overlap0_kernels_have_their_structure),
         cmocka_unit_test(test_overlap_renders),
         cmocka_unit_test(test_overlap_needs_two_consumers_and_a_producer),
         cmocka_unit_test(test_overlap_ranks_above_its_plain_tile),

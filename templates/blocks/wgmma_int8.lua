@@ -40,35 +40,26 @@ local function operand_list(n, fmt, first)
   return table.concat(t, ", ")
 end
 
--- kind: "r" or "f", read and written ("+"), or "=r"/"=f" written only.
+-- kind: "r" or "f", each read and written ("+").
 local function acc_constraints(chunks, kind)
-  local prefix = kind:sub(1, 1) == "=" and "" or "+"
   local t = {}
   for j = 0, chunks - 1 do
-    for e = 0, 3 do t[#t + 1] = string.format('"%s%s"(d[0][%d][%d])', prefix, kind, j, e) end
+    for e = 0, 3 do t[#t + 1] = string.format('"+%s"(d[0][%d][%d])', kind, j, e) end
   end
   return table.concat(t, ", ")
 end
 
 -- d (+)= A(smem) * B(smem)^T, m64 n`n` k32, s8 x s8 -> s32, both K-major.
--- wgmma_qk_fresh is the first k-step written as overwriting d ("=r"), so
--- that d's old values are dead before it: overlap=2 issues S(t+1) into the
--- accumulator the softmax of S(t) has just consumed, which would otherwise
--- stay live across the loop.
 local function mma_qk(n)
   local regs = n // 2
-  local function body(name, accumulate, kind, extra_in)
-    return string.format([[
-MX_INLINE void %s(int (&d)[1][%d][4], u64 desc_a, u64 desc_b%s) {
-  asm volatile("{ .reg .pred p; setp.ne.b32 p, %s, 0;\n"
+  return string.format([[
+MX_INLINE void wgmma_qk(int (&d)[1][%d][4], u64 desc_a, u64 desc_b, int accumulate) {
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %%%d, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n%dk32.s32.s8.s8 {%s}, %%%d, %%%d, p; }"
                : %s
-               : "l"(desc_a), "l"(desc_b)%s);
+               : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
-]], name, n // 8, extra_in and ", int accumulate" or "", accumulate, n, operand_list(regs, "%%%d", 0), regs, regs + 1,
-        acc_constraints(n // 8, kind), extra_in and ', "r"(accumulate)' or "")
-  end
-  return body("wgmma_qk", "%" .. (regs + 2), "r", true) .. body("wgmma_qk_fresh", "0", "=r", false)
+]], n // 8, regs + 2, n, operand_list(regs, "%%%d", 0), regs, regs + 1, acc_constraints(n // 8, "r"))
 end
 
 -- d (+)= A(registers) * B(smem), m64 n`n` k32, e4m3 x e4m3 -> f32, B K-major.

@@ -1,6 +1,6 @@
 -- FlashAttention-3's two overlaps for a consumer warpgroup (sm_90a), used by
--- families/f16_wgmma.lua and families/int8_fp8_wgmma.lua when overlap=1 (two
--- consumer warpgroups and a producer):
+-- families/f16_wgmma.lua when overlap=1 (two consumer warpgroups and a
+-- producer):
 --
 -- Inter-warpgroup ping-pong.  Each consumer warpgroup w owns named barrier
 -- SCHED_BAR + w (256 threads: its own 128 bar.sync there, the other
@@ -24,17 +24,15 @@
 -- Where that wait stands.  At the end of the loop body (after the softmax)
 -- ptxas hoisted it above the softmax, which then ran after P V instead of
 -- under it (ncu on the H200: 14% of the consumers' samples stalled on it).
--- With the hook rotate = true the wait, O's rescale and P's packing head
--- the next turn instead, where the loop's back edge keeps them after the
--- softmax: +3.5-4% for the f16 kernels (H200, 2026-11-29; bench/NOTES.md).
--- S(t) then holds P(t) across the turn boundary, which a family whose S
--- accumulator is not its P (int8-fp8: S in int32, P in fp32) pays for in spills (608 bytes), so it keeps the wait at the end.
+-- So the wait, O's rescale and P's packing head the next turn instead, where
+-- the loop's back edge keeps them after the softmax: +3.5-4% for the f16
+-- kernels (H200, 2026-11-29; bench/NOTES.md).  S(t) then holds P(t) across
+-- the turn boundary.
 --
--- A family brings its operands' pieces, called by the turns below:
+-- The family brings its operands' pieces, called by the turns below:
 --   issue_qk(acc, desc_q, desc_k)  S = Q K^T into `acc`, one commit group
 --   issue_pv(o, pa, desc_v)        O += P V, one commit group
 --   pack_p(pa, s)                  P as the A operand of issue_pv
--- and, through O.turns' hooks, what turns its accumulator into scores.
 local U = require("util")
 local O = {}
 
@@ -126,42 +124,28 @@ MX_INLINE void rescale_o(float (&o)[1][DT][4], const float (&alpha)[2]) {
 
 -- The device functions of the turns.  p.sched_bar: the first of the two named
 -- barrier ids (not 0: __syncthreads); p.issue and p.pack: the family's
--- issue_qk/issue_pv and pack_p, or "" where the family renders them itself;
--- p.t: the parameter table (for exp_poly).
+-- issue_qk/issue_pv and pack_p.
 function O.block(p)
-  local parts = {}
-  -- The score exponentials follow the family's exp_poly (blocks/exp2.lua,
-  -- whose functions blocks/softmax.lua emits).
-  local softmax = require("blocks.exp2").apply(SOFTMAX, p.t)
-  for _, x in ipairs({ SCHED, p.issue, softmax, p.pack }) do
-    if x ~= "" then parts[#parts + 1] = x end
-  end
-  return U.fill(table.concat(parts, "\n"), { SCHED_BAR = p.sched_bar })
+  return U.fill(table.concat({ SCHED, p.issue, SOFTMAX, p.pack }, "\n"), { SCHED_BAR = p.sched_bar })
 end
 
 -- The consumer warpgroups' loop: turn 0 issues S(0) only, turn t >= 1 S(t)
 -- and P(t-1) V(t-1), the last P V runs outside the turns.  Both warpgroups
 -- walk all n_tiles (masking what their rows do not see), so they take the
--- same number of turns.  Hooks (C text):
---   decls   the turns' registers: s, alpha, pa and the accumulator
---   acc     the accumulator issue_qk writes (s itself when it is fp32)
---   fetch0, fetch  per-tile values to load before waiting for tile 0, tile t
---                  ("" for none)
---   scores  turns the finished accumulator into s ("" for none)
+-- same number of turns; each P V is closed at the head of the next turn
+-- (above).  Hooks (C text):
+--   decls   the turns' registers: s, alpha, pa
+--   acc     the accumulator issue_qk writes (s)
 --   scale   the factor softmax_scores applies to s (to base 2)
 --   k_step, v_step  a ring slot's size in descriptor units (16 bytes)
---   pv     the accumulator issue_pv writes (default o: P V adds to O in place)
---   fold   what adds it to O once it is done (default "": nothing to add)
 --   persistent  true: the turns of one work unit of a persistent kernel,
 --          whose ring position starts at g (blocks/wgmma_common.lua)
---   rotate  true: each P V is closed at the head of the next turn (above)
 local TURNS = [[
     if (n_tiles > 0) {
 ${decls}
       if (wg == 1) sched_pass(wg);     // kick-off: warpgroup 0 takes the first turn
 
       // Turn 0: S(0) only.
-      ${fetch0}
       mbar_wait(bar_k(${slot0}), ${phase0});
       sched_wait(wg);
       issue_qk(${acc}, desc_q, ${desc_k0});
@@ -169,7 +153,6 @@ ${decls}
       wgmma_wait<0>();
       reg_fence(${acc});
       ${q_done0}
-      ${scores}
       mask_tile(s, ${mtile0}, warp_row0, a);
       softmax_scores(s, row_max, row_sum, alpha, ${scale});
       ${turn0_end}
@@ -178,54 +161,43 @@ ${open_unit}
       for (int t = 1; t < n_tiles; t++) {
         const int slot = ${rt} % STAGES, prev = ${rt1} % STAGES;
 ${head}
-        ${fetch}
         mbar_wait(bar_k(slot), (${rt} / STAGES) & 1);
         mbar_wait(bar_v(prev), (${rt1} / STAGES) & 1);
         sched_wait(wg);
         issue_qk(${acc}, desc_q, desc_k + slot * ${k_step});${pad_qk}// S(t) = Q K(t)^T
-        issue_pv(${pv}, pa, desc_v + prev * ${v_step});${pad_pv}// O += P(t-1) V(t-1)
+        issue_pv(o, pa, desc_v + prev * ${v_step});${pad_pv}// O += P(t-1) V(t-1)
         if (wg == 0 || t + 1 < n_tiles) sched_pass(wg);
         wgmma_wait<1>();               // S(t) is done; P(t-1) V(t-1) may still run
         reg_fence(${acc});
         ${q_done}
-        ${scores}
         mask_tile(s, ${mtile}, warp_row0, a);
         softmax_scores(s, row_max, row_sum, alpha, ${scale});
-${tail}
       }
 
       // The last P V, outside the turns.
 ${last_head}
       const int last = ${rlast} % STAGES;
       mbar_wait(bar_v(last), (${rlast} / STAGES) & 1);
-      issue_pv(${pv}, pa, desc_v + last * ${v_step});
+      issue_pv(o, pa, desc_v + last * ${v_step});
       wgmma_wait<0>();
-      reg_fence(${pv});
-      ${fold}
+      reg_fence(o);
       mbar_arrive(bar_empty(last));
     }
 ]]
 
--- The close of a P V product: wait for it, release its ring slot (the
--- slot's index and, where some turn has none to close, the condition
--- `guard`), fold it into O, then rescale O and pack the next P.
+-- The close of a P V product, at the head of the next turn and before the
+-- last P V (see "Where that wait stands" above): wait for it, release its
+-- ring slot where the turn has one to close (`guard`), then rescale O and
+-- pack the next P.
 local function close_pv(indent, slot, guard)
-  local release = "mbar_arrive(bar_empty(" .. slot .. "));   // this thread's MMAs on that slot are complete\n${fold}\n"
-  if guard then release = "if (" .. guard .. ") {\n" .. U.indent(release, "  ") .. "}\n" end
-  return U.indent("wgmma_wait<0>();\nreg_fence(${pv});\n" .. release .. "rescale_o(o, alpha);\npack_p(pa, s);\n",
+  local release = "mbar_arrive(bar_empty(" .. slot .. "));   // this thread's MMAs on that slot are complete\n"
+  release = "if (" .. guard .. ") {\n" .. U.indent(release, "  ") .. "}\n"
+  return U.indent("wgmma_wait<0>();\nreg_fence(o);\n" .. release .. "rescale_o(o, alpha);\npack_p(pa, s);\n",
                   indent):gsub("\n$", "")
 end
-
--- Where the close goes (see "Where that wait stands" above): at the end of
--- each turn, or at the head of the next one and before the last P V.
-local function placement(rotate)
-  if not rotate then
-    return { turn0_end = "pack_p(pa, s);", head = "", tail = close_pv("        ", "prev"), last_head = "" }
-  end
-  return { turn0_end = "alpha[0] = alpha[1] = 1.f;       // O is still 0: nothing to rescale",
-           head = close_pv("        ", "${rt2} % STAGES", "t > 1"),
-           last_head = close_pv("      ", "${rlast1} % STAGES", "n_tiles > 1"), tail = "" }
-end
+local CLOSE = { turn0_end = "alpha[0] = alpha[1] = 1.f;       // O is still 0: nothing to rescale",
+                head = close_pv("        ", "${rt2} % STAGES", "t > 1"),
+                last_head = close_pv("      ", "${rlast1} % STAGES", "n_tiles > 1") }
 
 -- Spaces that put a trailing comment at column `col` after `text`.
 local function pad_to(text, col) return string.rep(" ", math.max(col - #text, 1)) end
@@ -249,13 +221,12 @@ local function turns(h)
   local v = {}
   for k, x in pairs(h.persistent and RING.persistent or RING.grid) do v[k] = U.fill(x, h) end
   for k, x in pairs(h) do v[k] = x end
-  v.pv, v.fold = h.pv or "o", h.fold or ""
   v.open_unit = h.open_unit or " "
   v.mtile0, v.mtile = h.mtile0 or "0", h.mtile or "t"   -- the key tile mask_tile sees (a split piece's start + t)
   -- (" ": a line of spaces, dropped below like an empty hook's)
-  for k, x in pairs(placement(h.rotate)) do v[k] = x == "" and " " or U.fill(x, v) end
+  for k, x in pairs(CLOSE) do v[k] = U.fill(x, v) end
   v.pad_qk = pad_to(string.format("        issue_qk(%s, desc_q, desc_k + slot * %s);", h.acc, h.k_step), 76)
-  v.pad_pv = pad_to(string.format("        issue_pv(%s, pa, desc_v + prev * %s);", v.pv, h.v_step), 76)
+  v.pad_pv = pad_to(string.format("        issue_pv(o, pa, desc_v + prev * %s);", h.v_step), 76)
   -- A hook left empty leaves no blank line behind.
   local lines = {}
   for line in U.fill(TURNS, v):gmatch("([^\n]*)\n") do

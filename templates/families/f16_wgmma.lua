@@ -234,8 +234,7 @@ local EPILOGUE = WC.WRITE_OUTPUT
 local OV = require("blocks.wgmma_overlap")
 local TURN_HOOKS = {
   decls = "      float s[1][NT][4], alpha[2];\n      u32 pa[BN / 16][4];",
-  acc = "s", fetch0 = "", fetch = "", scores = "", scale = "a.scale_log2",
-  k_step = "KV_BYTES / 16", v_step = "KV_BYTES / 16", rotate = true,
+  acc = "s", scale = "a.scale_log2", k_step = "KV_BYTES / 16", v_step = "KV_BYTES / 16",
 }
 local KERNEL_PP = OV.kernel(TURN_HOOKS)
 

@@ -21,11 +21,7 @@
 -- every warpgroup as a consumer (thread 0 also issues the copies, a block
 -- barrier per key tile frees the ring slot); 4 * consumers + 4 adds a TMA
 -- producer warpgroup (full/empty mbarriers per slot, setmaxnreg).
--- block_m = 64 * consumers.  overlap=1 (block_m=128, warps=12) runs the two
--- consumer warpgroups in FlashAttention-3's ping-pong, as the f16 family does
--- (blocks/wgmma_overlap.lua), with the same quantized numerics.  overlap=2
--- keeps one warpgroup and runs each tile's softmax under the previous tile's
--- P V (FlashAttention-3's intra-warpgroup order; KERNEL_PIPE below).
+-- block_m = 64 * consumers.
 --
 -- Called by families/int8_fp8.lua for variant=wgmma: check, smem_bytes,
 -- register_estimate, prior, default, render, launches.
@@ -73,8 +69,8 @@ end
 -- 0's chunks are not moved by any swizzle (row index 0), so bytes 0..BN-1.
 local ONES_BYTES = 1024
 
--- Several consumer warpgroups without a producer (and no ping-pong, ring or
--- pipeline) share the TMA ring through release counters (KERNEL_SHARED).
+-- Several consumer warpgroups without a producer (and not the ring,
+-- overlap=3) share the TMA ring through release counters (KERNEL_SHARED).
 local function shares_ring(t) return consumers(t) > 1 and not has_producer(t) and t.overlap == 0 end
 
 -- Layout of the dynamic shared memory, in bytes from a 1024-aligned base.
@@ -112,14 +108,6 @@ function WG.check(t)
   if t.stages < 2 then
     return string.format("variant=wgmma needs stages>=2 (a TMA ring), not stages=%d", t.stages)
   end
-  if t.overlap == 2 and pv_slices(t) > 1 then
-    return string.format("variant=wgmma: overlap=2 runs the next tile's softmax beside O and this tile's P V, which head_dim=%d (over 128) does not fit in registers; use overlap=0",
-                         t.head_dim)
-  end
-  if t.overlap == 1 and pv_slices(t) > 1 then
-    return string.format("variant=wgmma: overlap=1 keeps O, S(t) and P(t-1) V(t-1)'s own accumulator live at once, which head_dim=%d (over 128) does not fit in registers; use overlap=0",
-                         t.head_dim)
-  end
   if t.v_terms == 2 and dv(t) > 128 then
     return string.format("variant=wgmma: v_terms=2 needs head_dim<=128 (V^T's two terms, 2*%d channel rows, are one TMA box of at most 256 rows), not head_dim=%d",
                          dv(t), t.head_dim)
@@ -148,26 +136,19 @@ end
 -- land a few registers past the 168 that three need (softmax_acc's two
 -- paths: 172 at D=128), halving the SM's warpgroups for nothing.  Four
 -- cap the registers at 128, which spills above D=64; up to it the knob
--- blocks_per_sm asks for four or five (the softmax's dependent chains want
+-- blocks_per_sm asks for four (the softmax's dependent chains want
 -- more warps to interleave: the H200's stall samples, 2026-11-29).
 local function min_blocks(t)
   if consumers(t) > 1 or has_producer(t) then return 1 end
   if (t.blocks_per_sm or 0) > 0 then return t.blocks_per_sm end   -- WG.check: shared memory holds them
-  local by_smem = math.max(1, math.min(3, blocks_by_smem(t)))
-  -- overlap=2 keeps P twice and the next tile's softmax beside this tile's
-  -- P V: above D=64 or at 128-key tiles that does not fit 168 registers
-  -- (D=128, 64-key tiles: 456 bytes of spills; 202 registers under two).
-  if t.overlap == 2 and (dv(t) > 64 or t.block_n > 64) then return math.min(by_smem, 2) end
-  return by_smem
+  return math.max(1, math.min(3, blocks_by_smem(t)))
 end
 
 function WG.register_estimate(t)
   -- O accumulators, S (s32 then fp32), P's E4M3 registers, K scales, softmax state, descriptors and addressing.
-  -- A tile's P V accumulator takes S's registers once S is packed (overlap=0); overlap=1 keeps it
-  -- live beside S(t) and P(t-1), which the consumers' setmaxnreg 240 absorbs (no spills at any
-  -- tile, test_templates_int8_wgmma); overlap=2 keeps P's registers twice.  A screen against the
-  -- 255 limit, not an allocation.
-  return dv(t) // 2 + t.block_n // 2 + t.block_n // 8 * (t.overlap == 2 and 2 or 1) + t.block_n // 16 + 40
+  -- A tile's P V accumulator takes S's registers once S is packed.  A screen against the 255
+  -- limit, not an allocation.
+  return dv(t) // 2 + t.block_n // 2 + t.block_n // 8 + t.block_n // 16 + 40
 end
 
 -- The fastest checked tables on the H200 (gpu_int8_wgmma's speed lines,
@@ -176,15 +157,12 @@ end
 -- N=4096, 714 vs 661 at N=16384, +9% causal): 72 KB of shared memory instead
 -- of 104 lets three blocks share an SM, and three independent warpgroups hide
 -- the softmax better than a deeper ring.  At D=64 both fit three blocks and
--- three stages are as fast or a little faster (causal 288 vs 276).  The
--- ping-pong (overlap=1, block_m=128, 12 warps) measured no faster (486 vs 489
--- TOPS at D=128 N=4096; +8-14% only causal): its 384 threads take the whole
--- register file, so one block per SM.  Up to D=64, four blocks an SM
+-- three stages are as fast or a little faster (causal 288 vs 276).  Up to D=64, four blocks an SM
 -- (blocks_per_sm=4: 128 registers, no spills) beat three by 5% end to end
 -- (H200, 2026-11-30, D=64 N=4096/16384, causal both): more warps
 -- to interleave the softmax's dependent instructions.  (A table that names
--- its own tile or overlap keeps blocks_per_sm=0 unless it asks, as f16's
--- default does for its ping-pong: the knob holds for one tile only.)
+-- its own tile or overlap keeps blocks_per_sm=0 unless it asks: the knob
+-- holds for one tile only.)
 -- rowsum_mma (the row sums by the tensor cores) measured 2.3-2.9% faster at
 -- D=64 and 1.3-2.2% at D=128 without a mask, 0.9% at D=64 causal, and 1.9%
 -- slower at D=128 N=4096 causal (one round on the H200, 2026-11-30):
@@ -235,15 +213,9 @@ end
 
 -- Checked on the H200: wgmma runs 1.5-2.3x the mma.sync plan, so its
 -- candidates rank above every mma one (the factor 100; mma priors are < 1000).
--- overlap=1: not timed yet; ranked just above the same tile without it so the
--- tuner tries it early (as the f16 family did before its H200 run).
 function WG.prior(t)
   local by_smem = math.min(SM_SHARED // math.max(WG.smem_bytes(t), 1), 2)
   local reuse = (t.block_m * t.block_n) / (t.block_m + t.block_n)
-  -- exp_poly measured 7-9% (1) and 17-21% (2) slower than the per-thread
-  -- D=128 default (H200, 2026-11-30): the FMA pipe it moves the
-  -- exponentials to runs at half rate beside a wgmma (bench/micro).  Ranked
-  -- below the same tile without it.
   -- Three consumers (block_m=192) measured 4-25% slower than the default's
   -- one-warpgroup blocks at D=64 (H200, 2026-11-29), and the ring
   -- (overlap=3) 12% slower than the shared ring at D=64 (H200, 2026-11-30).
@@ -254,70 +226,37 @@ function WG.prior(t)
   -- ring a hair first, so the tuner tries both early.
   local wide = d32(t) > 64
   local three = consumers(t) == 3 and (shares_ring(t) and wide and 1.2 or t.overlap == 3 and wide and 1.19 or 0.3) or 1
-  -- overlap=2 measured slower than overlap=0 on the same tile at B=4 H=32
-  -- (H200, 2026-11-29): D=64 +15-16%, D=128 level at 128 keys and
-  -- +20% at 64, against three blocks an SM of the default; with the
-  -- per-thread groups +20-23% at D=128 (2026-11-30).  Three one-warpgroup
-  -- blocks already cover each other's softmax; the overlap costs a block
-  -- (128-key tiles, D>64) or a step of the ring's lead.  Ranked below the
-  -- same tile without it: a tuner candidate, tried late.
-  local pipelined = t.overlap == 2 and 0.8 or 1
   -- blocks_per_sm: four at 128-key tiles measured 5% faster than the same
-  -- tile without it at D=64; five at 64-key tiles level or 1% slower than
-  -- that tile's three (H200, 2026-11-30).
-  local more_blocks = ({ [0] = 1, [4] = 1.05, [5] = 1 })[t.blocks_per_sm or 0]
+  -- tile without it at D=64 (H200, 2026-11-30).
+  local more_blocks = (t.blocks_per_sm or 0) == 4 and 1.05 or 1
   -- rowsum_mma: 1-3% faster than the same tile without it (WG.default).
   local summed = (t.rowsum_mma or 0) == 1 and 1.02 or 1
-  return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1)
-         * (1 - 0.08 * t.exp_poly) * three * pipelined * more_blocks * summed
+  return 100 * by_smem * reuse * (has_producer(t) and 1.5 or 1) * three * more_blocks * summed
 end
 
--- The int8/e4m3 operands' pieces of a key tile, shared by attend_tile and
--- the overlap=1 turns (blocks/wgmma_overlap.lua).
+-- The int8/e4m3 operands' pieces of a key tile (attend_tile's).
 local PIECES = [[
-// The tile's key scales a thread meets (KS_N).  With PER_THREAD one: its
-// group's, (k mod 8) / 2 = lane % 4, of the tile's 128-key window.  Else the
-// tile's BN/16 (the same for every thread: broadcast loads), four or two at a
-// time: a head's scales start on a 256-byte section plus nkp / 16 floats a
-// head, nkp a multiple of BN, so a tile's run of BN/16 floats is aligned to
-// its size (BN >= 32).  One LDG each cost 8 of a warp's ~640 instructions a
-// tile at BN = 128.
+// The tile's key scale a thread meets: its group's, (k mod 8) / 2 = lane % 4,
+// of the tile's 128-key window.  The window's four by one broadcast load from
+// a uniform address (a per-thread address held a 64-bit pointer across the
+// loop: registers the four-block kernels do not have), then the thread's by
+// its lane % 4.
 MX_INLINE void load_kscale(float (&kscale)[KS_N], const float *ks, int t) {
-  if constexpr (PER_THREAD) {
-    // The window's four by one broadcast load from a uniform address (a
-    // per-thread address held a 64-bit pointer across the loop: registers the
-    // four-block kernels do not have), then the thread's by its lane % 4.
-    float w[4];
-    asm("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(w[0]), "=f"(w[1]), "=f"(w[2]), "=f"(w[3]) : "l"(ks + t * BN / 128 * 4));
-    const int i = threadIdx.x % 4;
-    kscale[0] = i < 2 ? (i == 0 ? w[0] : w[1]) : (i == 2 ? w[2] : w[3]);
-    return;
-  }
-  const float *p = ks + t * (BN / 16);
-  if constexpr (BN / 16 % 4 == 0) {
-#pragma unroll
-    for (int i = 0; i < KS_N; i += 4)
-      asm("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];"
-          : "=f"(kscale[i]), "=f"(kscale[i + 1]), "=f"(kscale[i + 2]), "=f"(kscale[i + 3]) : "l"(p + i));
-  } else {
-#pragma unroll
-    for (int i = 0; i < KS_N; i += 2)
-      asm("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(kscale[i]), "=f"(kscale[i + 1]) : "l"(p + i));
-  }
+  float w[4];
+  asm("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(w[0]), "=f"(w[1]), "=f"(w[2]), "=f"(w[3]) : "l"(ks + t * BN / 128 * 4));
+  const int i = threadIdx.x % 4;
+  kscale[0] = i < 2 ? (i == 0 ? w[0] : w[1]) : (i == 2 ? w[2] : w[3]);
 }
 
 // S = Q8 K8^T for the K8 tile `desc_k` points at: KQ k32 steps, one commit
 // group; step kq is 32 bytes into panel kq / (WQK / 32).
-// FRESH: the first step overwrites acc (wgmma_qk_fresh): overlap=2 issues
-// S(t+1) into the accumulator whose S(t) the softmax has consumed.
-template <bool FRESH = false> MX_INLINE void issue_qk(int (&acc)[1][NT][4], u64 desc_q, u64 desc_k) {
+MX_INLINE void issue_qk(int (&acc)[1][NT][4], u64 desc_q, u64 desc_k) {
   wgmma_fence();
 #pragma unroll
   for (int kq = 0; kq < KQ; kq++) {
     const int panel = kq / (WQK / 32), step = (kq % (WQK / 32)) * 32;
     const u64 da = desc_q + (panel * BM * WQK + step) / 16, db = desc_k + (panel * BN * WQK + step) / 16;
-    if (FRESH && kq == 0) wgmma_qk_fresh(acc, da, db);
-    else wgmma_qk(acc, da, db, kq > 0);
+    wgmma_qk(acc, da, db, kq > 0);
   }
   wgmma_commit();
 }
@@ -341,8 +280,8 @@ MX_INLINE void dequant_scores(float (&s)[1][NT][4], const int (&acc)[1][NT][4], 
 // the max and scaling P onto E4M3's range each cost one per score before.
 //  - The row max is taken over each key group's integers and scaled once
 //    per group: the scales are positive, so max(acc) * scale is the largest
-//    product, rounded as each product would be.  With PER_THREAD the
-//    thread's scores share one scale: one group.  The group's maximum goes to
+//    product, rounded as each product would be.  A thread's scores share
+//    one scale (KS_N = 1): one group.  The group's maximum goes to
 //    fp32 by cvt (one I2FP, exact below 2^24): the magic-number conversion
 //    costs two instructions where no FFMA absorbs its subtraction.
 //  - Conversion, dequantization and minus-max are one FFMA: the bits
@@ -373,8 +312,7 @@ MX_INLINE void softmax_acc(float (&s)[1][NT][4], const int (&acc)[1][NT][4], flo
     float sum = 0.f;
 #pragma unroll
     for (int g = 0; g < KS_N; g++) {
-      // c from kscale rather than scale: one product fewer live at a time
-      // (the ping-pong kernel has no register to spare during its turns).
+      // c from kscale rather than scale: one product fewer live at a time.
       const float scale = qscale * kscale[g], c = fmaf(12582912.f * qscale, kscale[g], m - LOG2_448);
 #pragma unroll
       for (int nt = g * NT_G; nt < (g + 1) * NT_G; nt++)
@@ -405,17 +343,17 @@ MX_INLINE void softmax_tile_acc(float (&s)[1][NT][4], const int (&acc)[1][NT][4]
   }
 }
 
-// P*448 -> E4M3 (P_UNIT: the factor P still needs), the A fragment of k32
+// P*448 (softmax_acc's exponentials) -> E4M3, the A fragment of k32
 // step kk from S chunks 4kk..4kk+3 (key order of V^T's permutation,
 // blocks/pv_fp8.lua).
 MX_INLINE void pack_p(u32 (&pa)[BN / 32][4], const float (&s)[1][NT][4]) {
 #pragma unroll
   for (int kk = 0; kk < BN / 32; kk++) {
     const int j = 4 * kk;
-    pa[kk][0] = pack_e4m3x4(s[0][j][0], s[0][j][1], s[0][j + 1][0], s[0][j + 1][1], P_UNIT);
-    pa[kk][1] = pack_e4m3x4(s[0][j][2], s[0][j][3], s[0][j + 1][2], s[0][j + 1][3], P_UNIT);
-    pa[kk][2] = pack_e4m3x4(s[0][j + 2][0], s[0][j + 2][1], s[0][j + 3][0], s[0][j + 3][1], P_UNIT);
-    pa[kk][3] = pack_e4m3x4(s[0][j + 2][2], s[0][j + 2][3], s[0][j + 3][2], s[0][j + 3][3], P_UNIT);
+    pa[kk][0] = pack_e4m3x4(s[0][j][0], s[0][j][1], s[0][j + 1][0], s[0][j + 1][1], 1.f);
+    pa[kk][1] = pack_e4m3x4(s[0][j][2], s[0][j][3], s[0][j + 1][2], s[0][j + 1][3], 1.f);
+    pa[kk][2] = pack_e4m3x4(s[0][j + 2][0], s[0][j + 2][1], s[0][j + 3][0], s[0][j + 3][1], 1.f);
+    pa[kk][3] = pack_e4m3x4(s[0][j + 2][2], s[0][j + 2][3], s[0][j + 3][2], s[0][j + 3][3], 1.f);
 #pragma unroll
     for (int i = 0; i < 4; i++) reg_fence(pa[kk][i]);
   }
@@ -435,9 +373,7 @@ MX_INLINE void pack_p(u32 (&pa)[BN / 32][4], const float (&s)[1][NT][4]) {
 // first's (the first's rounding error, on the same channel scale): its k32
 // steps add into the same accumulator, so P V is P (hi + lo) at the cost of
 // twice the MMAs and no register.
-//
-// C: the accumulator's 8-column chunks (PV_DT, or half of it for pv_halves).
-template <int C> MX_INLINE void issue_pv(float (&pv)[1][C][4], const u32 (&pa)[BN / 32][4], u64 desc_v) {
+MX_INLINE void issue_pv(float (&pv)[1][PV_DT][4], const u32 (&pa)[BN / 32][4], u64 desc_v) {
   reg_fence(pv);
   wgmma_fence();
 #pragma unroll
@@ -464,15 +400,13 @@ MX_INLINE void issue_rowsum(float (&ls)[1][1][4], const u32 (&pa)[BN / 32][4], u
   for (int kk = 0; kk < BN / 32; kk++) wgmma_rowsum(ls, pa[kk], desc_ones + kk * 32 / 16, kk > 0);
 }
 
-// O += PV in fp32 (see issue_pv): PV's C 8-column chunks onto O's from chunk
-// c0 on (a slice's, or a pv_halves half's).
-template <int C> MX_INLINE void add_pv_at(float (&o)[1][DT][4], const float (&pv)[1][C][4], int c0) {
+// O += PV in fp32 (see issue_pv) for column slice `slice`.
+MX_INLINE void add_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], int slice) {
 #pragma unroll
-  for (int dt = 0; dt < C; dt++)
+  for (int dt = 0; dt < PV_DT; dt++)
 #pragma unroll
-    for (int e = 0; e < 4; e++) o[0][c0 + dt][e] += pv[0][dt][e];
+    for (int e = 0; e < 4; e++) o[0][slice * PV_DT + dt][e] += pv[0][dt][e];
 }
-MX_INLINE void add_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], int slice = 0) { add_pv_at(o, pv, slice * PV_DT); }
 
 // O = O * alpha + PV for column slice `slice`: the rescale and the fold in
 // one FFMA a value.  The kernel is bound by issue (bench/NOTES.md), and a
@@ -482,68 +416,14 @@ MX_INLINE void add_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], int 
 // 2.3% at N=4096, but 2% slower at D=64, whose short P V leaves the
 // separate rescale under the MMA for free (FOLD_RESCALE).
 constexpr bool FOLD_RESCALE = DV > 64;
-template <int C> MX_INLINE void fold_pv_at(float (&o)[1][DT][4], const float (&pv)[1][C][4], const float (&alphas)[1][2], int c0) {
+MX_INLINE void fold_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], const float (&alphas)[1][2], int slice) {
 #pragma unroll
-  for (int dt = 0; dt < C; dt++)
+  for (int dt = 0; dt < PV_DT; dt++)
 #pragma unroll
     for (int e = 0; e < 4; e++) {
-      float &x = o[0][c0 + dt][e];
+      float &x = o[0][slice * PV_DT + dt][e];
       x = fmaf(x, alphas[0][e / 2], pv[0][dt][e]);
     }
-}
-MX_INLINE void fold_pv(float (&o)[1][DT][4], const float (&pv)[1][PV_DT][4], const float (&alphas)[1][2], int slice) {
-  fold_pv_at(o, pv, alphas, slice * PV_DT);
-}
-]]
-
--- The consumers' own quantization of Q into the Q8 tile, for FUSE_Q: that
--- knob (fuse_q) measured 0.6-3.6% slower than the quant_q kernel and was
--- deleted; FUSE_Q stays false and these functions stay in the rendered text
--- only so that every kernel's source, and so its cache key, is unchanged.
-local FUSED_Q = [[
-// Byte (r, c) of the block's Q8 tile as the TMA lays it out: PANELS_QK panels
-// of WQK columns and BM rows; within a panel (1024-byte aligned) the 16-byte
-// chunk index XORs with bits 7 and up of the byte offset, as many bits as a
-// row has chunks beyond the first (the 128-, 64- and 32-byte swizzles:
-// CUTLASS's Swizzle<3,4,3>, <2,4,3>, <1,4,3> on byte addresses).  VEC codes
-// from column c stay within one chunk.
-MX_INLINE int q8_tile_offset(int r, int c) {
-  const int off = r * WQK + c % WQK;
-  return c / WQK * (BM * WQK) + (off ^ (((off >> 7) & (WQK / 16 - 1)) << 4));
-}
-
-// The warp's 16 rows from warp_row0: codes into the Q8 tile (q8_tile, a
-// generic pointer to it); returns the thread's Q scale, its rows' pair
-// (lanes 4g..4g+3 hold rows g and g + 8).  Then every consumer fences its
-// generic writes for the async proxy and meets the others, so that the
-// warpgroup's 64 rows are whole before its first wgmma reads them (no
-// producer warpgroup: every thread of the block gets here).
-MX_INLINE float quantize_own_q(const mx_kernel_args &a, u8 *q8_tile, int m0, int warp_row0, int batch, int head) {
-  const u16 *q = (const u16 *)a.q + batch * a.q_sb + head * a.q_sh;
-  const int r0 = warp_row0 - m0;
-  const float lane_scale = quantize_q_per_thread(q, a.q_ss, warp_row0, a.seq_q, a.scale_log2,
-                                                 [=](int r, int c) { return q8_tile + q8_tile_offset(r0 + r, c); });
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  __syncthreads();
-  return __shfl_sync(0xffffffffu, lane_scale, threadIdx.x % 32 / 4);
-}
-
-// The LSE's smooth-K terms q . mean of the thread's two rows (warp_row0 +
-// lane / 4 and 8 below it), which the quant kernel writes to WS_CORR where it
-// quantizes Q.  Computed at the end rather than beside the quantization:
-// nothing of it then stays live across the key loop (at D=64 with four
-// blocks, causal, the prologue's version spilled 8 bytes).
-MX_INLINE void own_q_corrections(const mx_kernel_args &a, int warp_row0, int batch, int head, i64 kh, float (&corr)[2]) {
-  const u16 *q = (const u16 *)a.q + batch * a.q_sb + head * a.q_sh;
-  const float *mean = (const float *)ws_at(a, WS_KMEAN) + kh * D32;
-  const int lane = threadIdx.x % 32;
-  corr[0] = corr[1] = 0.f;
-#pragma unroll 1
-  for (int r = 0; r < 16; r++) {
-    const float dot = smooth_k_term(q, a.q_ss, warp_row0 + r, a.seq_q, a.scale_log2, mean);
-    if (r == lane / 4) corr[0] = dot;
-    if (r == lane / 4 + 8) corr[1] = dot;
-  }
 }
 ]]
 
@@ -579,30 +459,6 @@ MX_INLINE void tile_scores(u32 (&pa)[BN / 32][4], float (&alphas)[1][2], float (
   pack_p(pa, s);
 }
 
-// pv_halves: P V in two column halves, two commit groups, in the registers
-// of one, the first half folded while the second half's MMAs run (the fold
-// after the last MMA sits between this tile's P V and the next tile's S).
-// On the H200 1.5-2% slower than whole P V (2026-11-30):
-// eight half-width MMAs read P from registers twice.
-template <class F>
-MX_INLINE void pv_in_halves(float (&o)[1][DT][4], float (&ls)[1][1][4], const u32 (&pa)[BN / 32][4],
-                            const float (&alphas)[1][2], u64 desc_v, u64 desc_ones, F after_issue) {
-  float pv_lo[1][PV_DT / 2][4], pv_hi[1][PV_DT / 2][4];
-  if (ROWSUM_MMA) issue_rowsum(ls, pa, desc_ones);
-  issue_pv(pv_lo, pa, desc_v);
-  issue_pv(pv_hi, pa, desc_v + (PV_N / 2) * BN / 16);   // V^T rows (channels) PV_N / 2 on
-  after_issue();
-  if (!FOLD_RESCALE) rescale_o(o, alphas);
-  wgmma_wait<1>();
-  reg_fence(pv_lo);
-  if (FOLD_RESCALE) fold_pv_at(o, pv_lo, alphas, 0);
-  else add_pv_at(o, pv_lo, 0);
-  wgmma_wait<0>();
-  reg_fence(pv_hi);
-  if (FOLD_RESCALE) fold_pv_at(o, pv_hi, alphas, PV_DT / 2);
-  else add_pv_at(o, pv_hi, PV_DT / 2);
-}
-
 // O += P V for the tile whose V^T sits where desc_v points (its barrier
 // bar_v, phase v_parity), O scaled by alphas first; with rowsum_mma also the
 // row sums from P times the ones tile.
@@ -611,21 +467,17 @@ MX_INLINE void tile_pv(float (&o)[1][DT][4], float (&row_sum)[1][2], const u32 (
                        const float (&alphas)[1][2], u64 desc_v, u32 bar_v, u32 v_parity, u64 desc_ones, F after_issue) {
   float ls[1][1][4];
   mbar_wait(bar_v, v_parity);
-  if constexpr (PV_HALVES) {
-    pv_in_halves(o, ls, pa, alphas, desc_v, desc_ones, after_issue);
-  } else {
-    float pv[1][PV_DT][4];
+  float pv[1][PV_DT][4];
 #pragma unroll
-    for (int slice = 0; slice < PV_SLICES; slice++) {   // V^T rows (channels) PV_N * slice on
-      if (ROWSUM_MMA && slice == 0) issue_rowsum(ls, pa, desc_ones);
-      issue_pv(pv, pa, desc_v + slice * (PV_N * BN / 16));
-      if (slice == 0) after_issue();
-      if (!FOLD_RESCALE && slice == 0) rescale_o(o, alphas);   // under the MMA: P V has its own accumulator
-      wgmma_wait<0>();
-      reg_fence(pv);
-      if (FOLD_RESCALE) fold_pv(o, pv, alphas, slice);
-      else add_pv(o, pv, slice);
-    }
+  for (int slice = 0; slice < PV_SLICES; slice++) {   // V^T rows (channels) PV_N * slice on
+    if (ROWSUM_MMA && slice == 0) issue_rowsum(ls, pa, desc_ones);
+    issue_pv(pv, pa, desc_v + slice * (PV_N * BN / 16));
+    if (slice == 0) after_issue();
+    if (!FOLD_RESCALE && slice == 0) rescale_o(o, alphas);   // under the MMA: P V has its own accumulator
+    wgmma_wait<0>();
+    reg_fence(pv);
+    if (FOLD_RESCALE) fold_pv(o, pv, alphas, slice);
+    else add_pv(o, pv, slice);
   }
   if (ROWSUM_MMA) {
     reg_fence(ls);
@@ -678,7 +530,6 @@ local SETUP = U.fill(WC.BLOCK_SETUP, { where = [[
     if (V_SLOTS == 1) load_v(t);
   };
   auto load_q = [&]() {
-    if (FUSE_Q) return;                  // the consumers write Q8 themselves (CONSUME)
     mbar_expect_tx(bar_q, Q_BYTES);
 #pragma unroll
     for (int p = 0; p < PANELS_QK; p++) tma_load_4d(sQ + p * BM * WQK, map_q, p * WQK, m0, head, batch, bar_q);
@@ -702,10 +553,8 @@ local SETUP = U.fill(WC.BLOCK_SETUP, { where = [[
 local CONSUME = [[
   const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
   const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;  // a 16-row group: one Q scale
-  // The thread's Q scale: its rows' pair (PER_THREAD), or its warp's 16 rows.
-  const float qscale = FUSE_Q ? quantize_own_q(a, smem + (sQ - smem_addr(smem)), m0, warp_row0, batch, head)
-                              : ((const float *)ws_at(a, WS_QSCALE))[qh * qscales_a_head(nqp) +
-                                                                     (PER_THREAD ? warp_row0 / 2 + threadIdx.x % 32 / 4 : warp_row0 / 16)];
+  // The thread's Q scale: its rows' pair (per-thread groups, blocks/quant_int8.lua).
+  const float qscale = ((const float *)ws_at(a, WS_QSCALE))[qh * qscales_a_head(nqp) + (warp_row0 / 2 + threadIdx.x % 32 / 4)];
   const float *ks = (const float *)ws_at(a, WS_KSCALE) + kh * kscales_a_head(nkp);
 ]] .. WC.CONSUMER_STATE .. [[
   // Descriptors of this warpgroup's 64 Q rows and of ring slot 0's K8 and
@@ -714,118 +563,26 @@ local CONSUME = [[
   const u64 desc_k = smem_desc(sK, 8 * WQK, SWZ_QK);
   const u64 desc_v = smem_desc(sV, 8 * BN, SWZ_V);
   const u64 desc_ones = smem_desc(base + SM_ONES, 8 * BN, SWZ_V);   // rowsum_mma's B
-  if (!FUSE_Q) mbar_wait(bar_q, 0);
+  mbar_wait(bar_q, 0);
 ]]
 
 local EPILOGUE = [[
-  pv_finish(o, (const float *)ws_at(a, WS_VSCALE) + kh * D32, P_UNIT);
+  pv_finish(o, (const float *)ws_at(a, WS_VSCALE) + kh * D32, 1.f);   // P's 448 cancels in O / l
   // Smooth-K: softmax cancels the per-row term q.mean, so O ignores it; the
   // LSE does not, so it goes back into the row max (which only the LSE reads).
   if (WRITE_LSE && SMOOTH_K) {
     float corr[2];
-    if (FUSE_Q) {
-      own_q_corrections(a, warp_row0, batch, head, kh, corr);
-    } else {
-      const float *ws_corr = (const float *)ws_at(a, WS_CORR) + qh * nqp;
+    const float *ws_corr = (const float *)ws_at(a, WS_CORR) + qh * nqp;
 #pragma unroll
-      for (int h = 0; h < 2; h++) corr[h] = ws_corr[warp_row0 + threadIdx.x % 32 / 4 + 8 * h];
-    }
+    for (int h = 0; h < 2; h++) corr[h] = ws_corr[warp_row0 + threadIdx.x % 32 / 4 + 8 * h];
 #pragma unroll
     for (int h = 0; h < 2; h++) row_max[0][h] += corr[h];
   }
   // The row sum carries P's factor 448 (softmax_acc); the LSE must not.
-  if (WRITE_LSE && P_UNIT == 1.f) row_max[0][0] -= LOG2_448, row_max[0][1] -= LOG2_448;
+  if (WRITE_LSE) row_max[0][0] -= LOG2_448, row_max[0][1] -= LOG2_448;
 ]] .. WC.WRITE_OUTPUT
 
--- Step 3 (overlap=1): step 2 (blocks/wgmma_common.lua) with the two consumer
--- warpgroups taking turns on the tensor cores, FlashAttention-3's schedule as
--- the f16 family runs it (blocks/wgmma_overlap.lua).  Turn t issues S(t) and O += P(t-1) V(t-1);
--- the K scales of tile t load before the turn's waits, and the dequantization
--- and softmax of S(t) run after the turn is passed on, under the other
--- warpgroup's MMAs and this one's P V.  Same numerics as attend_tile: O is
--- scaled by alpha(t) after P(t-1) V(t-1) and before P(t) V(t) in both, and
--- each tile's P V lands in its own accumulator, added to O in fp32.
-local OV = require("blocks.wgmma_overlap")
 local GRID_NOTE = "// Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query blocks first.\n"
-local KERNEL_PP = GRID_NOTE .. OV.kernel({
-  decls = "      float s[1][NT][4], alpha[2], kscale[KS_N], pv[1][PV_DT][4];\n      int acc[1][NT][4];\n      u32 pa[BN / 32][4];",
-  acc = "acc", pv = "pv", fold = "add_pv(o, pv);", fetch0 = "load_kscale(kscale, ks, 0);", fetch = "load_kscale(kscale, ks, t);",
-  scores = "dequant_scores(s, acc, qscale, kscale);", scale = "1.f",
-  k_step = "K_BYTES / 16", v_step = "V_BYTES / 16",
-})
-
--- Step 1b (overlap=2): the one-warpgroup kernel in FlashAttention-3's
--- intra-warpgroup order.  Step t issues S(t+1) = Q K(t+1)^T and then
--- P(t) V(t) (packed by the step before), waits for S(t+1) alone and runs its
--- softmax while P V(t) is still on the tensor cores, then folds P V(t) into
--- O.  So the tensor pipe holds two MMAs back to back and the exponentials of
--- one tile run under the P V of the one before (overlap=0 runs S, softmax and
--- P V of a tile in sequence and leaves the cover to other blocks on the SM).
--- One S accumulator suffices (the softmax has consumed S(t) when S(t+1) is
--- issued); the price is P's packed registers twice (this tile's are read by
--- the MMA in flight) and a ring of three stages: the copies at the top of
--- step t bring tile t+2, so K(t+1) was asked for one step earlier.  Numerics
--- are overlap=0's (the same softmax_tile_acc, pack_p, issue_pv and fold; O is
--- scaled by alpha(t) before P V(t) is added, as attend_tile does).
-local KERNEL_PIPE = GRID_NOTE .. [[
-extern "C" __global__ void __launch_bounds__(THREADS, ${min_blocks}) ${NAME}(const __grid_constant__ mx_kernel_args a) {
-${SETUP}
-  if (warp == 0 && elect_one()) {
-    load_q();
-    for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) load_kv(s);
-  }
-${CONSUME}
-  float kscale[KS_N];
-  int acc[1][NT][4];
-  u32 pa_a[BN / 32][4], pa_b[BN / 32][4];
-  float alphas_a[1][2], alphas_b[1][2];
-  if (n_tiles > 0) {                           // S(0) and its softmax: each step starts with P(t) packed
-    load_kscale(kscale, ks, 0);
-    mbar_wait(bar_k(0), 0);
-    issue_qk(acc, desc_q, desc_k);
-    wgmma_wait<0>();
-    reg_fence(acc);
-    float s[1][NT][4];
-    softmax_tile_acc(s, acc, 0, warp_row0, a, row_max, row_sum, alphas_a, qscale, kscale);
-    pack_p(pa_a, s);
-  }
-  // After the last tile S(t+1) is still issued, over a slot no copy is
-  // writing, and its result is dropped: a wgmma under a branch would cost
-  // ptxas its proof that the accumulators are untouched until their waits.
-  auto step = [&](int t, const u32 (&pa)[BN / 32][4], const float (&alphas)[1][2],
-                  u32 (&pa_next)[BN / 32][4], float (&alphas_next)[1][2]) {
-    if (warp == 0 && elect_one()) load_next(t, n_tiles);
-    const int slot = t % STAGES, next_slot = (t + 1) % STAGES;
-    const bool more = t + 1 < n_tiles;
-    if (more) {
-      load_kscale(kscale, ks, t + 1);
-      mbar_wait(bar_k(next_slot), ((t + 1) / STAGES) & 1);
-    }
-    issue_qk<true>(acc, desc_q, desc_k + next_slot * (K_BYTES / 16));
-    float pv[1][PV_DT][4];
-    mbar_wait(bar_v(slot), (t / STAGES) & 1);
-    issue_pv(pv, pa, desc_v + slot * (V_BYTES / 16));
-    if (!FOLD_RESCALE) rescale_o(o, alphas);   // O is not an operand: P V has its own accumulator
-    wgmma_wait<1>();                           // S(t+1); P V(t) may still run
-    reg_fence(acc);
-    if (more) {
-      float s[1][NT][4];
-      softmax_tile_acc(s, acc, t + 1, warp_row0, a, row_max, row_sum, alphas_next, qscale, kscale);
-      pack_p(pa_next, s);
-    }
-    wgmma_wait<0>();
-    reg_fence(pv);
-    if (FOLD_RESCALE) fold_pv(o, pv, alphas, 0);
-    else add_pv(o, pv, 0);
-    __syncthreads();                           // every warp is done with slots t and t + 1's K
-  };
-  for (int t = 0; t < n_tiles; t += 2) {       // two steps, so P's registers swap by name
-    step(t, pa_a, alphas_a, pa_b, alphas_b);
-    if (t + 1 < n_tiles) step(t + 1, pa_b, alphas_b, pa_a, alphas_a);
-  }
-${EPILOGUE}
-}
-]]
 
 -- Step 4 (overlap=3): three consumer warpgroups of one block (block_m=192,
 -- warps=12, no producer) take turns on the tensor pipe, a token passed
@@ -906,8 +663,7 @@ ${EPILOGUE}
 -- drift apart by up to STAGES - 1 tiles and their softmaxes need not meet.
 -- (The one-warpgroup kernel's block barrier is a warpgroup's own; f16's
 -- multi-consumer kernels keep theirs.)  Warpgroups whose 64 rows all lie
--- past the queries leave at once and count out of the releases, unless
--- FUSE_Q (its block barrier needs every consumer).
+-- past the queries leave at once and count out of the releases.
 local KERNEL_SHARED = GRID_NOTE .. [[
 // A warp is done with a ring slot's tile: one more on the slot's count
 // (acq_rel: this warp's reads of the slot, complete at its MMA wait, happen
@@ -922,7 +678,7 @@ ${SETUP}
   const u32 released = base + SM_RELEASED;     // a u32 a slot: warps done with the slot's current tile
   if (threadIdx.x < STAGES) asm volatile("st.shared.u32 [%0], 0;" :: "r"(released + 4 * threadIdx.x) : "memory");
   __syncthreads();
-  const int live = FUSE_Q ? CONSUMERS : min(CONSUMERS, (a.seq_q - m0 + 63) / 64);   // >= 1: m0 < seq_q
+  const int live = min(CONSUMERS, (a.seq_q - m0 + 63) / 64);   // >= 1: m0 < seq_q
 ${FIRST_LOADS}
   if (warp / 4 >= live) return;                // rows past the queries (never warpgroup 0, whose warp 0 loads)
 ${CONSUME}${LOOP_STATE}
@@ -983,35 +739,29 @@ constexpr int KQ = D32 / 32;            // k32 steps of S = Q K^T
 constexpr int NT = BN / 8;              // 8-key chunks of S
 constexpr int DT = DV / 8;              // 8-column chunks of O
 constexpr int PV_SLICES = ${PV_SLICES}, PV_N = DV / PV_SLICES, PV_DT = PV_N / 8;   // a tile's P V: column slices
-constexpr bool PV_HALVES = false;   // tile_pv issues P V in two column halves (pv_halves)
 constexpr int RSV = BN + 16;            // (blocks/pv_fp8.lua's mma.sync tile; unused here)
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH_K}, FP8_V = true;
-// What P still needs on its way to E4M3: 1 where softmax_acc's exponentials
-// are P*448 already (overlap=0), 448 for softmax_scores' P in [0, 1] (the
-// ping-pong's turns have no register left for softmax_acc's constants).
-constexpr float P_UNIT = ${P_UNIT};
 constexpr int V_TERMS = ${V_TERMS};     // E4M3 terms of V (issue_pv)
-// INT8 scales in SageAttention2's per-thread groups (blocks/quant_int8.lua):
-// a thread meets KS_N K scales a key tile, each over NT_G of its 8-key chunks.
+// INT8 scales in SageAttention2's per-thread groups (blocks/quant_int8.lua;
+// PER_THREAD is the quant kernels'): a thread meets KS_N = 1 K scale a key
+// tile, over all NT_G = NT of its 8-key chunks.
 constexpr bool PER_THREAD = true;
-constexpr int KS_N = PER_THREAD ? 1 : BN / 16, NT_G = NT / KS_N;
+constexpr int KS_N = 1, NT_G = NT;
 constexpr int V_SLOTS = ${V_SLOTS};     // V^T ring slots: STAGES, or 1 (v_slots says when)
-constexpr bool FUSE_Q = false;      // the consumers quantize Q themselves (FUSED_Q)
 enum { ${WS} };                         // workspace sections
 ]], { D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps, STAGES = t.stages,
       PRODUCER = ws_producer, REGS_P = regs_p, REGS_C = regs_c, WQK = w, SWZ_QK = SWIZZLE_MODE[w],
       SWZ_V = SWIZZLE_MODE[t.block_n] or 3, Q_BYTES = l.q_bytes, K_BYTES = l.k_bytes, V_BYTES = l.v_bytes,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_ONES = l.ones, SM_BAR = l.bar, SM_RELEASED = l.released, ROWSUM_MMA = t.rowsum_mma == 1, ONES_BYTES = ONES_BYTES, CAUSAL = t.causal == 1, LSE = t.lse == 1,
-      SMOOTH_K = t.smooth_k == 1, P_UNIT = t.overlap == 1 and "448.f" or "1.f", V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t),
+      SMOOTH_K = t.smooth_k == 1, V_TERMS = t.v_terms, V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t),
       WS = table.concat(ws, ", ") })
-  local pp = t.overlap == 1
   local hooks = { NAME = name, SETUP = SETUP, CONSUME = CONSUME, EPILOGUE = EPILOGUE, preamble = GRID_NOTE,
                   k_step = "K_BYTES / 16", v_step = "V_BYTES / 16", args = "qscale, ks, desc_ones, ",
                   min_blocks = min_blocks(t), v_slot = "(slot % V_SLOTS)",
                   load_next = "if (warp == 0 && elect_one()) load_next(t, n_tiles);" }
   for k, v in pairs(SHARED_HOOKS) do hooks[k] = v end
-  local kernel = WC.fill(pp and KERNEL_PP or t.overlap == 2 and KERNEL_PIPE or t.overlap == 3 and KERNEL_RING
-                        or ws_producer and WC.KERNEL_WS or shares_ring(t) and KERNEL_SHARED or WC.KERNEL, hooks)
+  local kernel = WC.fill(t.overlap == 3 and KERNEL_RING or ws_producer and WC.KERNEL_WS
+                        or shares_ring(t) and KERNEL_SHARED or WC.KERNEL, hooks)
   return table.concat({
     "// mxattn generated kernels. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
     require("blocks.prelude")(t),
@@ -1021,13 +771,12 @@ enum { ${WS} };                         // workspace sections
     require("blocks.quant_fp8v")(t),
     require("blocks.pv_fp8")(t),                       -- pack_e4m3x4 and pv_finish
     require("blocks.quant_kernels")({ name = name, head_dim = t.head_dim, per_thread = true }),
-    FUSED_Q,
     require("blocks.tma_mbarrier")(t),
     require("blocks.wgmma_int8")({ bn = t.block_n, dv = dv(t) // pv_slices(t) }),
     require("blocks.softmax")(t, { split = true }),   -- rescale_o
     require("blocks.epilogue")(t),
-    require("blocks.exp2").apply(PIECES, t),          -- exp_poly reaches softmax_acc's exponentials
-    pp and OV.block({ sched_bar = 1, issue = "", pack = "", t = t }) or ATTEND,
+    PIECES,
+    ATTEND,
     kernel,
   }, "\n")
 end

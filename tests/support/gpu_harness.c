@@ -282,9 +282,9 @@ mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, const char *config,
     mx_ref_config_set_v_terms(&cfg, c->v_terms);
     cfg.q_prescale = (float)((double)(1.0f / sqrtf((float)c->head_dim)) * 1.4426950408889634);
     long overlap = mx_params_get_int(config, "overlap", -1);
-    /* Every int8-fp8 wgmma kernel but the ping-pong (overlap=1: dequant_scores, P_UNIT 448)
-     * makes P's exponent in softmax_acc's folded form; the ring (3) runs overlap=0's tile_scores. */
-    cfg.p_fold = overlap == 0 || overlap == 2 || overlap == 3;
+    /* Every int8-fp8 wgmma kernel makes P's exponent in softmax_acc's folded
+     * form; the ring (3) runs overlap=0's tile_scores. */
+    cfg.p_fold = overlap == 0 || overlap == 3;
     cfg.l_from_p_hat = mx_params_get_int(config, "rowsum_mma", 0) == 1;
     return ref_attention_parallel(&s, &cfg, q, k, v, o, lse, 0);
 }
