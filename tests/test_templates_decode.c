@@ -46,14 +46,14 @@ static void test_renders_deterministically(void **state) {
 static void test_default_for_a_few_rows(void **state) {
     static const struct { int causal, gqa; const char *sizes, *want; } cases[] = {
         {0, 4, "batch=8 heads_q=32 heads_kv=8 seq_q=1 seq_k=32768 head_dim=128 sms=132",
-         "variant=decode q_regs=1 overlap=0 kv_splits=4 block_m=16 block_n=64 warps=4 stages=3"},
+         "variant=decode q_regs=1 kv_splits=4 block_m=16 block_n=64 warps=4 stages=3"},
         {1, 4, "batch=16 heads_q=32 heads_kv=8 seq_q=4 seq_k=8192 head_dim=128 sms=132", "kv_splits=2 block_m=16 "},
         {1, 4, "batch=16 heads_q=32 heads_kv=8 seq_q=16 seq_k=8192 head_dim=128 sms=132",
          "kv_splits=2 block_m=64 block_n=64 warps=4 stages=2"},
         {0, 1, "batch=16 heads_q=32 heads_kv=32 seq_q=1 seq_k=32768 head_dim=128 sms=132",
-         "variant=decode q_regs=1 overlap=0 block_m=16 "},
+         "variant=decode q_regs=1 kv_splits=1 block_m=16 "},
         {1, 8, "batch=4 heads_q=32 heads_kv=4 seq_q=4 seq_k=32768 head_dim=128 sms=132", "kv_splits=16 block_m=32 block_n=64 warps=4 stages=3"},
-        {1, 8, "batch=1 heads_q=8 heads_kv=1 seq_q=4 seq_k=63 head_dim=128 sms=132", "variant=decode q_regs=1 overlap=0 block_m=32 "},
+        {1, 8, "batch=1 heads_q=8 heads_kv=1 seq_q=4 seq_k=63 head_dim=128 sms=132", "variant=decode q_regs=1 kv_splits=1 block_m=32 "},
         {0, 4, "batch=8 heads_q=32 heads_kv=8 seq_q=17 seq_k=32768 head_dim=128 sms=132", "variant=wgmma"},
         {0, 4, "batch=8 heads_q=32 heads_kv=8 seq_q=1024 seq_k=1024 head_dim=128 sms=132", "variant=wgmma"},
         {0, 4, NULL, "variant=wgmma"}};
@@ -64,7 +64,7 @@ static void test_default_for_a_few_rows(void **state) {
         if (!strstr(knobs, cases[i].want)) fail_msg("%s: default %s, want %s", cases[i].sizes, knobs, cases[i].want);
         /* A plan builds the shape plus these knobs, completed again without
          * the sizes (mx_jit_build): the same kernel, whatever the canonical
-         * text leaves out (kv_splits=1 is its default and is not written). */
+         * text says (every knob the variant reads, at its default too). */
         char table[512];
         snprintf(table, sizeof table, "%s %s", shape, knobs);
         char *again = gen_call(g, "knobs", table, NULL);
