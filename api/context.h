@@ -6,7 +6,7 @@
 #include "cache/cache.h"
 #include "gen/gen.h"
 #include "runtime/device.h"
-#include "tuner/jit.h"
+#include "jit/jit.h"
 #include "tuner/tune.h"
 
 typedef enum { MX_TUNE_OFF, MX_TUNE_FIRST_USE, MX_TUNE_BACKGROUND } mx_tune_policy;

@@ -4,7 +4,7 @@
 #include "space.h"
 #include "runtime/launch_plan.h"
 #include "runtime/nvrtc.h"
-#include "tuner/jit.h"
+#include "jit/jit.h"
 #include <stdlib.h>
 #include <string.h>
 

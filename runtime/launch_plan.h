@@ -59,7 +59,7 @@ void mx_launch_plan_names(const mx_launch_plan *lp, char *out, size_t cap);
 /* Finds each step's function in `module` and raises its shared-memory limit. */
 mxattn_status mx_launch_plan_bind(const mx_device *dev, struct CUmod_st *module, mx_launch_plan *lp);
 /* The same with a module per step (step i's function in modules[i], the
- * kernels compiled apart: tuner/jit.c), or one module for all (n_modules 1). */
+ * kernels compiled apart: jit/jit.c), or one module for all (n_modules 1). */
 mxattn_status mx_launch_plan_bind_modules(const mx_device *dev, struct CUmod_st *const *modules, int n_modules,
                                           mx_launch_plan *lp);
 /* The grid step `s` is launched with on `dev` (a persistent kernel's is

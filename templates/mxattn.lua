@@ -120,7 +120,7 @@ function M.default_knobs(text, problem)
 end
 
 -- Each kernel of a module between #if guards, so that the runtime can compile
--- the kernels as separate NVRTC programs on parallel threads (tuner/jit.c,
+-- the kernels as separate NVRTC programs on parallel threads (jit/jit.c,
 -- mx_jit_compile): with MX_COMPILE_ONE defined, only the kernel whose
 -- MX_COMPILE_<name> is defined is compiled.  A cold start then waits for the
 -- slowest kernel rather than for all of them in turn (the INT8 families'

@@ -1,4 +1,4 @@
-/* Kernels compiled apart (tuner/jit_image.c): the container of cubins, the
+/* Kernels compiled apart (jit/jit_image.c): the container of cubins, the
  * templates' per-kernel guards, and the parallel compile (its cubins, its
  * errors), and what a build records when the cache will not take its binary.
  * The container and storing tests need nothing; the rest skip without NVRTC. */
@@ -12,7 +12,7 @@
 #include <string.h>
 #include "gen/gen.h"
 #include "runtime/launch_plan.h"
-#include "tuner/jit.h"
+#include "jit/jit.h"
 #include "util/err.h"
 #include "support/temp_dir.h"
 #include <unistd.h>

@@ -4,10 +4,11 @@
  *   -> cache hit: the stored cubin, no NVRTC  |  miss: NVRTC, then store
  *   -> load the module and bind the launch plan (when a device is given)
  *
- * It sits above runtime/ and cache/ because it joins them; the tuner and the
- * public API's plans both build kernels through it. */
-#ifndef MX_TUNER_JIT_H
-#define MX_TUNER_JIT_H
+ * Its own layer, above gen/, runtime/ and cache/ because it joins them, and
+ * below tuner/ and api/: the tuner's candidates and the public API's plans
+ * both build kernels through it. */
+#ifndef MX_JIT_JIT_H
+#define MX_JIT_JIT_H
 #include <pthread.h>
 #include "cache/cache.h"
 #include "gen/gen.h"

@@ -1,4 +1,4 @@
-#include "tuner/jit.h"
+#include "jit/jit.h"
 #include "runtime/nvrtc.h"
 #include "util/err.h"
 #include "util/sha256.h"
