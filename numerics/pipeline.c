@@ -227,7 +227,7 @@ static mxattn_status prepare_v_hat(workspace *w, const mx_ref_config *c, const f
         uint8_t *codes = malloc(n ? n : 1), *lo = two ? malloc(n ? n : 1) : NULL;
         float *scales = malloc((size_t)d * sizeof(float));
         mxattn_status st = !codes || !scales || (two && !lo)
-            ? mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "pipeline reference: out of memory")
+            ? (mxattn_status)mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "pipeline reference: out of memory")
             : two ? mx_e4m3x2_quantize_per_channel(x, nk, d, d, codes, lo, scales)
                   : mx_e4m3_quantize_per_channel(x, nk, d, d, codes, scales);
         if (st == MXATTN_OK)

@@ -102,7 +102,8 @@ static mxattn_status encode_workspace_map(const mx_device *dev, const mx_tmap_re
                             .batch_stride = (int64_t)t->heads * t->rows * t->head_dim,
                             .box_cols = t->box_cols, .box_rows = t->box_rows, .swizzle_bytes = t->swizzle_bytes};
     mxattn_status st = mx_tensor_map_encode(dev, &d, a->tmap[t->slot]);
-    return st == MXATTN_OK ? st : mx_fail_context(st, "tensor map for workspace section %d", t->ws_section);
+    if (st != MXATTN_OK) mx_fail_context(st, "tensor map for workspace section %d", t->ws_section);
+    return st;
 }
 
 /* A TMA map over one of Q, K, V, O as the args describe it. */
@@ -119,7 +120,8 @@ static mxattn_status encode_tensor_map(const mx_device *dev, const mx_tmap_reque
     default:  d.base = a->o; d.seq_stride = a->o_ss; d.head_stride = a->o_sh; d.batch_stride = a->o_sb; break;
     }
     mxattn_status st = mx_tensor_map_encode(dev, &d, a->tmap[t->slot]);
-    return st == MXATTN_OK ? st : mx_fail_context(st, "tensor map for %c", t->tensor);
+    if (st != MXATTN_OK) mx_fail_context(st, "tensor map for %c", t->tensor);
+    return st;
 }
 
 mx_dim3 mx_launch_grid(const mx_device *dev, const mx_launch_step *s) {
