@@ -85,8 +85,7 @@ int cmd_compile(int argc, char **argv) {
         if (st != MXATTN_OK) rc = cli_fail_input("compile", st);
         if (st == MXATTN_OK) st = mx_gen_call(g, "render", canonical, NULL, &source);
         if (st == MXATTN_OK)
-            st = mx_gen_call(g, "launch", canonical, "batch=1 heads_q=1 heads_kv=1 seq_q=1 seq_k=1", &launch);
-        if (st == MXATTN_OK) st = mx_launch_plan_parse(launch, &lp);
+            st = mx_jit_launch_plan(g, canonical, "batch=1 heads_q=1 heads_kv=1 seq_q=1 seq_k=1", &lp);
         const char *name = st == MXATTN_OK ? lp.steps[lp.n_steps - 1].name : "";
         mx_compile_options opt = {.arch = arch, .want_ptx = want_ptx};
         int whole_module = want_ptx || cubin_path;

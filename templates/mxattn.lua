@@ -151,16 +151,40 @@ function M.render(text)
   return guard_kernels(fam.render(t, S.canonical(t, S.SOURCE_ROLES)))
 end
 
--- Launch plan for a problem: "workspace N" then one line per kernel,
--- "kernel NAME GX GY GZ THREADS SMEM [RESIDENT]", in launch order (RESIDENT:
--- a persistent kernel, launched with at most RESIDENT blocks per SM), then
--- "pdl I" for each kernel (index from 0) the family launches as a programmatic
--- dependent of the one before it (k.pdl: its source waits for that kernel in
--- wait_for_previous_kernel, blocks/prelude.lua).
-function M.launch(text, problem)
+-- Launch plan for a problem, the table C reads field by field through Lua's C
+-- API (gen/launch.c, which names any field it cannot use):
+--   { workspace = BYTES, ws_off = { BYTES, ... },       -- ws_off[i]: section i-1
+--     kernels = { { name =, grid = { X, Y, Z }, block = THREADS, smem = BYTES,
+--                   resident = N,   -- a persistent kernel: at most N blocks per SM
+--                   pdl = true },   -- a programmatic dependent of the kernel before it
+--                 ... },            -- in launch order
+--     tmaps = { { slot =, tensor = "q"|"k"|"v"|"o", box_cols =, box_rows =, swizzle =, head_dim = },
+--               { slot =, section =, elem_bytes =, cols =, rows =, heads =, batch =,
+--                 box_cols =, box_rows =, swizzle = }, ... } }
+-- A map with `section` reads a workspace array [batch][heads][rows][cols] of
+-- elem_bytes elements (quantized operands) instead of Q/K/V/O; the runtime
+-- encodes every map at each run (the tensor's address is in it).  pdl: its
+-- source waits for that kernel in wait_for_previous_kernel (blocks/prelude.lua).
+function M.launch_plan(text, problem)
   local t, fam = complete(text)
-  local pr = parse_numbers(problem)
-  local plan = fam.launches(t, pr, S.canonical(t, S.SOURCE_ROLES))
+  local plan = fam.launches(t, parse_numbers(problem), S.canonical(t, S.SOURCE_ROLES))
+  local tmaps = {}
+  for i, m in ipairs(plan.tmaps or {}) do
+    local c = {}
+    for k, v in pairs(m) do c[k] = v end
+    if not c.section then c.head_dim = t.head_dim end
+    tmaps[i] = c
+  end
+  return { workspace = plan.workspace, ws_off = plan.ws_off, kernels = plan.kernels, tmaps = tmaps }
+end
+
+-- The same plan as text, one line per item, for reading and for the
+-- templates' tests (C reads the table, never this text): "workspace N",
+-- "kernel NAME GX GY GZ THREADS SMEM [RESIDENT]", "pdl I" (kernel I, from 0),
+-- "wsoff I N", "tmap SLOT TENSOR BOX_COLS BOX_ROWS SWIZZLE HEAD_DIM" and
+-- "tmapws SLOT SECTION ELEM_BYTES COLS ROWS HEADS BATCH BOX_COLS BOX_ROWS SWIZZLE".
+function M.launch(text, problem)
+  local plan = M.launch_plan(text, problem)
   local lines = { "workspace " .. plan.workspace }
   for _, k in ipairs(plan.kernels) do
     lines[#lines + 1] = string.format("kernel %s %d %d %d %d %d", k.name, k.grid[1], k.grid[2], k.grid[3], k.block, k.smem)
@@ -170,16 +194,13 @@ function M.launch(text, problem)
     if k.pdl then lines[#lines + 1] = string.format("pdl %d", i - 1) end
   end
   for i, off in ipairs(plan.ws_off or {}) do lines[#lines + 1] = string.format("wsoff %d %d", i - 1, off) end
-  -- TMA tensor maps, encoded by the runtime at each run (the tensor's address is in them).
-  -- A map with `section` reads a workspace array [batch][heads][rows][cols]
-  -- of elem_bytes elements (quantized operands) instead of Q/K/V/O.
-  for _, m in ipairs(plan.tmaps or {}) do
+  for _, m in ipairs(plan.tmaps) do
     if m.section then
       lines[#lines + 1] = string.format("tmapws %d %d %d %d %d %d %d %d %d %d", m.slot, m.section, m.elem_bytes,
                                         m.cols, m.rows, m.heads, m.batch, m.box_cols, m.box_rows, m.swizzle)
     else
       lines[#lines + 1] = string.format("tmap %d %s %d %d %d %d", m.slot, m.tensor, m.box_cols, m.box_rows, m.swizzle,
-                                        t.head_dim)
+                                        m.head_dim)
     end
   end
   return table.concat(lines, "\n")
