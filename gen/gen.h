@@ -74,6 +74,23 @@ mxattn_status mx_gen_launch_plan(mx_gen *g, const char *params, const char *size
  * returns, run in a bare state with no library: for tests of the reader. */
 mxattn_status mx_gen_launch_from_chunk(const char *chunk, mx_gen_launch *out);
 
+/* One parameter of the parameter space (templates/space.lua), as
+ * mxattn.param_table returns it. */
+typedef struct {
+    char name[32];
+    char role[16];           /* shape, problem or knob */
+    char legal[256];         /* "16|32|64", or "8..256" for a range */
+    char default_value[32];  /* "" when the table gives none */
+    char families[128];      /* "" (every family) or the families that read it, space-separated */
+    char help[1024];
+    int is_bool, is_range;
+    long min, max;           /* is_range only */
+} mx_gen_param;
+
+/* Calls mxattn.param_table() and reads its list of tables: *out is malloc'd
+ * (free() it), *count entries.  A malformed table is MXATTN_ERROR_TEMPLATE. */
+mxattn_status mx_gen_params(mx_gen *g, mx_gen_param **out, int *count);
+
 /* Hash of all template text loaded, so tuning results from other templates
  * are never reused (hex, 64 chars + NUL). */
 const char *mx_gen_template_hash(mx_gen *g);

@@ -77,7 +77,7 @@ typedef struct { int64_t batch, head, seq; } mxattn_strides;
 /* The problem: what to compute.  Fill it with mxattn_problem_init(), then set
  * what differs from the defaults. */
 typedef struct {
-    const char *family;        /* "f16", "int8-f16", "int8-fp8", "nvfp4", "mxfp4", "nvfp4-int8qk" */
+    const char *family;        /* a kernel family: mxattn_families() lists them ("f16", "int8-fp8", ...) */
     int head_dim;              /* 8 .. 256, any value */
     int batch, heads_q, heads_kv; /* batch, heads_q <= 65535; heads_q a multiple of heads_kv, at most 256x */
     int seq_q, seq_k;          /* 1 .. 2^24 (16,777,216), need not be equal */
@@ -205,6 +205,35 @@ mxattn_status mxattn_query(mxattn_ctx *ctx, const char *filter, char **json);
  * (then note says where the original was kept and how much was salvaged).
  * Returns OK when a database is in use, else the status that kept it closed. */
 mxattn_status mxattn_cache_get_info(mxattn_ctx *ctx, mxattn_cache_info *info);
+
+/* ---- the parameter space, from the templates -------------------------------
+ * Every family and kernel parameter is declared once, in the templates
+ * (templates/space.lua); these calls read that declaration, so a program
+ * never keeps its own copy.  The table is read on the first call (from
+ * $MXATTN_TEMPLATE_DIR when set, else the templates compiled in) and kept
+ * for the life of the process; a failed read is retried by the next call. */
+
+/* One kernel parameter.  Every string is the library's, valid until exit. */
+typedef struct {
+    const char *name;          /* "block_n": the key in parameter texts and configurations */
+    const char *role;          /* "shape": set by the problem and compiled in; "problem": set by the
+                                  problem, passed at launch; "knob": a configuration's (the tuner's or
+                                  the heuristic default's choice) */
+    const char *legal;         /* the legal values, "16|32|64", or a range "8..256" */
+    const char *default_value; /* "" where the table gives none; a knob's is what it takes when the
+                                  family's heuristic default does not set it */
+    const char *families;      /* "" when every family reads it, else those that do, space-separated */
+    const char *help;          /* a sentence or two for --help */
+    int is_bool;               /* 1: the legal values are 0 and 1 */
+    int is_range;              /* 1: legal is "min..max" */
+    long min, max;             /* the range (is_range only) */
+} mxattn_param;
+
+/* The kernel families, in the templates' order ("f16", "int8-f16", ...):
+ * *names gets an array of *count strings (and a NULL after them). */
+mxattn_status mxattn_families(const char *const **names, int *count);
+/* Every kernel parameter, in the templates' order: *params gets *count entries. */
+mxattn_status mxattn_params(const mxattn_param **params, int *count);
 
 void mxattn_free(void *p);
 

@@ -60,6 +60,28 @@ end
 
 function M.params_help() return S.help() end
 
+-- The parameter table for C and Python (mxattn_params, gen/params.c reads
+-- it): one entry per parameter, in S.params' order, each field text or a
+-- number, so that no list of families or knobs is kept anywhere but here.
+function M.param_table()
+  local out = {}
+  for i, p in ipairs(S.params) do
+    local is_bool = p.values and #p.values == 2 and tonumber(p.values[1]) ~= nil
+                    and math.max(p.values[1], p.values[2]) == 1 and math.min(p.values[1], p.values[2]) == 0
+    local values, families = {}, {}
+    for _, v in ipairs(p.values or {}) do values[#values + 1] = tostring(v) end
+    for _, f in ipairs(S.by_name.family.values) do
+      if p.families and p.families[f] then families[#families + 1] = f end
+    end
+    out[i] = { name = p.name, role = p.role, help = p.help or "",
+               legal = p.values and table.concat(values, "|") or string.format("%d..%d", p.min, p.max),
+               default = p.default ~= nil and tostring(p.default) or "",
+               families = table.concat(families, " "), is_bool = is_bool and 1 or 0,
+               min = p.min or 0, max = p.max or 0 }
+  end
+  return out
+end
+
 -- One line per parameter, "name bool|value", so a command line can turn
 -- --head-dim 80 and --causal into a parameter table without knowing the space.
 function M.flag_spec()

@@ -7,8 +7,6 @@ from ._native import (CAUSAL_BOTTOM_RIGHT, CAUSAL_NONE, CAUSAL_TOP_LEFT, DTYPE_B
                       DTYPE_F16, LAYOUT_BHND, LAYOUT_BNHD, MxattnError, Status, check, lib,
                       status_name)
 
-FAMILIES = ("f16", "int8-f16", "int8-fp8", "nvfp4", "mxfp4", "nvfp4-int8qk")
-
 _LAYOUTS = {"HND": LAYOUT_BHND, "NHD": LAYOUT_BNHD}
 # Where each layout keeps (batch, head, seq) among a tensor's four dims.
 _DIM_ORDER = {"HND": (0, 1, 2), "NHD": (0, 2, 1)}
