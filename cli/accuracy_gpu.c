@@ -143,7 +143,7 @@ int accuracy_gpu_check_families(const char *cmd, const char *list) {
         if (!is_family_name(s, n)) {
             /* The templates' list names the legal ones; a family they know
              * that has no row here yet is said so. */
-            if (cli_space_load(cmd, NULL) || !cli_space_check_list(cmd, "--family", "family", list)) return 0;
+            if (cli_space_load(cmd) || !cli_space_check_list(cmd, "--family", "family", list)) return 0;
             cli_usage_error(cmd, "family '%.*s' has no row in the GPU table yet", (int)n, s);
             return 0;
         }

@@ -421,7 +421,7 @@ static void write_plot(FILE *f, const report *r) {
 /* ---- arguments ---------------------------------------------------------- */
 static void usage(FILE *f) {
     char families[256];
-    cli_space_load(CMD, NULL);
+    cli_space_load(CMD);
     cli_space_legal("family", families, sizeof families);
     fprintf(f,
         "usage: mxattn accuracy [--seed N] [--size N] [--head-dim D[,D...]] [--k-mean X]\n"

@@ -53,7 +53,7 @@ static int parse_args(int argc, char **argv, query_args *a) {
         case OPT_DB: a->db = value; break;
         case OPT_GPU: if (!copy_flag(flag, value, a->filter.gpu, sizeof a->filter.gpu)) return 2; break;
         case OPT_FAMILY:
-            if (cli_space_load("query", NULL) || !cli_space_check_list("query", flag, "family", value)) return 2;
+            if (cli_space_load("query") || !cli_space_check_list("query", flag, "family", value)) return 2;
             if (strchr(value, ',')) return cli_usage_error("query", "%s takes one family here", flag);
             if (!copy_flag(flag, value, a->filter.family, sizeof a->filter.family)) return 2;
             break;

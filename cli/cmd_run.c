@@ -89,7 +89,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
             a->p.sm_scale = (float)s;
             break;
         case OPT_FAMILY:
-            if (cli_space_load("run", NULL) || !cli_space_check_list("run", f, "family", v)) return 2;
+            if (cli_space_load("run") || !cli_space_check_list("run", f, "family", v)) return 2;
             if (strchr(v, ',')) return cli_usage_error("run", "%s takes one family", f);
             a->p.family = v;
             break;

@@ -19,7 +19,7 @@
 
 static void usage(void) {
     char families[256], archs[256];
-    cli_space_load(CMD, NULL);
+    cli_space_load(CMD);
     cli_space_legal("family", families, sizeof families);
     cli_space_legal("arch", archs, sizeof archs);
     printf(
@@ -95,7 +95,7 @@ typedef struct {
 
 static int parse_families(const char *flag, const char *text, options *o) {
     static char buf[512];
-    if (cli_space_load(CMD, NULL) || !cli_space_check_list(CMD, flag, "family", text)) return 0;
+    if (cli_space_load(CMD) || !cli_space_check_list(CMD, flag, "family", text)) return 0;
     snprintf(buf, sizeof buf, "%s", text);
     o->n_families = 0;
     char *save = NULL;
@@ -195,7 +195,7 @@ static int parse_args(int argc, char **argv, options *o) {
         case OPT_DB: o->db = v; break;
         case OPT_SPEC: o->spec = v; break;
         default: /* OPT_ARCH: the templates' list of targets */
-            if (cli_space_load(CMD, NULL) || !cli_space_check_list(CMD, a, "arch", v) || strchr(v, ',')) {
+            if (cli_space_load(CMD) || !cli_space_check_list(CMD, a, "arch", v) || strchr(v, ',')) {
                 if (strchr(v, ',')) cli_usage_error(CMD, "%s takes one arch", a);
                 return 2;
             }

@@ -235,6 +235,54 @@ mxattn_status mxattn_families(const char *const **names, int *count);
 /* Every kernel parameter, in the templates' order: *params gets *count entries. */
 mxattn_status mxattn_params(const mxattn_param **params, int *count);
 
+/* ---- parameter tables, source and compile-only, without a GPU ---------------
+ * A parameter table is "key=value ..." over the parameters of mxattn_params:
+ * the shape (family, head_dim, causal, arch, ...) and any knobs, knobs left
+ * out taking the family's heuristic default.  These calls use the context's
+ * templates only: no GPU, no database. */
+
+/* The table completed and checked: every parameter that shapes the source,
+ * canonical order, into *canonical (freed with mxattn_free).  An illegal
+ * value or combination is MXATTN_ERROR_INVALID_VALUE naming it. */
+mxattn_status mxattn_params_resolve(mxattn_ctx *ctx, const char *params, char **canonical);
+/* The CUDA source the table renders to, as a plan compiles it (mxattn_free). */
+mxattn_status mxattn_render(mxattn_ctx *ctx, const char *params, char **source);
+/* A description of the parameter space for people: each parameter's role,
+ * legal values, default and help, then the constraints between them
+ * (`mxattn params`), into *text (mxattn_free). */
+mxattn_status mxattn_params_help(mxattn_ctx *ctx, char **text);
+
+/* How mxattn_compile compiles; fill with mxattn_compile_options_init. */
+typedef struct {
+    int whole_module;          /* 0 (default): each kernel of the module its own NVRTC program on its
+                                  own thread, as a plan compiles; 1: the module as one program, the
+                                  form the PTX and the binary below come from */
+    int want_ptx;              /* 1: keep the PTX in the result (whole_module only) */
+    int want_cubin;            /* 1: keep the binary in the result (whole_module only) */
+} mxattn_compile_options;
+
+/* What a compile made: of the module's attention kernel, its last. */
+typedef struct {
+    char kernel_name[128];
+    char arch[16];             /* the table's arch (sm_90a unless it says otherwise) */
+    int kernels;               /* in the module */
+    double compile_ms;         /* wall time of the whole compile */
+    int registers;             /* per thread */
+    int shared_dynamic_bytes;  /* the launch's dynamic shared memory */
+    int shared_static_bytes, stack_bytes, spill_store_bytes, spill_load_bytes;
+    size_t binary_bytes;       /* the module's binary (a container of cubins when compiled apart) */
+    char *ptx;                 /* want_ptx: NUL-terminated, else NULL */
+    void *cubin;               /* want_cubin: binary_bytes bytes, else NULL */
+} mxattn_compile_result;
+
+mxattn_status mxattn_compile_options_init(mxattn_compile_options *opts);
+/* Renders the table and compiles it with NVRTC for its arch, as a plan would
+ * but without a GPU and without the database.  opts NULL: the defaults.
+ * Free the result's ptx and cubin with mxattn_compile_result_free. */
+mxattn_status mxattn_compile(mxattn_ctx *ctx, const char *params, const mxattn_compile_options *opts,
+                             mxattn_compile_result *out);
+void mxattn_compile_result_free(mxattn_compile_result *r); /* NULL, or a zeroed result, is a no-op */
+
 void mxattn_free(void *p);
 
 #ifdef __cplusplus

@@ -1,0 +1,94 @@
+/* The public calls over the templates alone, which the CLI's gen, params and
+ * compile commands are made of: a parameter table resolved, rendered,
+ * described, and compiled without a GPU. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "mxattn.h"
+
+static mxattn_ctx *g_ctx;
+
+static int setup(void **state) {
+    mxattn_options o;
+    mxattn_options_init(&o);
+    o.no_cache = 1;
+    return mxattn_create(&g_ctx, &o) == MXATTN_OK ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    mxattn_destroy(g_ctx);
+    return 0;
+}
+
+static void test_resolve_fills_the_defaults(void **state) {
+    char *canonical = NULL;
+    assert_int_equal(mxattn_params_resolve(g_ctx, "family=int8-fp8 head_dim=80", &canonical), MXATTN_OK);
+    assert_non_null(strstr(canonical, "family=int8-fp8"));
+    assert_non_null(strstr(canonical, "arch=sm_90a"));
+    assert_non_null(strstr(canonical, " block_n="));   /* a knob, from the family's default */
+    mxattn_free(canonical);
+    assert_int_equal(mxattn_params_resolve(g_ctx, "family=f16 head_dim=80 block_n=17", &canonical),
+                     MXATTN_ERROR_INVALID_VALUE);
+    assert_null(canonical);
+    assert_non_null(strstr(mxattn_last_error(), "block_n"));
+    assert_int_equal(mxattn_params_resolve(NULL, "family=f16", &canonical), MXATTN_ERROR_NULL_POINTER);
+    assert_int_equal(mxattn_params_resolve(g_ctx, NULL, &canonical), MXATTN_ERROR_NULL_POINTER);
+}
+
+static void test_render_and_help(void **state) {
+    char *source = NULL, *help = NULL;
+    assert_int_equal(mxattn_render(g_ctx, "family=f16 head_dim=64 variant=mma", &source), MXATTN_OK);
+    assert_non_null(strstr(source, "extern \"C\" __global__"));
+    assert_non_null(strstr(source, "variant=mma"));       /* the header's parameter table */
+    mxattn_free(source);
+    assert_int_equal(mxattn_render(g_ctx, "family=f32 head_dim=64", &source), MXATTN_ERROR_INVALID_VALUE);
+    assert_int_equal(mxattn_params_help(g_ctx, &help), MXATTN_OK);
+    const mxattn_param *p = NULL;
+    int n = 0;
+    assert_int_equal(mxattn_params(&p, &n), MXATTN_OK);
+    for (int i = 0; i < n; i++) assert_non_null(strstr(help, p[i].name));
+    mxattn_free(help);
+}
+
+static void test_compile_only(void **state) {
+    mxattn_compile_options opt;
+    mxattn_compile_result r;
+    assert_int_equal(mxattn_compile_options_init(&opt), MXATTN_OK);
+    opt.want_ptx = 1;   /* PTX comes from a whole-module compile */
+    assert_int_equal(mxattn_compile(g_ctx, "family=f16 head_dim=64", &opt, &r), MXATTN_ERROR_INVALID_VALUE);
+    assert_null(r.ptx);
+    assert_int_equal(mxattn_compile(g_ctx, "family=f16 head_dim=64 block_n=17", NULL, &r), MXATTN_ERROR_INVALID_VALUE);
+    mxattn_status st = mxattn_compile(g_ctx, "family=int8-fp8 head_dim=64", NULL, &r);
+    if (st == MXATTN_ERROR_NO_COMPILER) skip();
+    assert_int_equal(st, MXATTN_OK);
+    assert_true(r.kernels > 1);                 /* the quantization kernels, then attention */
+    assert_string_equal(r.arch, "sm_90a");
+    assert_non_null(strstr(r.kernel_name, "int8"));
+    assert_true(r.registers > 0 && r.binary_bytes > 0 && r.compile_ms > 0);
+    assert_null(r.ptx);
+    assert_null(r.cubin);
+    mxattn_compile_result_free(&r);
+    opt.whole_module = 1;
+    opt.want_cubin = 1;
+    assert_int_equal(mxattn_compile(g_ctx, "family=f16 head_dim=64 variant=mma", &opt, &r), MXATTN_OK);
+    assert_non_null(r.ptx);
+    assert_non_null(strstr(r.ptx, r.kernel_name));
+    assert_non_null(r.cubin);
+    assert_memory_equal(r.cubin, "\x7f" "ELF", 4);
+    mxattn_compile_result_free(&r);
+    mxattn_compile_result_free(&r);   /* twice, and NULL: no-ops */
+    mxattn_compile_result_free(NULL);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_resolve_fills_the_defaults),
+        cmocka_unit_test(test_render_and_help),
+        cmocka_unit_test(test_compile_only),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
