@@ -283,6 +283,35 @@ mxattn_status mxattn_compile(mxattn_ctx *ctx, const char *params, const mxattn_c
                              mxattn_compile_result *out);
 void mxattn_compile_result_free(mxattn_compile_result *r); /* NULL, or a zeroed result, is a no-op */
 
+/* ---- this machine -------------------------------------------------------------
+ * What the machine offers, without a context: each call answers even where
+ * there is no driver, GPU or NVRTC, with the status and a message saying why. */
+
+/* One GPU's properties, read without creating a CUDA context. */
+typedef struct {
+    int ordinal;
+    char name[256];            /* "NVIDIA H200" */
+    char arch[16];             /* the NVRTC target mxattn compiles for, "sm_90a" */
+    int cc_major, cc_minor;    /* compute capability */
+    int sm_count;
+    int smem_per_block_optin;  /* shared memory a block may have after opting in, bytes */
+    int smem_per_sm, regs_per_sm, max_threads_per_sm;
+    int l2_bytes;
+    size_t memory_bytes;
+    int driver_version;        /* 13000 for CUDA 13.0 */
+} mxattn_device_info;
+
+/* NVRTC's version, "13.0"; MXATTN_ERROR_NO_COMPILER (with the places tried) when absent. */
+mxattn_status mxattn_nvrtc_version(char *out, size_t out_len);
+/* The driver's CUDA version (13000 for 13.0), also when it has no usable GPU. */
+mxattn_status mxattn_driver_version(int *version);
+/* How many GPUs the driver sees. */
+mxattn_status mxattn_device_count(int *count);
+mxattn_status mxattn_device_get_info(int ordinal, mxattn_device_info *info);
+/* Where a context's database is when mxattn_options.db_path is NULL:
+ * $MXATTN_CACHE, else $XDG_CACHE_HOME/mxattn/mxattn.db, else ~/.cache/mxattn/mxattn.db. */
+mxattn_status mxattn_cache_default_path(char *out, size_t out_len);
+
 void mxattn_free(void *p);
 
 #ifdef __cplusplus
