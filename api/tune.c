@@ -65,3 +65,124 @@ mxattn_status mxattn_query(mxattn_ctx *ctx, const char *filter, char **json) {
     if (st == MXATTN_OK) mx_clear_error();
     return st;
 }
+
+mxattn_status mxattn_problem_params(const mxattn_problem *p, const char *arch, char **params) {
+    if (!p || !params) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mxattn_problem_params: NULL argument");
+    *params = NULL;
+    mx_problem pr;
+    mxattn_status st = mx_problem_resolve(p, &pr);
+    if (st != MXATTN_OK) return st;
+    char shape[1024];
+    mx_problem_shape_params(&pr, arch ? arch : "sm_90a", shape, sizeof shape);
+    *params = strdup(shape);
+    return *params ? MXATTN_OK : mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "out of memory");
+}
+
+mxattn_status mxattn_tune_options_init(mxattn_tune_options *o) {
+    if (!o) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mxattn_tune_options_init: options is NULL");
+    mx_tune_options t;
+    mx_tune_options_init(&t);
+    memset(o, 0, sizeof *o);
+    o->reps = t.reps;
+    o->warmup = t.warmup;
+    o->settle_ms = t.settle_ms;
+    o->scores_std = t.scores_std;
+    o->max_candidates = t.max_candidates;
+    o->compile_threads = t.compile_threads;
+    o->resume = 1;
+    return MXATTN_OK;
+}
+
+/* The caller's callback, behind the tuner's. */
+typedef struct { const mxattn_tune_options *opts; } progress_relay;
+
+static void relay_progress(void *user, const mx_tune_progress *p) {
+    const progress_relay *r = user;
+    mxattn_tune_progress out = {p->done, p->total, p->current, p->current_ms, p->status, p->why, p->best,
+                                p->best_ms, p->elapsed_s, p->eta_s};
+    r->opts->progress(r->opts->user, &out);
+}
+
+static void fill_report(const mx_tune_outcome *o, const mx_tune_key *key, mxattn_tune_report *r) {
+    memset(r, 0, sizeof *r);
+    snprintf(r->best_config, sizeof r->best_config, "%s", o->best);
+    r->best_ms = o->best_ms;
+    r->best_tops = o->best_tops;
+    snprintf(r->default_config, sizeof r->default_config, "%s", o->default_config);
+    r->default_ms = o->default_ms;
+    r->candidates = o->candidates;
+    r->measured = o->measured;
+    r->failed = o->failed;
+    r->skipped = o->skipped;
+    r->compiled = o->compiled;
+    r->cache_hits = o->cache_hits;
+    r->compile_failed = o->compile_failed;
+    r->pruned = o->pruned;
+    r->compile_ms = o->compile_ms;
+    r->wall_s = o->wall_s;
+    r->kernels_not_stored = o->kernels_not_stored;
+    r->rows_not_stored = o->rows_not_stored;
+    r->store_status = o->store_status;
+    snprintf(r->store_error, sizeof r->store_error, "%s", o->store_error);
+    if (key) {
+        r->seq_bucket = key->seq_bucket;
+        r->q_bucket = key->q_bucket;
+    }
+}
+
+mxattn_status mxattn_tune_run(mxattn_ctx *ctx, const mxattn_problem *p, const mxattn_tune_options *opts,
+                              mxattn_tune_report *report) {
+    if (!ctx || !p) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mxattn_tune_run: ctx and problem must not be NULL");
+    mxattn_tune_options defaults;
+    mxattn_tune_options_init(&defaults);
+    if (!opts) opts = &defaults;
+    if (report) memset(report, 0, sizeof *report);
+    if (opts->reps < 1 || opts->warmup < 0 || opts->settle_ms < 0 || !(opts->scores_std > 0) ||
+        opts->max_candidates < 0 || opts->compile_threads < 0)
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "mxattn_tune_run: reps >= 1, warmup, settle_ms, max_candidates and "
+                       "compile_threads >= 0, scores_std > 0");
+    if (p->v_terms > 1)
+        return mx_fail(MXATTN_ERROR_UNSUPPORTED,
+                       "mxattn_tune_run: v_terms=%d is not part of the tuning key; tune the problem with v_terms=1, "
+                       "whose tuned tile v_terms=2 plans use", p->v_terms);
+    mx_problem pr;
+    mxattn_status st = mx_problem_resolve(p, &pr);
+    if (st != MXATTN_OK) return st;
+    const mx_device *dev = NULL;
+    if (!opts->compile_only) {
+        st = mx_ctx_device(ctx, &dev);
+        if (st != MXATTN_OK) return mx_fail_context(st, "mxattn_tune_run needs a GPU (or compile_only)");
+    }
+    mx_jit_env env;
+    mx_ctx_jit_env(ctx, dev, &env);
+    if (opts->compile_only) snprintf(env.arch, sizeof env.arch, "%s", opts->arch ? opts->arch : "sm_90a");
+    if (!env.cache)
+        return ctx->no_cache ? mx_fail(MXATTN_ERROR_NOT_FOUND, "mxattn_tune_run: the context has no database (no_cache)")
+                             : mx_fail(ctx->cache_status, "mxattn_tune_run: %s", ctx->cache_error);
+    char shape[1024];
+    mx_problem_shape_params(&pr, env.arch, shape, sizeof shape);
+    mx_tune_key key;
+    mx_tune_sizes sizes;
+    mx_tune_options t;
+    mx_tune_outcome outcome;
+    if (dev) mx_ctx_tune_key(ctx, dev, &pr, &key);
+    mx_ctx_tune_sizes(&pr, &sizes);
+    mx_tune_options_init(&t);
+    t.reps = opts->reps;
+    t.warmup = opts->warmup;
+    t.settle_ms = opts->settle_ms;
+    t.scores_std = opts->scores_std;
+    t.max_candidates = opts->max_candidates;
+    t.compile_threads = opts->compile_threads;
+    t.resume = opts->resume != 0;
+    t.compile_only = opts->compile_only != 0;
+    progress_relay relay = {opts};
+    if (opts->progress) {
+        t.progress = relay_progress;
+        t.user = &relay;
+    }
+    memset(&outcome, 0, sizeof outcome);
+    st = mx_tune_run(&env, shape, &sizes, dev ? &key : NULL, &t, &outcome);
+    if (report) fill_report(&outcome, dev ? &key : NULL, report);
+    return st;
+}

@@ -312,6 +312,73 @@ mxattn_status mxattn_device_get_info(int ordinal, mxattn_device_info *info);
  * $MXATTN_CACHE, else $XDG_CACHE_HOME/mxattn/mxattn.db, else ~/.cache/mxattn/mxattn.db. */
 mxattn_status mxattn_cache_default_path(char *out, size_t out_len);
 
+/* ---- tuning runs, with their options and report ------------------------------
+ * mxattn_tune with the knobs of a long offline run (`mxattn tune`): how each
+ * candidate is timed, progress as it goes, a compile-only mode that fills the
+ * kernel cache for an arch without a GPU, and the whole report. */
+
+/* The parameter table of a problem's shape for `arch` (NULL: sm_90a), as
+ * mxattn_params_resolve, mxattn_render and mxattn_compile take it: what a
+ * plan for the problem compiles, before its knobs (mxattn_free). */
+mxattn_status mxattn_problem_params(const mxattn_problem *p, const char *arch, char **params);
+
+/* Reported after each candidate; every string lives until the callback returns. */
+typedef struct {
+    int done, total;           /* candidates measured (or skipped) so far, of total */
+    const char *current;       /* the candidate just measured (its knobs) */
+    double current_ms;         /* its median, 0 if it failed */
+    const char *status;        /* its status: "ok", "wrong result", "out of resources", ... */
+    const char *why;           /* NULL, or why it failed (the compiler's message, the mismatch) */
+    const char *best;          /* the best configuration so far, NULL before the first success */
+    double best_ms;
+    double elapsed_s, eta_s;   /* of this run */
+} mxattn_tune_progress;
+
+/* Fill with mxattn_tune_options_init (the values mxattn_tune uses), then change. */
+typedef struct {
+    int reps;                  /* timed launches per candidate, the median kept (20) */
+    int warmup;                /* untimed launches before them (3) */
+    double settle_ms;          /* each candidate's untimed sustained load first, so it is timed at the
+                                  clock the GPU holds under its power limit (500; 0: burst timing) */
+    double scores_std;         /* the inputs' scores ~ N(0, scores_std^2) (2.5: a peaked softmax) */
+    int max_candidates;        /* the best N by the analytic prior, the default always among them (0: all) */
+    int compile_threads;       /* CPU threads compiling ahead of the GPU (2) */
+    int resume;                /* 1 (default): skip candidates the database has measured for this key;
+                                  their times still count.  0: measure everything again */
+    int compile_only;          /* 1: compile the candidates into the kernel cache, measure nothing,
+                                  store no winner: no GPU needed */
+    const char *arch;          /* compile_only: the target (NULL: sm_90a); else the GPU's is used */
+    void (*progress)(void *user, const mxattn_tune_progress *p);   /* NULL: none */
+    void *user;
+} mxattn_tune_options;
+
+/* What a run found and did. */
+typedef struct {
+    char best_config[256];     /* the winner's knobs ("" when none, and after compile_only) */
+    double best_ms, best_tops; /* its median time and throughput at the problem's sizes */
+    char default_config[256];  /* the heuristic default's knobs, the reference every candidate matches */
+    double default_ms;
+    int candidates;            /* in this run's list (after max_candidates) */
+    int measured, failed, skipped;  /* timed "ok"; any other status; resumed from the database */
+    int compiled, cache_hits;  /* kernels NVRTC built; kernels found in the cache */
+    int compile_failed, pruned;/* of those: NVRTC failures; spilling or unlaunchable */
+    double compile_ms;         /* NVRTC time summed over threads */
+    double wall_s;
+    int seq_bucket, q_bucket;  /* the tuning key's sequence buckets (0 after compile_only) */
+    int kernels_not_stored, rows_not_stored;  /* writes the database refused (full, read-only, busy) */
+    mxattn_status store_status;/* the first refused write's status (then also the run's), else OK */
+    char store_error[256];
+} mxattn_tune_report;
+
+mxattn_status mxattn_tune_options_init(mxattn_tune_options *opts);
+/* Tunes the problem as mxattn_tune does (opts NULL: its defaults) and fills
+ * *report (may be NULL); with opts->compile_only, compiles its candidates for
+ * opts->arch instead.  Needs the context's database.  When the run worked but
+ * the database did not take every write, the report is complete and the
+ * status is report->store_status. */
+mxattn_status mxattn_tune_run(mxattn_ctx *ctx, const mxattn_problem *p, const mxattn_tune_options *opts,
+                              mxattn_tune_report *report);
+
 void mxattn_free(void *p);
 
 #ifdef __cplusplus

@@ -24,8 +24,6 @@ PENDING=(
     "cli/cmd_query.c cache/cache.h"
     "cli/cmd_run.c numerics/numerics.h"
     "cli/cmd_run.c runtime/device.h"
-    "cli/cmd_tune.c api/context.h"
-    "cli/cmd_tune.c util/clock.h"
     "cli/shipped.h cache/cache.h"
 )
 

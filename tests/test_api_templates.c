@@ -9,6 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "mxattn.h"
+#include "support/temp_dir.h"
 
 static mxattn_ctx *g_ctx;
 
@@ -84,11 +85,84 @@ static void test_compile_only(void **state) {
     mxattn_compile_result_free(NULL);
 }
 
+static void count_progress(void *user, const mxattn_tune_progress *p) {
+    int *calls = user;
+    assert_true(p->done >= 1 && p->done <= p->total);
+    assert_non_null(p->current);
+    (*calls)++;
+}
+
+/* A tuning run that compiles only: no GPU, the kernels into the database,
+ * found there the second time. */
+static void test_tune_run_compile_only(void **state) {
+    mxattn_problem p;
+    mxattn_problem_init(&p, "f16", 64);
+    p.seq_q = p.seq_k = 1024;
+    char *shape = NULL;
+    assert_int_equal(mxattn_problem_params(&p, "sm_120a", &shape), MXATTN_OK);
+    assert_non_null(strstr(shape, "family=f16"));
+    assert_non_null(strstr(shape, "arch=sm_120a"));
+    assert_null(strstr(shape, "block_n="));        /* the shape only, no knob */
+    mxattn_free(shape);
+    mxattn_tune_options opt;
+    mxattn_tune_report rep;
+    assert_int_equal(mxattn_tune_options_init(&opt), MXATTN_OK);
+    assert_int_equal(opt.reps, 20);
+    assert_int_equal(opt.resume, 1);
+    /* No database: nowhere to put what it compiles. */
+    opt.compile_only = 1;
+    assert_int_equal(mxattn_tune_run(g_ctx, &p, &opt, &rep), MXATTN_ERROR_NOT_FOUND);
+    opt.reps = 0;
+    assert_int_equal(mxattn_tune_run(g_ctx, &p, &opt, &rep), MXATTN_ERROR_INVALID_VALUE);
+
+    char dir[256], db[300];
+    assert_int_equal(temp_dir_make(dir, sizeof dir, "mxattn-tune-run"), 0);
+    snprintf(db, sizeof db, "%s/t.db", dir);
+    mxattn_options o;
+    mxattn_options_init(&o);
+    o.db_path = db;
+    o.tune_policy = "off";
+    mxattn_ctx *ctx = NULL;
+    assert_int_equal(mxattn_create(&ctx, &o), MXATTN_OK);
+    mxattn_tune_options_init(&opt);
+    opt.compile_only = 1;
+    opt.max_candidates = 2;
+    opt.compile_threads = 1;
+    int calls = 0;
+    opt.progress = count_progress;
+    opt.user = &calls;
+    mxattn_status st = mxattn_tune_run(ctx, &p, &opt, &rep);
+    if (st == MXATTN_ERROR_NO_COMPILER) { mxattn_destroy(ctx); temp_dir_remove(dir); skip(); }
+    assert_int_equal(st, MXATTN_OK);
+    assert_int_equal(rep.candidates, 2);
+    assert_int_equal(rep.compiled + rep.cache_hits, 2);
+    assert_int_equal(rep.compiled, 2);
+    assert_true(calls >= 1);
+    assert_string_equal(rep.best_config, "");     /* nothing measured */
+    assert_int_equal(mxattn_tune_run(ctx, &p, &opt, &rep), MXATTN_OK);
+    assert_int_equal(rep.cache_hits, 2);
+    assert_int_equal(rep.compiled, 0);
+    /* Measuring needs a GPU. */
+    opt.compile_only = 0;
+    int count = 0;
+    if (mxattn_device_count(&count) != MXATTN_OK) {
+        st = mxattn_tune_run(ctx, &p, &opt, &rep);
+        assert_true(st == MXATTN_ERROR_NO_DRIVER || st == MXATTN_ERROR_NO_DEVICE);
+        assert_non_null(strstr(mxattn_last_error(), "needs a GPU"));
+    }
+    p.v_terms = 2;
+    p.family = "int8-fp8";
+    assert_int_equal(mxattn_tune_run(ctx, &p, NULL, &rep), MXATTN_ERROR_UNSUPPORTED);
+    mxattn_destroy(ctx);
+    temp_dir_remove(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resolve_fills_the_defaults),
         cmocka_unit_test(test_render_and_help),
         cmocka_unit_test(test_compile_only),
+        cmocka_unit_test(test_tune_run_compile_only),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
