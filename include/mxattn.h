@@ -379,6 +379,104 @@ mxattn_status mxattn_tune_options_init(mxattn_tune_options *opts);
 mxattn_status mxattn_tune_run(mxattn_ctx *ctx, const mxattn_problem *p, const mxattn_tune_options *opts,
                               mxattn_tune_report *report);
 
+/* ---- a database's upkeep: share, check, query (`mxattn db`, `mxattn query`) ---
+ * A database opened on its own, apart from any context: exported to a file
+ * for machines of the same GPU, imported or merged from one, vacuumed,
+ * checked, and its tuned rows listed.  Compiled kernels are code: they are
+ * exported only when asked, signed with an Ed25519 key (mxattn_db_keygen),
+ * and imported only when each is signed by a key the caller trusts. */
+typedef struct mxattn_db mxattn_db;
+
+/* Opens `path` (NULL: mxattn_cache_default_path's).  must_exist 1: a missing
+ * file is MXATTN_ERROR_NOT_FOUND and nothing is created.  A damaged file is
+ * rebuilt as mxattn_create's database is; mxattn_db_recovered says so. */
+mxattn_status mxattn_db_open(const char *path, int must_exist, mxattn_db **out);
+void mxattn_db_close(mxattn_db *db); /* NULL is a no-op */
+const char *mxattn_db_path(const mxattn_db *db);
+/* "" or a sentence: the file was damaged, where the original was kept, how many rows were kept. */
+const char *mxattn_db_recovered(const mxattn_db *db);
+
+/* How an import or merge is checked.  Every tuning row's configuration is
+ * also checked against the templates for its problem, and refused if not legal. */
+typedef struct {
+    int with_kernels;          /* import only: take the export's kernels too (merge never does) */
+    const char *const *trusted;/* with_kernels: the public keys whose signatures are accepted, each
+                                  64 hex digits or the path of a .pub file */
+    int n_trusted;             /* at most MXATTN_DB_MAX_TRUSTED */
+} mxattn_db_import_options;
+#define MXATTN_DB_MAX_TRUSTED 16
+
+typedef struct {
+    long tune_rows_read, tune_rows_taken;
+    long tune_rows_kept;       /* merge: ours was faster */
+    long tune_rows_refused;    /* failed a check: not taken */
+    char first_refusal[256];   /* the first refused row or measurement and why, or "" */
+    long kernels_read, kernels_taken;
+    long measurements_read, measurements_taken, measurements_refused;
+} mxattn_db_import_report;
+
+mxattn_status mxattn_db_import_options_init(mxattn_db_import_options *opts);
+/* Takes an export's tuning results and measurements, replacing ours for the
+ * same key (and with opts->with_kernels its kernels, each signed by a trusted
+ * key, else MXATTN_ERROR_UNTRUSTED and nothing taken).  A malformed file
+ * rejects the whole import, the database unchanged.  opts, report may be NULL. */
+mxattn_status mxattn_db_import(mxattn_db *db, const char *file, const mxattn_db_import_options *opts,
+                               mxattn_db_import_report *report);
+/* The same, but where both have a key the faster row wins; no kernels. */
+mxattn_status mxattn_db_merge(mxattn_db *db, const char *file, const mxattn_db_import_options *opts,
+                              mxattn_db_import_report *report);
+/* Writes the tuning results and measurements (and with with_kernels the
+ * kernels, each signed with the secret key in sign_key_file unless that is
+ * NULL) to `file`, written beside it and renamed into place as DEST.tmp-PID:
+ * a failed export leaves no half file.  An existing file is replaced. */
+mxattn_status mxattn_db_export(mxattn_db *db, const char *file, int with_kernels, const char *sign_key_file);
+mxattn_status mxattn_db_vacuum(mxattn_db *db);
+
+typedef struct {
+    int integrity_ok;          /* SQLite's integrity check passed */
+    char integrity_message[256];/* its first complaint, or "ok" */
+    long kernels_checked, kernels_bad;
+    char first_bad_kernel[65]; /* key of the first kernel whose blob fails its hash */
+    long kernels, tune_rows, measurements;
+} mxattn_db_check_report;
+/* Integrity check and every kernel's hash; OK when the check ran (the report says what it found). */
+mxattn_status mxattn_db_check(mxattn_db *db, mxattn_db_check_report *report);
+
+/* A key pair for signing exported kernels: the secret key into secret_path
+ * (mode 0600, never overwritten), the public key into secret_path.pub and
+ * pub_hex (64 hex digits). */
+mxattn_status mxattn_db_keygen(const char *secret_path, char pub_hex[65]);
+
+/* Which tuned rows to list: NULL or "" strings and negative numbers mean any. */
+typedef struct {
+    const char *gpu;           /* a case-insensitive substring of the GPU's name */
+    const char *family;
+    int head_dim;
+    const char *dtype;         /* "bf16" or "f16" */
+    int causal;                /* an mxattn_causal */
+} mxattn_db_filter;
+
+/* One tuned configuration and the problem it won for. */
+typedef struct {
+    char gpu[128];
+    char family[32];
+    int head_dim;
+    char dtype[8];
+    int causal;                /* an mxattn_causal */
+    int gqa;
+    int seq_bucket, q_bucket;  /* the key-length and query-length buckets */
+    double median_ms, tops;    /* the winner's time and throughput at the tuned problem */
+    double default_ms;         /* the heuristic default's time in the same run */
+    char config[256];
+} mxattn_tuned_row;
+
+mxattn_status mxattn_db_filter_init(mxattn_db_filter *f);
+/* The matching rows, ordered by GPU, family, head_dim, dtype, causal and
+ * bucket: *rows (freed with mxattn_free; NULL when *count is 0) and, when
+ * json is not NULL, the same as a JSON array in *json (mxattn_free). */
+mxattn_status mxattn_db_query(mxattn_db *db, const mxattn_db_filter *filter, mxattn_tuned_row **rows,
+                              int *count, char **json);
+
 void mxattn_free(void *p);
 
 #ifdef __cplusplus

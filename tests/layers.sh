@@ -18,13 +18,8 @@ PENDING=(
     "cli/accuracy_gpu.c numerics/numerics.h"
     "cli/accuracy_gpu.c runtime/device.h"
     "cli/cmd_accuracy.c numerics/numerics.h"
-    "cli/cmd_db.c cache/cache.h"
-    "cli/cmd_db.c cache/sign.h"
-    "cli/cmd_db.c api/config_check.h"
-    "cli/cmd_query.c cache/cache.h"
     "cli/cmd_run.c numerics/numerics.h"
     "cli/cmd_run.c runtime/device.h"
-    "cli/shipped.h cache/cache.h"
 )
 
 rank() {
