@@ -18,6 +18,9 @@ struct mxattn_plan {
     mxattn_plan_info info;
 };
 
+const mx_problem *mx_plan_problem(const mxattn_plan *plan) { return &plan->pr; }
+const mx_device *mx_plan_device(const mxattn_plan *plan) { return plan->dev; }
+
 static void fill_args(const mx_problem *pr, mx_kernel_args *a) {
     const mxattn_problem *p = &pr->p;
     memset(a, 0, sizeof *a);

@@ -477,6 +477,33 @@ mxattn_status mxattn_db_filter_init(mxattn_db_filter *f);
 mxattn_status mxattn_db_query(mxattn_db *db, const mxattn_db_filter *filter, mxattn_tuned_row **rows,
                               int *count, char **json);
 
+/* ---- measuring a plan on this GPU (`mxattn run`) ------------------------------ */
+
+/* Fill with mxattn_bench_options_init, then change. */
+typedef struct {
+    int reps;                  /* timed launches after one untimed (20) */
+    unsigned long long seed;   /* Q, K, V ~ N(0, 1) from this seed (1) */
+    int check_heads;           /* heads of batch 0 compared with the fp64 CPU reference (1); 0: none,
+                                  and the inputs then repeat a 2^20-value Gaussian pattern, quicker to
+                                  make for big problems */
+} mxattn_bench_options;
+
+typedef struct {
+    double best_ms, mean_ms;   /* of the timed launches, each between CUDA events */
+    int reps;
+    double tops;               /* 4 * batch * heads_q * seq_q * seq_k * head_dim (halved when causal) / best */
+    double rel_l1, cosine, max_abs;  /* of the checked heads' output against the reference (0: none checked) */
+    int checked_heads;
+} mxattn_bench_report;
+
+mxattn_status mxattn_bench_options_init(mxattn_bench_options *opts);
+/* Runs the plan on inputs of its own: allocates contiguous Q, K, V, O (and
+ * the LSE when the plan returns it) on the plan's GPU, fills them, runs once,
+ * times opts->reps runs and checks opts->check_heads heads (opts NULL: the
+ * defaults).  A plan for explicit strides that are not its layout's
+ * contiguous ones is MXATTN_ERROR_UNSUPPORTED: the inputs would not fit them. */
+mxattn_status mxattn_plan_benchmark(mxattn_plan *plan, const mxattn_bench_options *opts, mxattn_bench_report *report);
+
 void mxattn_free(void *p);
 
 #ifdef __cplusplus

@@ -18,8 +18,6 @@ PENDING=(
     "cli/accuracy_gpu.c numerics/numerics.h"
     "cli/accuracy_gpu.c runtime/device.h"
     "cli/cmd_accuracy.c numerics/numerics.h"
-    "cli/cmd_run.c numerics/numerics.h"
-    "cli/cmd_run.c runtime/device.h"
 )
 
 rank() {

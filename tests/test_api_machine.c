@@ -62,11 +62,23 @@ static void test_nvrtc_version_or_why_not(void **state) {
     assert_int_equal(mxattn_nvrtc_version(v, 0), MXATTN_ERROR_NULL_POINTER);
 }
 
+static void test_bench_options_and_arguments(void **state) {
+    mxattn_bench_options o;
+    mxattn_bench_report r;
+    assert_int_equal(mxattn_bench_options_init(&o), MXATTN_OK);
+    assert_int_equal(o.reps, 20);
+    assert_int_equal(o.check_heads, 1);
+    assert_true(o.seed == 1);
+    assert_int_equal(mxattn_bench_options_init(NULL), MXATTN_ERROR_NULL_POINTER);
+    assert_int_equal(mxattn_plan_benchmark(NULL, &o, &r), MXATTN_ERROR_NULL_POINTER);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_database_path),
         cmocka_unit_test(test_devices_or_why_not),
         cmocka_unit_test(test_nvrtc_version_or_why_not),
+        cmocka_unit_test(test_bench_options_and_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

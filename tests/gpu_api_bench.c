@@ -1,0 +1,69 @@
+/* mxattn_plan_benchmark on the GPU: a plan timed on inputs of its own and
+ * its output checked against the fp64 reference, as `mxattn run` reports. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "mxattn.h"
+
+static mxattn_ctx *g_ctx;
+
+static int setup(void **state) {
+    mxattn_options o;
+    mxattn_options_init(&o);
+    o.no_cache = 1;
+    return mxattn_create(&g_ctx, &o) == MXATTN_OK ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    mxattn_destroy(g_ctx);
+    return 0;
+}
+
+static void test_benchmark_times_and_checks(void **state) {
+    mxattn_problem p;
+    mxattn_problem_init(&p, "f16", 64);
+    p.heads_q = 4;
+    p.heads_kv = 2;
+    p.seq_q = p.seq_k = 256;
+    p.causal = MXATTN_CAUSAL_TOP_LEFT;
+    p.return_lse = 1;
+    mxattn_plan *plan = NULL;
+    assert_int_equal(mxattn_plan_create(g_ctx, &p, NULL, &plan), MXATTN_OK);
+    mxattn_bench_options o;
+    mxattn_bench_report r;
+    mxattn_bench_options_init(&o);
+    o.reps = 3;
+    o.check_heads = 9;   /* more than there are: all four */
+    assert_int_equal(mxattn_plan_benchmark(plan, &o, &r), MXATTN_OK);
+    assert_int_equal(r.reps, 3);
+    assert_int_equal(r.checked_heads, 4);
+    assert_true(r.best_ms > 0 && r.best_ms <= r.mean_ms && r.tops > 0);
+    assert_true(r.cosine > 0.999 && r.rel_l1 < 1e-2);
+    o.check_heads = 0;
+    assert_int_equal(mxattn_plan_benchmark(plan, &o, &r), MXATTN_OK);
+    assert_int_equal(r.checked_heads, 0);
+    o.reps = 0;
+    assert_int_equal(mxattn_plan_benchmark(plan, &o, &r), MXATTN_ERROR_INVALID_VALUE);
+    mxattn_plan_destroy(plan);
+    /* Strides of a bigger tensor than the inputs it would make. */
+    p.q_strides = (mxattn_strides){4 * 512 * 64, 512 * 64, 64};
+    assert_int_equal(mxattn_plan_create(g_ctx, &p, NULL, &plan), MXATTN_OK);
+    assert_int_equal(mxattn_plan_benchmark(plan, NULL, &r), MXATTN_ERROR_UNSUPPORTED);
+    mxattn_plan_destroy(plan);
+}
+
+int main(void) {
+    int n = 0;
+    if (mxattn_device_count(&n) != MXATTN_OK || n == 0) {
+        printf("skip: no GPU (%s)\n", mxattn_last_error());
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_benchmark_times_and_checks),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
