@@ -151,3 +151,29 @@ fail:
     if (lse) mx_mem_free(dev, lse);
     return st;
 }
+
+mxattn_status mxattn_run_host(mxattn_plan *plan, const void *q, const void *k, const void *v, void *o, float *lse) {
+    if (!plan || !q || !k || !v || !o) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mxattn_run_host: NULL argument");
+    const mx_problem *pr = mx_plan_problem(plan);
+    const mx_device *dev = mx_plan_device(plan);
+    const void *host[4] = {q, k, v, o};
+    void *buf[4] = {NULL, NULL, NULL, NULL};
+    float *dlse = NULL;
+    size_t lse_bytes = (size_t)pr->p.batch * pr->p.heads_q * pr->p.seq_q * sizeof(float);
+    mxattn_status st = MXATTN_OK;
+    for (int i = 0; i < 4; i++) {
+        MX_TRY(mx_mem_alloc(dev, (size_t)pr->bytes[i], &buf[i]));
+        MX_TRY(mx_memcpy_htod(dev, buf[i], host[i], (size_t)pr->bytes[i]));
+    }
+    if (lse) MX_TRY(mx_mem_alloc(dev, lse_bytes, (void **)&dlse));
+    MX_TRY(mxattn_run(plan, buf[0], buf[1], buf[2], buf[3], dlse, NULL));
+    /* Synchronized first, so that a fault is charged to the run, not the copy. */
+    MX_TRY(mx_device_synchronize(dev));
+    MX_TRY(mx_memcpy_dtoh(dev, o, buf[3], (size_t)pr->bytes[3]));
+    if (lse) MX_TRY(mx_memcpy_dtoh(dev, lse, dlse, lse_bytes));
+fail:
+    for (int i = 0; i < 4; i++)
+        if (buf[i]) mx_mem_free(dev, buf[i]);
+    if (dlse) mx_mem_free(dev, dlse);
+    return st;
+}

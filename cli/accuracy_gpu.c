@@ -19,7 +19,6 @@
 #include "cli.h"
 #include "space.h"
 #include "numerics/numerics.h"
-#include "runtime/device.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,17 +31,54 @@
 /* ---- what is measured ----------------------------------------------------- */
 typedef struct { const char *family; int direct_p; const char *label; int v_terms; } family_row;
 
-static const family_row all_families[] = {
-    {"f16", 0, "f16", 1},
-    {"int8-f16", 0, "int8-f16", 1},
-    {"int8-fp8", 0, "int8-fp8", 1},
-    {"int8-fp8", 0, "int8-fp8 v_terms=2", 2},   /* V in two E4M3 terms (wgmma, D <= 128) */
-    {"nvfp4", 0, "nvfp4", 1},
-    {"nvfp4", 1, "nvfp4 direct-P", 1},
-    {"mxfp4", 0, "mxfp4", 1},
-    {"nvfp4-int8qk", 0, "nvfp4-int8qk", 1},
-};
-#define FAMILY_ROWS ((int)(sizeof all_families / sizeof all_families[0]))
+/* The rows, from the library's families (mxattn_families): each family, then
+ * its variants the parameter space and the reference know of: V in two E4M3
+ * terms where a family reads v_terms (wgmma, D <= 128), and P with the
+ * direct scale where the reference quantizes P otherwise with it. */
+#define FAMILY_ROWS 32
+static family_row all_families[FAMILY_ROWS];
+static char row_labels[FAMILY_ROWS][48];
+static int n_family_rows = -1;
+
+static int reads(const mxattn_param *p, const char *family) {
+    size_t n = strlen(family);
+    for (const char *s = p->families; *s;) {
+        size_t len = strcspn(s, " ");
+        if (len == n && !strncmp(s, family, n)) return 1;
+        s += len + (s[len] == ' ');
+    }
+    return 0;
+}
+
+static void add_row(const char *family, int direct_p, int v_terms, const char *suffix) {
+    if (n_family_rows >= FAMILY_ROWS) return;
+    snprintf(row_labels[n_family_rows], sizeof row_labels[0], "%s%s", family, suffix);
+    all_families[n_family_rows] = (family_row){family, direct_p, row_labels[n_family_rows], v_terms};
+    n_family_rows++;
+}
+
+/* Builds the rows once; 0, or the exit status after printing why. */
+static int load_rows(void) {
+    if (n_family_rows >= 0) return 0;
+    const char *const *names = NULL;
+    const mxattn_param *params = NULL, *v_terms = NULL;
+    int n = 0, np = 0;
+    mxattn_status st = mxattn_families(&names, &n);
+    if (st == MXATTN_OK) st = mxattn_params(&params, &np);
+    if (st != MXATTN_OK) return cli_fail_status(CMD, st);
+    for (int i = 0; i < np; i++)
+        if (!strcmp(params[i].name, "v_terms")) v_terms = &params[i];
+    n_family_rows = 0;
+    for (int i = 0; i < n; i++) {
+        add_row(names[i], 0, 1, "");
+        if (v_terms && reads(v_terms, names[i])) add_row(names[i], 0, 2, " v_terms=2");
+        mx_ref_config two_level, direct;
+        if (mx_ref_family_config(names[i], 0, 1, MXATTN_BF16, &two_level) == MXATTN_OK &&
+            mx_ref_family_config(names[i], 1, 1, MXATTN_BF16, &direct) == MXATTN_OK && two_level.p != direct.p)
+            add_row(names[i], 1, 1, " direct-P");
+    }
+    return 0;
+}
 
 typedef enum { INPUTS_GAUSSIAN, INPUTS_OUTLIER_CHANNELS, INPUTS_STUDENT_T } input_kind;
 
@@ -75,14 +111,14 @@ typedef struct {
     mxattn_status plan_status;
     char plan_error[MESSAGE_LEN];
     char config[256];
-    int block_n;                  /* from the plan's config; 0 if unknown */
+    int block_n;                  /* the plan's key_block; 0 if unknown */
 } family_plan;
 
 /* One (experiment, family) row of the table.  A cosine of NAN: not measured. */
 typedef struct {
     int experiment;
     const family_plan *plan;
-    mxattn_status status;         /* of the plan, the upload or the run */
+    mxattn_status status;         /* of the plan or the run */
     char error[MESSAGE_LEN];
     long unwritten;               /* outputs still holding the poison */
     int failed;
@@ -99,9 +135,8 @@ typedef struct {
 
 typedef struct {
     const accuracy_gpu_options *opt;
-    mx_device dev;
+    mxattn_device_info dev;
     mxattn_ctx *ctx;
-    void *dq, *dk, *dv, *do_;     /* device tensors, contiguous BHND bf16 */
     host_buffers host;
     family_plan plans[FAMILY_ROWS];
     int plan_count;
@@ -120,7 +155,7 @@ static mx_error_stats not_measured(void) { return (mx_error_stats){NAN, NAN, NAN
 
 /* ---- --families ----------------------------------------------------------- */
 static int is_family_name(const char *name, size_t len) {
-    for (int i = 0; i < FAMILY_ROWS; i++)
+    for (int i = 0; i < n_family_rows; i++)
         if (strlen(all_families[i].family) == len && !strncmp(all_families[i].family, name, len)) return 1;
     return 0;
 }
@@ -137,6 +172,7 @@ static int list_has(const char *list, const char *name) {
 }
 
 int accuracy_gpu_check_families(const char *cmd, const char *list) {
+    if (load_rows()) return 0;
     for (const char *s = list;;) {
         const char *comma = strchr(s, ',');
         size_t n = comma ? (size_t)(comma - s) : strlen(s);
@@ -254,7 +290,7 @@ static mxattn_status reference(accuracy_run *s, int experiment_index) {
 /* 1 if the driver reports a GPU; else writes why into `why`. */
 static int gpu_present(char *why, size_t len) {
     int count = 0;
-    mxattn_status st = mx_device_count(&count);
+    mxattn_status st = mxattn_device_count(&count);
     if (st != MXATTN_OK) {
         first_line_of(mxattn_last_error(), why, len);
         return 0;
@@ -264,32 +300,13 @@ static int gpu_present(char *why, size_t len) {
 }
 
 static mxattn_status open_device(accuracy_run *s) {
-    size_t bytes = s->host.count * sizeof(uint16_t);
-    mxattn_status st;
-    if ((st = mx_device_open(&s->dev, 0)) != MXATTN_OK) return st;
-    if ((st = mxattn_create(&s->ctx, NULL)) != MXATTN_OK) return st;
-    if ((st = mx_mem_alloc(&s->dev, bytes, &s->dq)) != MXATTN_OK) return st;
-    if ((st = mx_mem_alloc(&s->dev, bytes, &s->dk)) != MXATTN_OK) return st;
-    if ((st = mx_mem_alloc(&s->dev, bytes, &s->dv)) != MXATTN_OK) return st;
-    return mx_mem_alloc(&s->dev, bytes, &s->do_);
+    mxattn_status st = mxattn_device_get_info(0, &s->dev);
+    return st == MXATTN_OK ? mxattn_create(&s->ctx, NULL) : st;
 }
 
 static void close_device(accuracy_run *s) {
     for (int i = 0; i < s->plan_count; i++) mxattn_plan_destroy(s->plans[i].plan);
-    if (s->dev.context) {
-        mx_mem_free(&s->dev, s->dq); mx_mem_free(&s->dev, s->dk);
-        mx_mem_free(&s->dev, s->dv); mx_mem_free(&s->dev, s->do_);
-    }
     mxattn_destroy(s->ctx);
-    mx_device_close(&s->dev);
-}
-
-/* The value of `key=` in a "key=value ..." configuration; 0 if absent. */
-static int config_int(const char *config, const char *key) {
-    size_t len = strlen(key);
-    for (const char *p = config; (p = strstr(p, key)); p += len)
-        if ((p == config || p[-1] == ' ') && p[len] == '=') return atoi(p + len + 1);
-    return 0;
 }
 
 static void make_plan(accuracy_run *s, const family_row *row, family_plan *f) {
@@ -310,37 +327,25 @@ static void make_plan(accuracy_run *s, const family_row *row, family_plan *f) {
     mxattn_plan_info info;
     if (mxattn_plan_get_info(f->plan, &info) == MXATTN_OK) {
         snprintf(f->config, sizeof f->config, "%s", info.config);
-        f->block_n = config_int(info.config, "block_n");
+        f->block_n = info.key_block;
     }
 }
 
 static void make_plans(accuracy_run *s) {
-    for (int i = 0; i < FAMILY_ROWS; i++)
+    for (int i = 0; i < n_family_rows; i++)
         if (!s->opt->families || list_has(s->opt->families, all_families[i].family))
             make_plan(s, &all_families[i], &s->plans[s->plan_count++]);
-}
-
-static mxattn_status upload_inputs(accuracy_run *s) {
-    host_buffers *h = &s->host;
-    size_t bytes = h->count * sizeof(uint16_t);
-    mxattn_status st;
-    if ((st = mx_memcpy_htod(&s->dev, s->dq, h->q16, bytes)) != MXATTN_OK) return st;
-    if ((st = mx_memcpy_htod(&s->dev, s->dk, h->k16, bytes)) != MXATTN_OK) return st;
-    return mx_memcpy_htod(&s->dev, s->dv, h->v16, bytes);
 }
 
 /* Poisons O, runs the plan, reads O back: counts what the kernel left
  * unwritten and measures the rest against fp64. */
 static mxattn_status run_on_gpu(accuracy_run *s, const family_plan *f, result_row *r) {
     host_buffers *h = &s->host;
-    size_t bytes = h->count * sizeof(uint16_t);
     for (size_t i = 0; i < h->count; i++) h->o16[i] = POISON_BF16;
-    mxattn_status st;
-    if ((st = mx_memcpy_htod(&s->dev, s->do_, h->o16, bytes)) != MXATTN_OK) return st;
-    if ((st = mxattn_run(f->plan, s->dq, s->dk, s->dv, s->do_, NULL, NULL)) != MXATTN_OK) return st;
-    /* Synchronize first so that a fault is charged to this run, not the copy. */
-    if ((st = mx_device_synchronize(&s->dev)) != MXATTN_OK) return st;
-    if ((st = mx_memcpy_dtoh(&s->dev, h->o16, s->do_, bytes)) != MXATTN_OK) return st;
+    /* Inputs and the poisoned O go up with the run, O comes back (a fault
+     * is charged to the run: mxattn_run_host waits for it before copying). */
+    mxattn_status st = mxattn_run_host(f->plan, h->q16, h->k16, h->v16, h->o16, NULL);
+    if (st != MXATTN_OK) return st;
     r->unwritten = 0;
     for (size_t i = 0; i < h->count; i++) {
         r->unwritten += h->o16[i] == POISON_BF16;
@@ -364,9 +369,7 @@ static void set_error(result_row *r, mxattn_status st, const char *message) {
     first_line_of(message, r->error, sizeof r->error);
 }
 
-/* upload: the status of copying this experiment's inputs, with its message. */
-static void measure_row(accuracy_run *s, int experiment_index, const family_plan *f, mxattn_status upload,
-                        const char *upload_error, result_row *r) {
+static void measure_row(accuracy_run *s, int experiment_index, const family_plan *f, result_row *r) {
     memset(r, 0, sizeof *r);
     r->experiment = experiment_index;
     r->plan = f;
@@ -379,27 +382,19 @@ static void measure_row(accuracy_run *s, int experiment_index, const family_plan
         r->failed = f->plan_status != MXATTN_ERROR_UNSUPPORTED;
         return;
     }
-    if (upload != MXATTN_OK) {
-        set_error(r, upload, upload_error);
-        r->failed = 1;
-        return;
-    }
     mxattn_status st = run_on_gpu(s, f, r);
     if (st != MXATTN_OK) set_error(r, st, mxattn_last_error());
     r->failed = st != MXATTN_OK || r->unwritten > 0 || !isfinite(r->gpu.cosine);
 }
 
 static mxattn_status run_experiment(accuracy_run *s, int experiment_index) {
-    char upload_error[MESSAGE_LEN] = "";
     build_inputs(s, &experiments[experiment_index]);
     mxattn_status st = reference(s, experiment_index);
     if (st != MXATTN_OK) return st;
-    /* A failed copy (a context a faulting kernel left broken) fails this
-     * experiment's rows; the CPU oracle's figures are still worth printing. */
-    mxattn_status upload = upload_inputs(s);
-    if (upload != MXATTN_OK) first_line_of(mxattn_last_error(), upload_error, sizeof upload_error);
+    /* A failed run or copy (a context a faulting kernel left broken) fails
+     * its row; the CPU oracle's figures are still worth printing. */
     for (int i = 0; i < s->plan_count; i++)
-        measure_row(s, experiment_index, &s->plans[i], upload, upload_error, &s->rows[s->row_count++]);
+        measure_row(s, experiment_index, &s->plans[i], &s->rows[s->row_count++]);
     return MXATTN_OK;
 }
 
@@ -567,6 +562,7 @@ static int measure_and_print(accuracy_run *s) {
 
 int accuracy_gpu_run(const accuracy_gpu_options *opt) {
     char why[MESSAGE_LEN];
+    if (load_rows()) return 1;
     if (!gpu_present(why, sizeof why)) return cli_fail(CMD, "--gpu: no GPU found: %s", why);
     accuracy_run *s = calloc(1, sizeof *s);
     if (!s) return cli_fail(CMD, "out of memory");

@@ -125,6 +125,9 @@ typedef struct {
     int cubin_stored;          /* 1: the binary is in the database (found there or written now); 0: not (see note) */
     char note[512];            /* "" or why: a tuned row that was ignored or came from another build,
                                   a binary that could not be stored */
+    /* Added after 0.1.0. */
+    int key_block;             /* keys per tile of the kernel: the span its softmax operand P is
+                                  quantized and rescaled over (0 where the templates do not say) */
 } mxattn_plan_info;
 
 /* The database a context uses, opened on first need. */
@@ -502,6 +505,11 @@ mxattn_status mxattn_bench_options_init(mxattn_bench_options *opts);
  * times opts->reps runs and checks opts->check_heads heads (opts NULL: the
  * defaults).  A plan for explicit strides that are not its layout's
  * contiguous ones is MXATTN_ERROR_UNSUPPORTED: the inputs would not fit them. */
+/* Runs the plan once on host arrays laid out as its problem says: copies q,
+ * k, v and o (o's contents too, so an element the kernel leaves unwritten
+ * keeps its value) to buffers on the plan's GPU, runs, waits, and copies o
+ * (and the LSE, when lse is not NULL) back.  For checks and tools, not speed. */
+mxattn_status mxattn_run_host(mxattn_plan *plan, const void *q, const void *k, const void *v, void *o, float *lse);
 mxattn_status mxattn_plan_benchmark(mxattn_plan *plan, const mxattn_bench_options *opts, mxattn_bench_report *report);
 
 void mxattn_free(void *p);

@@ -132,6 +132,14 @@ function M.knobs(text)
   return S.canonical(t, S.KNOB_ROLES)
 end
 
+-- How many keys one tile of the kernel covers, the span its softmax operand P
+-- is quantized and rescaled over (mxattn_plan_info.key_block): C asks here
+-- rather than reading a knob's name from the configuration.
+function M.key_block(text)
+  local t = complete(text)
+  return tostring(t.block_n or 0)
+end
+
 -- The heuristic default's knobs for a problem ("batch=.. heads_q=.. seq_q=..
 -- seq_k=.."): what a plan without a tuned configuration builds.  Without the
 -- sizes (mxattn compile, the tuner's candidate list) a family picks for long

@@ -33,6 +33,12 @@ static void test_benchmark_times_and_checks(void **state) {
     p.return_lse = 1;
     mxattn_plan *plan = NULL;
     assert_int_equal(mxattn_plan_create(g_ctx, &p, NULL, &plan), MXATTN_OK);
+    mxattn_plan_info info;
+    assert_int_equal(mxattn_plan_get_info(plan, &info), MXATTN_OK);
+    char want[32];
+    snprintf(want, sizeof want, "block_n=%d", info.key_block);
+    assert_true(info.key_block > 0);
+    assert_non_null(strstr(info.config, want));
     mxattn_bench_options o;
     mxattn_bench_report r;
     mxattn_bench_options_init(&o);

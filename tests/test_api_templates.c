@@ -9,6 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "mxattn.h"
+#include "gen/gen.h"
 #include "support/temp_dir.h"
 
 static mxattn_ctx *g_ctx;
@@ -83,6 +84,22 @@ static void test_compile_only(void **state) {
     mxattn_compile_result_free(&r);
     mxattn_compile_result_free(&r);   /* twice, and NULL: no-ops */
     mxattn_compile_result_free(NULL);
+}
+
+/* mxattn_plan_info.key_block comes from the templates' key_block, which
+ * names the knob so that C need not. */
+static void test_key_block_is_the_templates_answer(void **state) {
+    mx_gen *g = NULL;
+    char *v = NULL;
+    assert_int_equal(mx_gen_open(&g), MXATTN_OK);
+    assert_int_equal(mx_gen_call(g, "key_block", "family=f16 head_dim=64 variant=mma block_m=64 warps=4 block_n=32 "
+                                 "stages=2", NULL, &v), MXATTN_OK);
+    assert_string_equal(v, "32");
+    free(v);
+    assert_int_equal(mx_gen_call(g, "key_block", "family=int8-fp8 head_dim=128", NULL, &v), MXATTN_OK);
+    assert_true(atoi(v) >= 16);
+    free(v);
+    mx_gen_close(g);
 }
 
 static void count_progress(void *user, const mxattn_tune_progress *p) {
@@ -163,6 +180,7 @@ int main(void) {
         cmocka_unit_test(test_render_and_help),
         cmocka_unit_test(test_compile_only),
         cmocka_unit_test(test_tune_run_compile_only),
+        cmocka_unit_test(test_key_block_is_the_templates_answer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -129,6 +129,7 @@ class PlanInfo(ctypes.Structure):
         ("workspace_bytes", ctypes.c_size_t),
         ("cubin_stored", ctypes.c_int),
         ("note", ctypes.c_char * 512),
+        ("key_block", ctypes.c_int),
     ]
 
 
