@@ -443,8 +443,8 @@ static void usage(FILE *f) {
         "  --gpu          the GPU table instead of the CPU tables (needs a GPU)\n"
         "  --causal none  the tables are without a mask (the only value taken)\n"
         "  --family L     with --gpu: comma-separated families (default all: %s;\n"
-        "                 nvfp4 also gets a row with the direct P scale; --families: the\n"
-        "                 old spelling)\n", families);
+        "                 the FP4 families also get a row with the direct P scale, int8-fp8\n"
+        "                 one with V in two terms; --families: the old spelling)\n", families);
 }
 
 enum { OPT_JSON = 1, OPT_CSV, OPT_GPU, OPT_SEED, OPT_SIZE, OPT_HEAD_DIM, OPT_K_MEAN, OPT_PLOT, OPT_FAMILY, OPT_CAUSAL };

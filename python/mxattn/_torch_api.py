@@ -139,8 +139,8 @@ def attention(q, k, v, *, family="f16", causal=False, sm_scale=None, layout="HND
     are float16 or bfloat16, all one dtype, on one device; any strides where
     the last dim is contiguous are read in place (others are copied first).
 
-    family: "f16", "int8-f16", "int8-fp8", "nvfp4", "mxfp4", "nvfp4-int8qk";
-        quantized families quantize inside the call.
+    family: one of mxattn.families() ("f16", "int8-fp8", ...); quantized
+        families quantize inside the call.
     causal: mask future keys.  causal_alignment "top-left" is PyTorch SDPA's
         is_causal (query i sees keys j <= i); "bottom-right" is
         FlashAttention's (j <= i + Nk - Nq).  A query that sees no key gets
