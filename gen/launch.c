@@ -147,7 +147,7 @@ static mxattn_status read_kernel(reader *r, int index, mx_gen_kernel *k) {
     st = sequence(r, "grid", 3, 0, &n);
     if (st == MXATTN_OK && n != 3) st = bad(r, "grid", "%s", "must list 3 numbers (x, y, z)");
     for (int i = 0; st == MXATTN_OK && i < 3; i++) {
-        char key[16];
+        char key[24];
         snprintf(key, sizeof key, "grid[%d]", i + 1);
         lua_rawgeti(L, -1, i + 1);
         /* read_int reads a field of the table on top: wrap the value in one. */
@@ -240,7 +240,7 @@ static mxattn_status read_plan(lua_State *L, mx_gen_launch *out) {
         lua_Integer v = lua_type(L, -1) == LUA_TNUMBER ? lua_tointegerx(L, -1, &is_int) : 0;
         lua_pop(L, 1);
         if (!is_int || v < 0 || (unsigned long long)v > out->workspace) {
-            char key[16];
+            char key[24];
             snprintf(key, sizeof key, "ws_off[%d]", i + 1);
             MX_TRY(bad(&r, key, "%s", "must be an integer offset within the workspace"));
         }
