@@ -1,10 +1,14 @@
-/* The public tuning calls: mxattn_tune (measure on the GPU, store the winner)
- * and mxattn_query (read the stored winners; no GPU). */
+/* The public tuning calls: mxattn_tune and mxattn_tune_run (measure on the
+ * GPU and store the winner, or compile only), mxattn_problem_params, and
+ * mxattn_query (read the stored winners; no GPU). */
 #include "api/context.h"
 #include "util/err.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static mxattn_status tune_run(const char *what, mxattn_ctx *ctx, const mxattn_problem *p,
+                              const mxattn_tune_options *opts, mxattn_tune_report *report);
 
 mxattn_status mxattn_tune(mxattn_ctx *ctx, const mxattn_problem *p, char *best_config,
                           size_t best_config_len, double *speedup) {
@@ -13,37 +17,15 @@ mxattn_status mxattn_tune(mxattn_ctx *ctx, const mxattn_problem *p, char *best_c
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "mxattn_tune: best_config_len is 0");
     if (best_config) best_config[0] = 0;
     if (speedup) *speedup = 0;
-    /* The tuning key has no v_terms column (like smooth_k, it is an accuracy
-     * choice): a two-term run would overwrite the one-term winner, whose
-     * tiles two-term plans reuse anyway. */
-    if (p->v_terms > 1)
-        return mx_fail(MXATTN_ERROR_UNSUPPORTED,
-                       "mxattn_tune: v_terms=%d is not part of the tuning key; tune the problem with v_terms=1, "
-                       "whose tuned tile v_terms=2 plans use", p->v_terms);
-    mx_problem pr;
-    mxattn_status st = mx_problem_resolve(p, &pr);
-    if (st != MXATTN_OK) return st;
-    const mx_device *dev = NULL;
-    st = mx_ctx_device(ctx, &dev);
-    if (st != MXATTN_OK) return mx_fail_context(st, "mxattn_tune needs a GPU");
-    char shape[1024];
-    mx_problem_shape_params(&pr, dev->arch, shape, sizeof shape);
-    mx_jit_env env;
-    mx_tune_key key;
-    mx_tune_sizes sizes;
-    mx_tune_options opt;
-    mx_tune_outcome outcome;
-    mx_ctx_jit_env(ctx, dev, &env);
-    mx_ctx_tune_key(ctx, dev, &pr, &key);
-    mx_ctx_tune_sizes(&pr, &sizes);
-    mx_tune_options_init(&opt);
-    opt.resume = 1;   /* an interrupted call picks up where it stopped */
-    st = mx_tune_run(&env, shape, &sizes, &key, &opt, &outcome);
+    mxattn_tune_options opt;
+    mxattn_tune_report report;
+    mxattn_tune_options_init(&opt);   /* resume: an interrupted call picks up where it stopped */
+    mxattn_status st = tune_run("mxattn_tune", ctx, p, &opt, &report);
     /* A run whose winner the cache did not take still has a winner: it is
      * returned with the status and message of the lost writes. */
-    if (st != MXATTN_OK && !outcome.best[0]) return st;
-    if (best_config) snprintf(best_config, best_config_len, "%s", outcome.best);
-    if (speedup && outcome.best_ms > 0 && outcome.default_ms > 0) *speedup = outcome.default_ms / outcome.best_ms;
+    if (st != MXATTN_OK && !report.best_config[0]) return st;
+    if (best_config) snprintf(best_config, best_config_len, "%s", report.best_config);
+    if (speedup && report.best_ms > 0 && report.default_ms > 0) *speedup = report.default_ms / report.best_ms;
     if (st == MXATTN_OK) mx_clear_error();
     return st;
 }
@@ -133,32 +115,44 @@ static void fill_report(const mx_tune_outcome *o, const mx_tune_key *key, mxattn
 mxattn_status mxattn_tune_run(mxattn_ctx *ctx, const mxattn_problem *p, const mxattn_tune_options *opts,
                               mxattn_tune_report *report) {
     if (!ctx || !p) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mxattn_tune_run: ctx and problem must not be NULL");
+    return tune_run("mxattn_tune_run", ctx, p, opts, report);
+}
+
+/* Both public tuning calls; `what` names the caller in messages. */
+static mxattn_status tune_run(const char *what, mxattn_ctx *ctx, const mxattn_problem *p,
+                              const mxattn_tune_options *opts, mxattn_tune_report *report) {
     mxattn_tune_options defaults;
     mxattn_tune_options_init(&defaults);
     if (!opts) opts = &defaults;
     if (report) memset(report, 0, sizeof *report);
     if (opts->reps < 1 || opts->warmup < 0 || opts->settle_ms < 0 || !(opts->scores_std > 0) ||
         opts->max_candidates < 0 || opts->compile_threads < 0)
-        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "mxattn_tune_run: reps >= 1, warmup, settle_ms, max_candidates and "
-                       "compile_threads >= 0, scores_std > 0");
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "%s: reps >= 1, warmup, settle_ms, max_candidates and "
+                       "compile_threads >= 0, scores_std > 0", what);
+    /* The tuning key has no v_terms column (like smooth_k, it is an accuracy
+     * choice): a two-term run would overwrite the one-term winner, whose
+     * tiles two-term plans reuse anyway. */
     if (p->v_terms > 1)
         return mx_fail(MXATTN_ERROR_UNSUPPORTED,
-                       "mxattn_tune_run: v_terms=%d is not part of the tuning key; tune the problem with v_terms=1, "
-                       "whose tuned tile v_terms=2 plans use", p->v_terms);
+                       "%s: v_terms=%d is not part of the tuning key; tune the problem with v_terms=1, "
+                       "whose tuned tile v_terms=2 plans use", what, p->v_terms);
     mx_problem pr;
     mxattn_status st = mx_problem_resolve(p, &pr);
     if (st != MXATTN_OK) return st;
     const mx_device *dev = NULL;
     if (!opts->compile_only) {
         st = mx_ctx_device(ctx, &dev);
-        if (st != MXATTN_OK) return mx_fail_context(st, "mxattn_tune_run needs a GPU (or compile_only)");
+        if (st != MXATTN_OK)
+            return mx_fail_context(st, "%s needs a GPU%s", what, strcmp(what, "mxattn_tune") ? " (or compile_only)" : "");
     }
     mx_jit_env env;
     mx_ctx_jit_env(ctx, dev, &env);
     if (opts->compile_only) snprintf(env.arch, sizeof env.arch, "%s", opts->arch ? opts->arch : "sm_90a");
-    if (!env.cache)
-        return ctx->no_cache ? mx_fail(MXATTN_ERROR_NOT_FOUND, "mxattn_tune_run: the context has no database (no_cache)")
-                             : mx_fail(ctx->cache_status, "mxattn_tune_run: %s", ctx->cache_error);
+    /* Measuring without a database still finds the winner (nothing is
+     * stored); compiling only has nowhere else to keep what it makes. */
+    if (!env.cache && opts->compile_only)
+        return ctx->no_cache ? mx_fail(MXATTN_ERROR_NOT_FOUND, "%s: compile_only needs a database (no_cache)", what)
+                             : mx_fail(ctx->cache_status, "%s: %s", what, ctx->cache_error);
     char shape[1024];
     mx_problem_shape_params(&pr, env.arch, shape, sizeof shape);
     mx_tune_key key;

@@ -374,11 +374,12 @@ typedef struct {
 } mxattn_tune_report;
 
 mxattn_status mxattn_tune_options_init(mxattn_tune_options *opts);
-/* Tunes the problem as mxattn_tune does (opts NULL: its defaults) and fills
- * *report (may be NULL); with opts->compile_only, compiles its candidates for
- * opts->arch instead.  Needs the context's database.  When the run worked but
- * the database did not take every write, the report is complete and the
- * status is report->store_status. */
+/* Tunes the problem as mxattn_tune does (opts NULL: its defaults; mxattn_tune
+ * is this call with them) and fills *report (may be NULL): without a database
+ * (no_cache) the winner is found and nothing stored.  With opts->compile_only
+ * it compiles the candidates for opts->arch into the database instead, which
+ * it then needs.  When the run worked but the database did not take every
+ * write, the report is complete and the status is report->store_status. */
 mxattn_status mxattn_tune_run(mxattn_ctx *ctx, const mxattn_problem *p, const mxattn_tune_options *opts,
                               mxattn_tune_report *report);
 
