@@ -569,9 +569,9 @@ int accuracy_gpu_run(const accuracy_gpu_options *opt) {
     s->opt = opt;
     int rc = 1;
     s->rows = calloc((size_t)EXPERIMENTS * FAMILY_ROWS, sizeof *s->rows);
+    mxattn_accuracy_options inputs = {opt->seed, opt->size, opt->head_dim, opt->k_mean};
     if (!s->rows || !host_alloc(&s->host, opt->size, opt->head_dim) ||
-        !accuracy_make_inputs(opt->seed, opt->size, opt->head_dim, opt->k_mean, s->host.base_q, s->host.base_k,
-                              s->host.base_v, s->host.mu)) {
+        mxattn_accuracy_inputs(&inputs, s->host.base_q, s->host.base_k, s->host.base_v, s->host.mu) != MXATTN_OK) {
         cli_fail(CMD, "out of memory for size %d", opt->size);
         goto done;
     }

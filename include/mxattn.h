@@ -513,6 +513,49 @@ mxattn_status mxattn_bench_options_init(mxattn_bench_options *opts);
 mxattn_status mxattn_run_host(mxattn_plan *plan, const void *q, const void *k, const void *v, void *o, float *lse);
 mxattn_status mxattn_plan_benchmark(mxattn_plan *plan, const mxattn_bench_options *opts, mxattn_bench_report *report);
 
+/* ---- the design notes' accuracy tables, on the CPU (`mxattn accuracy`) ---------
+ * The quantization each family does, reproduced on the fp64 CPU reference
+ * and set beside the design notes' figures: Q, V ~ N(0, 1) and K ~ N(0, 1)
+ * + mu with a per-channel mean mu_c ~ N(0, k_mean^2), all size x head_dim,
+ * one head, no mask, deterministic for a seed. */
+typedef struct {
+    long seed;
+    int size;                  /* rows of Q, K and V (1024) */
+    int head_dim;              /* (128) */
+    double k_mean;             /* stddev of K's per-channel mean (3.0) */
+} mxattn_accuracy_options;
+
+/* One figure: the table it belongs to, its name, ours and the notes'. */
+typedef struct {
+    const char *table;         /* "census", "formats", "p-scale", "smooth-k", "sweep", "split", "int8",
+                                  "throughput": the figures come grouped in this order */
+    char name[64];
+    double ours;
+    double notes;              /* NaN: the notes give no figure */
+    const char *format;        /* a printf format for one value */
+} mxattn_accuracy_figure;
+
+#define MXATTN_ACCURACY_MAX_FIGURES 64
+#define MXATTN_ACCURACY_SWEEP 4
+typedef struct {
+    mxattn_accuracy_figure figures[MXATTN_ACCURACY_MAX_FIGURES];
+    int count;
+    /* The temperature sweep (NVFP4, Q scaled by each temperature), for a chart. */
+    double sweep_temperature[MXATTN_ACCURACY_SWEEP];
+    double sweep_entropy[MXATTN_ACCURACY_SWEEP];     /* of the fp64 attention: 1 uniform .. 0 one-hot */
+    double sweep_two_level[MXATTN_ACCURACY_SWEEP];   /* output cosine %, two-level P scale */
+    double sweep_direct[MXATTN_ACCURACY_SWEEP];      /* output cosine %, direct P scale */
+    double notes_sweep_two_level[MXATTN_ACCURACY_SWEEP], notes_sweep_direct[MXATTN_ACCURACY_SWEEP];
+} mxattn_accuracy_report;
+
+mxattn_status mxattn_accuracy_options_init(mxattn_accuracy_options *opts);
+/* The tables' inputs for opts (each size * head_dim floats; mu head_dim
+ * floats, may be NULL), drawn in that order, so that other measurements can
+ * use the same draw. */
+mxattn_status mxattn_accuracy_inputs(const mxattn_accuracy_options *opts, float *q, float *k, float *v, float *mu);
+/* Every figure of the tables (a second or two of CPU at the defaults). */
+mxattn_status mxattn_accuracy(const mxattn_accuracy_options *opts, mxattn_accuracy_report *report);
+
 void mxattn_free(void *p);
 
 #ifdef __cplusplus
