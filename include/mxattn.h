@@ -556,6 +556,60 @@ mxattn_status mxattn_accuracy_inputs(const mxattn_accuracy_options *opts, float 
 /* Every figure of the tables (a second or two of CPU at the defaults). */
 mxattn_status mxattn_accuracy(const mxattn_accuracy_options *opts, mxattn_accuracy_report *report);
 
+/* The GPU table (`mxattn accuracy --gpu`): every kernel family run on this
+ * GPU on the tables' inputs and on harder ones, its output error against
+ * fp64 beside the CPU oracle's, the error the family is meant to make, on
+ * the same bf16-rounded inputs: a gap between the two is the kernel's own. */
+#define MXATTN_ACCURACY_GPU_MAX_EXPERIMENTS 8
+#define MXATTN_ACCURACY_GPU_MAX_PLANS 32
+
+typedef struct {
+    const char *name;          /* "t=1", "outliers", "student-t", ... */
+    const char *description;
+    double temperature;        /* Q is multiplied by it (a power of two: exact in bf16) */
+    double entropy;            /* normalized entropy of the fp64 attention: 1 uniform .. 0 one-hot */
+} mxattn_accuracy_experiment;
+
+/* One family row: a family, or a variant of one (direct P scale, V in two terms). */
+typedef struct {
+    const char *family;
+    int direct_p, v_terms;
+    char label[48];            /* "nvfp4 direct-P" */
+    mxattn_status status;      /* of making its plan: UNSUPPORTED where this GPU or build cannot */
+    char error[256];           /* the first line of the plan's message when it failed */
+    char config[256];          /* the plan's configuration */
+    int key_block;             /* the plan's mxattn_plan_info.key_block; 0 if unknown */
+} mxattn_accuracy_plan;
+
+typedef struct {
+    int experiment, plan;      /* indices into the report's experiments and plans */
+    mxattn_status status;      /* of the plan or the run */
+    char error[256];           /* its message's first line */
+    long unwritten;            /* outputs the kernel left holding the NaN they were filled with */
+    int failed;                /* 1: a failure (a family the GPU cannot do is not one) */
+    double gpu_cosine, gpu_rel_l1;          /* the kernel's output; NaN: not measured */
+    double offline_cosine, offline_rel_l1;  /* the CPU oracle, P in the offline form (final row max) */
+    double tile_cosine, tile_rel_l1;        /* the oracle, P in the kernel's tiles of key_block keys */
+} mxattn_accuracy_row;
+
+typedef struct {
+    char gpu[256], arch[16];   /* GPU 0 */
+    size_t outputs;            /* elements of O in each row's run */
+    mxattn_accuracy_experiment experiments[MXATTN_ACCURACY_GPU_MAX_EXPERIMENTS];
+    int n_experiments;
+    mxattn_accuracy_plan plans[MXATTN_ACCURACY_GPU_MAX_PLANS];
+    int n_plans;
+    mxattn_accuracy_row rows[MXATTN_ACCURACY_GPU_MAX_EXPERIMENTS * MXATTN_ACCURACY_GPU_MAX_PLANS];
+    int n_rows;                /* experiment by experiment, each over the plans */
+} mxattn_accuracy_gpu_report;
+
+/* Runs the GPU table on GPU 0 for the families in `families` (comma-separated;
+ * NULL: all), one head of opts->size x opts->head_dim, bf16 in and out.  A
+ * plan or run that fails is its row's status; the call fails only when there
+ * is no GPU or the CPU reference cannot run. */
+mxattn_status mxattn_accuracy_gpu(const mxattn_accuracy_options *opts, const char *families,
+                                  mxattn_accuracy_gpu_report *report);
+
 void mxattn_free(void *p);
 
 #ifdef __cplusplus

@@ -62,6 +62,26 @@ static void test_benchmark_times_and_checks(void **state) {
     mxattn_plan_destroy(plan);
 }
 
+/* The accuracy table on the GPU: f16's kernel against fp64 as close as its oracle. */
+static void test_accuracy_table(void **state) {
+    mxattn_accuracy_options o;
+    mxattn_accuracy_options_init(&o);
+    o.size = 256;
+    o.head_dim = 64;
+    mxattn_accuracy_gpu_report *r = calloc(1, sizeof *r);
+    assert_int_equal(mxattn_accuracy_gpu(&o, "f16", r), MXATTN_OK);
+    assert_int_equal(r->n_plans, 1);
+    assert_int_equal(r->n_rows, r->n_experiments);
+    assert_int_equal(r->plans[0].status, MXATTN_OK);
+    assert_true(r->plans[0].key_block > 0);
+    for (int i = 0; i < r->n_rows; i++) {
+        assert_false(r->rows[i].failed);
+        assert_int_equal(r->rows[i].unwritten, 0);
+        assert_true(r->rows[i].gpu_cosine > 0.999 && r->rows[i].offline_cosine > 0.999);
+    }
+    free(r);
+}
+
 int main(void) {
     int n = 0;
     if (mxattn_device_count(&n) != MXATTN_OK || n == 0) {
@@ -70,6 +90,7 @@ int main(void) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_benchmark_times_and_checks),
+        cmocka_unit_test(test_accuracy_table),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

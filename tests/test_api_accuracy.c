@@ -75,10 +75,33 @@ static void test_inputs_are_the_seed_s(void **state) {
     assert_int_equal(mxattn_accuracy_inputs(&o, q2, k2, v2, NULL), MXATTN_ERROR_INVALID_VALUE);
 }
 
+/* Without a GPU the table cannot run; a list naming no family is refused first. */
+static void test_gpu_table_arguments(void **state) {
+    mxattn_accuracy_options o;
+    mxattn_accuracy_options_init(&o);
+    mxattn_accuracy_gpu_report *r = calloc(1, sizeof *r);
+    assert_int_equal(mxattn_accuracy_gpu(&o, "fp2,fp3", r), MXATTN_ERROR_INVALID_VALUE);
+    assert_non_null(strstr(mxattn_last_error(), "none of them is a family"));
+    int n = 0;
+    if (mxattn_device_count(&n) != MXATTN_OK) {
+        mxattn_status st = mxattn_accuracy_gpu(&o, "f16,int8-fp8", r);
+        assert_true(st == MXATTN_ERROR_NO_DRIVER || st == MXATTN_ERROR_NO_DEVICE);
+        /* The rows it would have measured: each family, and int8-fp8's two V terms. */
+        assert_int_equal(r->n_plans, 3);
+        assert_string_equal(r->plans[1].label, "int8-fp8");
+        assert_string_equal(r->plans[2].label, "int8-fp8 v_terms=2");
+        assert_int_equal(r->plans[2].v_terms, 2);
+        assert_int_equal(r->n_experiments, 7);
+    }
+    assert_int_equal(mxattn_accuracy_gpu(&o, NULL, NULL), MXATTN_ERROR_NULL_POINTER);
+    free(r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tables),
         cmocka_unit_test(test_inputs_are_the_seed_s),
+        cmocka_unit_test(test_gpu_table_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
