@@ -6,7 +6,7 @@
 #include "cache/cache.h"
 #include "gen/gen.h"
 #include "runtime/device.h"
-#include "tuner/jit.h"
+#include "jit/jit.h"
 #include "tuner/tune.h"
 
 typedef enum { MX_TUNE_OFF, MX_TUNE_FIRST_USE, MX_TUNE_BACKGROUND } mx_tune_policy;
@@ -58,4 +58,7 @@ void mx_ctx_gen_env(mxattn_ctx *ctx, const mx_device *dev, mx_jit_env *env);
 /* The tuning key of a problem on the context's GPU. */
 void mx_ctx_tune_key(mxattn_ctx *ctx, const mx_device *dev, const mx_problem *pr, mx_tune_key *key);
 void mx_ctx_tune_sizes(const mx_problem *pr, mx_tune_sizes *sizes);
+/* A plan's resolved problem and GPU (api/plan.c keeps the struct). */
+const mx_problem *mx_plan_problem(const mxattn_plan *plan);
+const mx_device *mx_plan_device(const mxattn_plan *plan);
 #endif

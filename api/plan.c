@@ -18,6 +18,9 @@ struct mxattn_plan {
     mxattn_plan_info info;
 };
 
+const mx_problem *mx_plan_problem(const mxattn_plan *plan) { return &plan->pr; }
+const mx_device *mx_plan_device(const mxattn_plan *plan) { return plan->dev; }
+
 static void fill_args(const mx_problem *pr, mx_kernel_args *a) {
     const mxattn_problem *p = &pr->p;
     memset(a, 0, sizeof *a);
@@ -223,6 +226,13 @@ static void fill_info(mxattn_plan *plan, double t0) {
     info->shared_bytes = k->launch.steps[k->launch.n_steps - 1].smem_bytes + k->shared_bytes;
     info->spill_bytes = k->spill_bytes;
     info->workspace_bytes = k->launch.workspace_bytes;
+    /* The templates know which knob that is; C does not keep its name. */
+    mx_jit_env env;
+    char *key_block = NULL;
+    mx_ctx_gen_env(plan->ctx, plan->dev, &env);
+    if (mx_jit_gen_call(&env, "key_block", k->params, NULL, &key_block) == MXATTN_OK) info->key_block = atoi(key_block);
+    free(key_block);
+    mx_clear_error();   /* a plan that works is not failed by its report */
     info->create_ms = mx_now_ms() - t0;
     /* The plan works either way; a binary that was not stored costs a
      * recompile on the next start, and the note says why. */

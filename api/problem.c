@@ -1,12 +1,11 @@
 #include "api/problem.h"
+#include "api/catalog.h"
 #include "util/err.h"
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-
-static const char *const FAMILIES[] = {"f16", "int8-f16", "int8-fp8", "nvfp4", "mxfp4", "nvfp4-int8qk"};
 
 const char *mx_dtype_name(mxattn_dtype d) { return d == MXATTN_F16 ? "f16" : "bf16"; }
 
@@ -70,9 +69,11 @@ static int largest_align(int64_t x) {
 static mxattn_status check_v_terms(const mxattn_problem *p) {
     if (p->v_terms != 1 && p->v_terms != 2)
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "v_terms must be 1 or 2, got %d", p->v_terms);
-    if (p->v_terms == 2 && strcmp(p->family, "int8-fp8") != 0)
-        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "v_terms=2: only family int8-fp8 reads a second V term (family %.40s)",
-                       p->family);
+    if (p->v_terms == 2 && !mx_catalog_family_reads("v_terms", p->family)) {
+        const mxattn_param *v = mx_catalog_param("v_terms");
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "v_terms=2: only family %s reads a second V term (family %.40s)",
+                       v ? v->families : "", p->family);
+    }
     if (p->v_terms == 2 && p->head_dim > 128)
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "v_terms=2 needs head_dim <= 128 (V^T's two terms are one TMA box of "
                        "at most 256 rows), not head_dim %d", p->head_dim);
@@ -138,12 +139,12 @@ static mxattn_status tensor_extent(const char *name, mxattn_strides s, int batch
 mxattn_status mx_problem_resolve(const mxattn_problem *in, mx_problem *out) {
     if (!in || !out) return mx_fail(MXATTN_ERROR_NULL_POINTER, "problem is NULL");
     if (!in->family) return mx_fail(MXATTN_ERROR_NULL_POINTER, "problem.family is NULL");
-    int known = 0;
-    for (size_t i = 0; i < sizeof FAMILIES / sizeof *FAMILIES; i++) known |= !strcmp(in->family, FAMILIES[i]);
-    if (!known)
-        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "unknown family '%.40s': one of f16, int8-f16, int8-fp8, nvfp4, mxfp4, nvfp4-int8qk",
-                       in->family);
-    mxattn_status st = check_sizes(in);
+    mxattn_status st = mx_catalog_load();
+    if (st != MXATTN_OK) return st;
+    if (!mx_catalog_is_family(in->family))
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "unknown family '%.40s': one of %s", in->family,
+                       mx_catalog_family_list());
+    st = check_sizes(in);
     if (st != MXATTN_OK) return st;
     memset(out, 0, sizeof *out);
     out->p = *in;

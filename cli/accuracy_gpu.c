@@ -1,414 +1,46 @@
-/* `mxattn accuracy --gpu`: each kernel family on the GPU, its output error
- * against fp64 beside the CPU oracle's error on the same inputs.
- *
- * Why both: the oracle (mx_ref_family_attention) is what the family is meant
- * to compute.  A GPU figure close to the oracle's says the error is the
- * format's; a gap says the kernel adds error of its own.  The oracle is shown
- * in the offline form (p_tile 0, the design notes' harness) and in the
- * kernel's tile form (p_tile = the plan's block_n), because direct FP4 P
- * depends on the form (numerics.h, "The online softmax").
- *
- * Inputs are rounded to bf16 on the host and the GPU, the oracle and the fp64
- * reference all read the same rounded values, so input rounding is not counted
- * as error.  The temperatures are powers of two, so multiplying Q by t
- * commutes with bf16 rounding: Q x t is exactly "logits x t".
- *
- * One plan per family row is made up front and run on every experiment (the
- * problem, 1 x 1 x size x head_dim BHND, is the same for all of them). */
+/* `mxattn accuracy --gpu`: prints the GPU table mxattn_accuracy_gpu makes
+ * (each kernel family on the GPU, its output error against fp64 beside the
+ * CPU oracle's on the same inputs; the reasons are given there). */
 #include "accuracy_gpu.h"
 #include "cli.h"
 #include "space.h"
-#include "numerics/numerics.h"
-#include "runtime/device.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define CMD "accuracy"
-/* A quiet NaN that no kernel computes; still there after the run = unwritten. */
-#define POISON_BF16 0x7fc1
 #define MESSAGE_LEN 256
 
-/* ---- what is measured ----------------------------------------------------- */
-typedef struct { const char *family; int direct_p; const char *label; int v_terms; } family_row;
-
-static const family_row all_families[] = {
-    {"f16", 0, "f16", 1},
-    {"int8-f16", 0, "int8-f16", 1},
-    {"int8-fp8", 0, "int8-fp8", 1},
-    {"int8-fp8", 0, "int8-fp8 v_terms=2", 2},   /* V in two E4M3 terms (wgmma, D <= 128) */
-    {"nvfp4", 0, "nvfp4", 1},
-    {"nvfp4", 1, "nvfp4 direct-P", 1},
-    {"mxfp4", 0, "mxfp4", 1},
-    {"nvfp4-int8qk", 0, "nvfp4-int8qk", 1},
-};
-#define FAMILY_ROWS ((int)(sizeof all_families / sizeof all_families[0]))
-
-typedef enum { INPUTS_GAUSSIAN, INPUTS_OUTLIER_CHANNELS, INPUTS_STUDENT_T } input_kind;
-
-typedef struct {
-    const char *name;
-    input_kind inputs;
-    double temperature;       /* Q is multiplied by it; a power of two (see top) */
-    const char *description;
-} experiment;
-
-static const experiment experiments[] = {
-    {"t=1", INPUTS_GAUSSIAN, 1, "Gaussian Q, V; K with a channel mean (the notes' harness)"},
-    {"t=4", INPUTS_GAUSSIAN, 4, "the same, logits x4"},
-    {"t=8", INPUTS_GAUSSIAN, 8, "the same, logits x8"},
-    {"t=16", INPUTS_GAUSSIAN, 16, "the same, logits x16"},
-    {"outliers", INPUTS_OUTLIER_CHANNELS, 1, "the same with 4 channels of Q and K x20"},
-    {"student-t", INPUTS_STUDENT_T, 1, "Q, K, V Student-t (3 dof, unit variance); K with the channel mean"},
-    {"t=32", INPUTS_GAUSSIAN, 32, "large logit scale: the notes' inputs, logits x32"},
-};
-#define EXPERIMENTS ((int)(sizeof experiments / sizeof experiments[0]))
-#define OUTLIER_CHANNELS 4
-#define OUTLIER_FACTOR 20.0f
-
-/* ---- state ---------------------------------------------------------------- */
-/* One family row's plan, made once and run on every experiment's inputs. */
-typedef struct {
-    const family_row *row;
-    mxattn_problem problem;
-    mxattn_plan *plan;            /* NULL: plan_status and plan_error say why */
-    mxattn_status plan_status;
-    char plan_error[MESSAGE_LEN];
-    char config[256];
-    int block_n;                  /* from the plan's config; 0 if unknown */
-} family_plan;
-
-/* One (experiment, family) row of the table.  A cosine of NAN: not measured. */
-typedef struct {
-    int experiment;
-    const family_plan *plan;
-    mxattn_status status;         /* of the plan, the upload or the run */
-    char error[MESSAGE_LEN];
-    long unwritten;               /* outputs still holding the poison */
-    int failed;
-    mx_error_stats gpu, oracle_offline, oracle_tile;
-} result_row;
-
-typedef struct {
-    size_t count;                 /* size * head_dim */
-    float *base_q, *base_k, *base_v, *mu;   /* the CPU tables' draw */
-    float *q, *k, *v;             /* this experiment's inputs, bf16-rounded */
-    uint16_t *q16, *k16, *v16, *o16;
-    double *o_ref, *o_test, *p_ref;
-} host_buffers;
-
+/* The run's report and what it was asked. */
 typedef struct {
     const accuracy_gpu_options *opt;
-    mx_device dev;
-    mxattn_ctx *ctx;
-    void *dq, *dk, *dv, *do_;     /* device tensors, contiguous BHND bf16 */
-    host_buffers host;
-    family_plan plans[FAMILY_ROWS];
-    int plan_count;
-    result_row *rows;
-    int row_count;
-    double entropy[EXPERIMENTS];  /* of the fp64 attention, 1 uniform .. 0 one-hot */
+    const mxattn_accuracy_gpu_report *r;
 } accuracy_run;
 
-static const char *first_line_of(const char *msg, char *out, size_t len) {
-    snprintf(out, len, "%s", msg ? msg : "");
-    out[strcspn(out, "\r\n")] = 0;   /* compile errors carry the NVRTC log */
-    return out;
-}
-
-static mx_error_stats not_measured(void) { return (mx_error_stats){NAN, NAN, NAN, NAN}; }
-
-/* ---- --families ----------------------------------------------------------- */
-static int is_family_name(const char *name, size_t len) {
-    for (int i = 0; i < FAMILY_ROWS; i++)
-        if (strlen(all_families[i].family) == len && !strncmp(all_families[i].family, name, len)) return 1;
-    return 0;
-}
-
-static int list_has(const char *list, const char *name) {
-    size_t len = strlen(name);
-    for (const char *s = list;;) {
-        const char *comma = strchr(s, ',');
-        size_t n = comma ? (size_t)(comma - s) : strlen(s);
-        if (n == len && !strncmp(s, name, n)) return 1;
-        if (!comma) return 0;
-        s = comma + 1;
-    }
-}
-
 int accuracy_gpu_check_families(const char *cmd, const char *list) {
-    for (const char *s = list;;) {
-        const char *comma = strchr(s, ',');
-        size_t n = comma ? (size_t)(comma - s) : strlen(s);
-        if (!is_family_name(s, n)) {
-            /* The templates' list names the legal ones; a family they know
-             * that has no row here yet is said so. */
-            if (cli_space_load(cmd, NULL) || !cli_space_check_list(cmd, "--family", "family", list)) return 0;
-            cli_usage_error(cmd, "family '%.*s' has no row in the GPU table yet", (int)n, s);
-            return 0;
-        }
-        if (!comma) return 1;
-        s = comma + 1;
-    }
+    /* Every family of the library has a row: the templates' list is the check. */
+    return !cli_space_load(cmd) && cli_space_check_list(cmd, "--family", "family", list);
 }
 
-/* ---- inputs --------------------------------------------------------------- */
-static int host_alloc(host_buffers *h, int size, int head_dim) {
-    size_t n = (size_t)size * head_dim, scores = (size_t)size * size;
-    h->count = n;
-    h->base_q = malloc(n * sizeof(float)); h->base_k = malloc(n * sizeof(float));
-    h->base_v = malloc(n * sizeof(float)); h->mu = malloc((size_t)head_dim * sizeof(float));
-    h->q = malloc(n * sizeof(float)); h->k = malloc(n * sizeof(float)); h->v = malloc(n * sizeof(float));
-    h->q16 = malloc(n * 2); h->k16 = malloc(n * 2); h->v16 = malloc(n * 2); h->o16 = malloc(n * 2);
-    h->o_ref = malloc(n * sizeof(double)); h->o_test = malloc(n * sizeof(double));
-    h->p_ref = malloc(scores * sizeof(double));
-    return h->base_q && h->base_k && h->base_v && h->mu && h->q && h->k && h->v && h->q16 && h->k16 &&
-           h->v16 && h->o16 && h->o_ref && h->o_test && h->p_ref;
-}
-
-static void host_free(host_buffers *h) {
-    free(h->base_q); free(h->base_k); free(h->base_v); free(h->mu);
-    free(h->q); free(h->k); free(h->v);
-    free(h->q16); free(h->k16); free(h->v16); free(h->o16);
-    free(h->o_ref); free(h->o_test); free(h->p_ref);
-}
-
-/* Student-t with 3 degrees of freedom over sqrt(3), its stddev: the same
- * spread as N(0, 1) with much heavier tails (a few entries per block far out). */
-static double student_t3_unit(mx_rng *rng) {
-    double chi2;
-    do {
-        chi2 = 0;
-        for (int i = 0; i < 3; i++) {
-            double z = mx_rng_gaussian(rng);
-            chi2 += z * z;
-        }
-    } while (!(chi2 > 1e-12));
-    return mx_rng_gaussian(rng) / sqrt(chi2 / 3) / sqrt(3.0);
-}
-
-static void fill_student_t(accuracy_run *s) {
-    host_buffers *h = &s->host;
-    int d = s->opt->head_dim;
-    mx_rng rng;
-    /* A stream apart from the Gaussian draw's, still fixed by --seed. */
-    mx_rng_seed(&rng, (uint64_t)s->opt->seed ^ 0x9e3779b97f4a7c15ULL);
-    for (size_t i = 0; i < h->count; i++) h->q[i] = (float)student_t3_unit(&rng);
-    for (size_t i = 0; i < h->count; i++) h->k[i] = (float)student_t3_unit(&rng) + h->mu[i % (size_t)d];
-    for (size_t i = 0; i < h->count; i++) h->v[i] = (float)student_t3_unit(&rng);
-}
-
-/* Channels spread over head_dim so that each lands in its own FP4 block. */
-static void scale_outlier_channels(float *x, size_t count, int d) {
-    for (int i = 0; i < OUTLIER_CHANNELS; i++) {
-        int c = (2 * i + 1) * d / (2 * OUTLIER_CHANNELS);
-        for (size_t j = (size_t)c; j < count; j += (size_t)d) x[j] *= OUTLIER_FACTOR;
-    }
-}
-
-static void round_to_bf16(float *x, uint16_t *bits, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        bits[i] = mx_f32_to_bf16(x[i]);
-        x[i] = mx_bf16_to_f32(bits[i]);
-    }
-}
-
-static void build_inputs(accuracy_run *s, const experiment *e) {
-    host_buffers *h = &s->host;
-    size_t bytes = h->count * sizeof(float);
-    if (e->inputs == INPUTS_STUDENT_T) {
-        fill_student_t(s);
-    } else {
-        memcpy(h->q, h->base_q, bytes);
-        memcpy(h->k, h->base_k, bytes);
-        memcpy(h->v, h->base_v, bytes);
-    }
-    if (e->inputs == INPUTS_OUTLIER_CHANNELS) {
-        scale_outlier_channels(h->q, h->count, s->opt->head_dim);
-        scale_outlier_channels(h->k, h->count, s->opt->head_dim);
-    }
-    for (size_t i = 0; i < h->count; i++) h->q[i] *= (float)e->temperature;
-    round_to_bf16(h->q, h->q16, h->count);
-    round_to_bf16(h->k, h->k16, h->count);
-    round_to_bf16(h->v, h->v16, h->count);
-}
-
-/* The fp64 output, and the fp64 attention's entropy to place the experiment
- * on the notes' sweep (diffuse 1 .. one-hot 0). */
-static mxattn_status reference(accuracy_run *s, int experiment_index) {
-    host_buffers *h = &s->host;
-    int n = s->opt->size;
-    mx_ref_shape shape = {1, 1, 1, n, n, s->opt->head_dim, MXATTN_CAUSAL_NONE, 0};
-    mxattn_status st = mx_ref_attention(&shape, h->q, h->k, h->v, h->o_ref, NULL);
-    if (st != MXATTN_OK) return st;
-    mx_ref_config exact;
-    mx_ref_config_exact(&exact);
-    mx_ref_trace trace = {NULL, h->p_ref, NULL};
-    if ((st = mx_ref_pipeline_attention(&shape, &exact, h->q, h->k, h->v, NULL, NULL, &trace)) != MXATTN_OK)
-        return st;
-    s->entropy[experiment_index] = mx_mean_normalized_entropy(h->p_ref, n, n);
-    return MXATTN_OK;
-}
-
-/* ---- the GPU -------------------------------------------------------------- */
 /* 1 if the driver reports a GPU; else writes why into `why`. */
 static int gpu_present(char *why, size_t len) {
     int count = 0;
-    mxattn_status st = mx_device_count(&count);
+    mxattn_status st = mxattn_device_count(&count);
     if (st != MXATTN_OK) {
-        first_line_of(mxattn_last_error(), why, len);
+        snprintf(why, len, "%s", mxattn_last_error());
+        why[strcspn(why, "\r\n")] = 0;
         return 0;
     }
     if (count < 1) snprintf(why, len, "the driver reports no device");
     return count >= 1;
 }
 
-static mxattn_status open_device(accuracy_run *s) {
-    size_t bytes = s->host.count * sizeof(uint16_t);
-    mxattn_status st;
-    if ((st = mx_device_open(&s->dev, 0)) != MXATTN_OK) return st;
-    if ((st = mxattn_create(&s->ctx, NULL)) != MXATTN_OK) return st;
-    if ((st = mx_mem_alloc(&s->dev, bytes, &s->dq)) != MXATTN_OK) return st;
-    if ((st = mx_mem_alloc(&s->dev, bytes, &s->dk)) != MXATTN_OK) return st;
-    if ((st = mx_mem_alloc(&s->dev, bytes, &s->dv)) != MXATTN_OK) return st;
-    return mx_mem_alloc(&s->dev, bytes, &s->do_);
-}
-
-static void close_device(accuracy_run *s) {
-    for (int i = 0; i < s->plan_count; i++) mxattn_plan_destroy(s->plans[i].plan);
-    if (s->dev.context) {
-        mx_mem_free(&s->dev, s->dq); mx_mem_free(&s->dev, s->dk);
-        mx_mem_free(&s->dev, s->dv); mx_mem_free(&s->dev, s->do_);
-    }
-    mxattn_destroy(s->ctx);
-    mx_device_close(&s->dev);
-}
-
-/* The value of `key=` in a "key=value ..." configuration; 0 if absent. */
-static int config_int(const char *config, const char *key) {
-    size_t len = strlen(key);
-    for (const char *p = config; (p = strstr(p, key)); p += len)
-        if ((p == config || p[-1] == ' ') && p[len] == '=') return atoi(p + len + 1);
-    return 0;
-}
-
-static void make_plan(accuracy_run *s, const family_row *row, family_plan *f) {
-    memset(f, 0, sizeof *f);
-    f->row = row;
-    mxattn_problem_init(&f->problem, row->family, s->opt->head_dim);
-    f->problem.seq_q = f->problem.seq_k = s->opt->size;
-    f->problem.dtype = f->problem.out_dtype = MXATTN_BF16;
-    f->problem.layout = MXATTN_LAYOUT_BHND;
-    f->problem.direct_p = row->direct_p;
-    f->problem.v_terms = row->v_terms;
-    f->plan_status = mxattn_plan_create(s->ctx, &f->problem, NULL, &f->plan);
-    if (f->plan_status != MXATTN_OK) {
-        first_line_of(mxattn_last_error(), f->plan_error, sizeof f->plan_error);
-        f->plan = NULL;
-        return;
-    }
-    mxattn_plan_info info;
-    if (mxattn_plan_get_info(f->plan, &info) == MXATTN_OK) {
-        snprintf(f->config, sizeof f->config, "%s", info.config);
-        f->block_n = config_int(info.config, "block_n");
-    }
-}
-
-static void make_plans(accuracy_run *s) {
-    for (int i = 0; i < FAMILY_ROWS; i++)
-        if (!s->opt->families || list_has(s->opt->families, all_families[i].family))
-            make_plan(s, &all_families[i], &s->plans[s->plan_count++]);
-}
-
-static mxattn_status upload_inputs(accuracy_run *s) {
-    host_buffers *h = &s->host;
-    size_t bytes = h->count * sizeof(uint16_t);
-    mxattn_status st;
-    if ((st = mx_memcpy_htod(&s->dev, s->dq, h->q16, bytes)) != MXATTN_OK) return st;
-    if ((st = mx_memcpy_htod(&s->dev, s->dk, h->k16, bytes)) != MXATTN_OK) return st;
-    return mx_memcpy_htod(&s->dev, s->dv, h->v16, bytes);
-}
-
-/* Poisons O, runs the plan, reads O back: counts what the kernel left
- * unwritten and measures the rest against fp64. */
-static mxattn_status run_on_gpu(accuracy_run *s, const family_plan *f, result_row *r) {
-    host_buffers *h = &s->host;
-    size_t bytes = h->count * sizeof(uint16_t);
-    for (size_t i = 0; i < h->count; i++) h->o16[i] = POISON_BF16;
-    mxattn_status st;
-    if ((st = mx_memcpy_htod(&s->dev, s->do_, h->o16, bytes)) != MXATTN_OK) return st;
-    if ((st = mxattn_run(f->plan, s->dq, s->dk, s->dv, s->do_, NULL, NULL)) != MXATTN_OK) return st;
-    /* Synchronize first so that a fault is charged to this run, not the copy. */
-    if ((st = mx_device_synchronize(&s->dev)) != MXATTN_OK) return st;
-    if ((st = mx_memcpy_dtoh(&s->dev, h->o16, s->do_, bytes)) != MXATTN_OK) return st;
-    r->unwritten = 0;
-    for (size_t i = 0; i < h->count; i++) {
-        r->unwritten += h->o16[i] == POISON_BF16;
-        h->o_test[i] = mx_bf16_to_f32(h->o16[i]);
-    }
-    r->gpu = mx_compare(h->o_test, h->o_ref, h->count);
-    return MXATTN_OK;
-}
-
-/* The family's CPU oracle with P in tiles of p_tile keys (0: offline). */
-static mx_error_stats oracle(accuracy_run *s, const family_plan *f, int p_tile) {
-    host_buffers *h = &s->host;
-    if (mx_ref_family_attention(f->problem.family, &f->problem, p_tile, h->q, h->k, h->v, h->o_test, NULL) !=
-        MXATTN_OK)
-        return not_measured();
-    return mx_compare(h->o_test, h->o_ref, h->count);
-}
-
-static void set_error(result_row *r, mxattn_status st, const char *message) {
-    r->status = st;
-    first_line_of(message, r->error, sizeof r->error);
-}
-
-/* upload: the status of copying this experiment's inputs, with its message. */
-static void measure_row(accuracy_run *s, int experiment_index, const family_plan *f, mxattn_status upload,
-                        const char *upload_error, result_row *r) {
-    memset(r, 0, sizeof *r);
-    r->experiment = experiment_index;
-    r->plan = f;
-    r->gpu = r->oracle_tile = not_measured();
-    r->oracle_offline = oracle(s, f, 0);
-    if (f->block_n > 0) r->oracle_tile = oracle(s, f, f->block_n);
-    if (!f->plan) {
-        set_error(r, f->plan_status, f->plan_error);
-        /* A family this GPU or build cannot do is a fact, not a failure. */
-        r->failed = f->plan_status != MXATTN_ERROR_UNSUPPORTED;
-        return;
-    }
-    if (upload != MXATTN_OK) {
-        set_error(r, upload, upload_error);
-        r->failed = 1;
-        return;
-    }
-    mxattn_status st = run_on_gpu(s, f, r);
-    if (st != MXATTN_OK) set_error(r, st, mxattn_last_error());
-    r->failed = st != MXATTN_OK || r->unwritten > 0 || !isfinite(r->gpu.cosine);
-}
-
-static mxattn_status run_experiment(accuracy_run *s, int experiment_index) {
-    char upload_error[MESSAGE_LEN] = "";
-    build_inputs(s, &experiments[experiment_index]);
-    mxattn_status st = reference(s, experiment_index);
-    if (st != MXATTN_OK) return st;
-    /* A failed copy (a context a faulting kernel left broken) fails this
-     * experiment's rows; the CPU oracle's figures are still worth printing. */
-    mxattn_status upload = upload_inputs(s);
-    if (upload != MXATTN_OK) first_line_of(mxattn_last_error(), upload_error, sizeof upload_error);
-    for (int i = 0; i < s->plan_count; i++)
-        measure_row(s, experiment_index, &s->plans[i], upload, upload_error, &s->rows[s->row_count++]);
-    return MXATTN_OK;
-}
-
 /* ---- output --------------------------------------------------------------- */
 /* A short word for the status column; the message goes beside it. */
-static const char *status_word(const result_row *r) {
+static const char *status_word(const mxattn_accuracy_row *r) {
     if (r->status != MXATTN_OK) return mxattn_status_string(r->status);
     if (r->unwritten > 0) return "unwritten";
-    if (!isfinite(r->gpu.cosine)) return "non-finite";
+    if (!isfinite(r->gpu_cosine)) return "non-finite";
     return "ok";
 }
 
@@ -419,17 +51,18 @@ static void print_cell(FILE *f, const char *format, double x, int width) {
     fprintf(f, "%*s", width, buf);
 }
 
-static void print_human_row(FILE *f, const result_row *r, size_t count) {
-    const family_plan *p = r->plan;
-    fprintf(f, "  %-18s ", p->row->label);
-    print_cell(f, "%.0f", p->block_n > 0 ? p->block_n : NAN, 7);
-    const mx_error_stats *stats[3] = {&r->gpu, &r->oracle_offline, &r->oracle_tile};
+static void print_human_row(FILE *f, const mxattn_accuracy_gpu_report *rep, const mxattn_accuracy_row *r) {
+    const mxattn_accuracy_plan *p = &rep->plans[r->plan];
+    fprintf(f, "  %-18s ", p->label);
+    print_cell(f, "%.0f", p->key_block > 0 ? p->key_block : NAN, 7);
+    const double cos[3] = {r->gpu_cosine, r->offline_cosine, r->tile_cosine};
+    const double l1[3] = {r->gpu_rel_l1, r->offline_rel_l1, r->tile_rel_l1};
     for (int i = 0; i < 3; i++) {
-        print_cell(f, "%.6f", stats[i]->cosine, 11);
-        print_cell(f, "%.4f", stats[i]->rel_l1, 8);
+        print_cell(f, "%.6f", cos[i], 11);
+        print_cell(f, "%.4f", l1[i], 8);
     }
     fprintf(f, "  %s%s", r->failed ? "FAIL " : "", status_word(r));
-    if (r->unwritten > 0) fprintf(f, ": %ld of %zu outputs", r->unwritten, count);
+    if (r->unwritten > 0) fprintf(f, ": %ld of %zu outputs", r->unwritten, rep->outputs);
     if (*r->error) fprintf(f, ": %.100s", r->error);
     fputc('\n', f);
 }
@@ -438,22 +71,23 @@ static void print_human(FILE *f, const accuracy_run *s) {
     const accuracy_gpu_options *o = s->opt;
     fprintf(f, "mxattn accuracy --gpu: seed %ld, %d x %d, one head, bf16 inputs and output, "
                "K channel-mean stddev %g\n", o->seed, o->size, o->head_dim, o->k_mean);
-    fprintf(f, "GPU 0: %s (%s)\n", s->dev.name, s->dev.arch);
+    const mxattn_accuracy_gpu_report *rep = s->r;
+    fprintf(f, "GPU 0: %s (%s)\n", rep->gpu, rep->arch);
     fprintf(f, "Output error against fp64 (cosine, rel-L1) of: the GPU kernel; the CPU oracle in the\n"
                "offline form (p=0, the notes' harness); the oracle with P in the kernel's tiles of\n"
                "block_n keys (tile).  All three read the same bf16-rounded inputs.\n");
-    for (int e = 0; e < EXPERIMENTS; e++) {
-        fprintf(f, "\n%s: %s; normalized entropy %.3f\n", experiments[e].name, experiments[e].description,
-                s->entropy[e]);
+    for (int e = 0; e < rep->n_experiments; e++) {
+        fprintf(f, "\n%s: %s; normalized entropy %.3f\n", rep->experiments[e].name, rep->experiments[e].description,
+                rep->experiments[e].entropy);
         fprintf(f, "  %-18s %7s %11s %8s %11s %8s %11s %8s  %s\n", "family", "block_n", "gpu cos", "rel-L1",
                 "p=0 cos", "rel-L1", "tile cos", "rel-L1", "status");
-        for (int i = 0; i < s->row_count; i++)
-            if (s->rows[i].experiment == e) print_human_row(f, &s->rows[i], s->host.count);
+        for (int i = 0; i < rep->n_rows; i++)
+            if (rep->rows[i].experiment == e) print_human_row(f, rep, &rep->rows[i]);
     }
     fprintf(f, "\nPlans\n");
-    for (int i = 0; i < s->plan_count; i++) {
-        const family_plan *p = &s->plans[i];
-        fprintf(f, "  %-18s %s\n", p->row->label, p->plan ? p->config : mxattn_status_string(p->plan_status));
+    for (int i = 0; i < rep->n_plans; i++) {
+        const mxattn_accuracy_plan *p = &rep->plans[i];
+        fprintf(f, "  %-18s %s\n", p->label, p->status == MXATTN_OK ? p->config : mxattn_status_string(p->status));
     }
 }
 
@@ -477,28 +111,29 @@ static void print_json_field(FILE *f, const char *key, double x) {
     print_json_number(f, x);
 }
 
-static void print_json_row(FILE *f, const accuracy_run *s, const result_row *r) {
-    const experiment *e = &experiments[r->experiment];
+static void print_json_row(FILE *f, const accuracy_run *s, const mxattn_accuracy_row *r) {
+    const mxattn_accuracy_experiment *e = &s->r->experiments[r->experiment];
+    const mxattn_accuracy_plan *p = &s->r->plans[r->plan];
     fputs("  {\"experiment\": ", f);
     print_json_string(f, e->name);
     print_json_field(f, "temperature", e->temperature);
-    print_json_field(f, "entropy", s->entropy[r->experiment]);
+    print_json_field(f, "entropy", e->entropy);
     fputs(", \"family\": ", f);
-    print_json_string(f, r->plan->row->family);
-    fprintf(f, ", \"direct_p\": %d, \"v_terms\": %d, \"block_n\": %d, \"config\": ", r->plan->row->direct_p,
-            r->plan->row->v_terms, r->plan->block_n);
-    print_json_string(f, r->plan->config);
+    print_json_string(f, p->family);
+    fprintf(f, ", \"direct_p\": %d, \"v_terms\": %d, \"block_n\": %d, \"config\": ", p->direct_p,
+            p->v_terms, p->key_block);
+    print_json_string(f, p->status == MXATTN_OK ? p->config : "");
     fputs(", \"status\": ", f);
     print_json_string(f, status_word(r));
     fputs(", \"error\": ", f);
     print_json_string(f, r->error);
     fprintf(f, ", \"failed\": %s, \"unwritten\": %ld", r->failed ? "true" : "false", r->unwritten);
-    print_json_field(f, "gpu_cos", r->gpu.cosine);
-    print_json_field(f, "gpu_rel_l1", r->gpu.rel_l1);
-    print_json_field(f, "oracle_offline_cos", r->oracle_offline.cosine);
-    print_json_field(f, "oracle_offline_rel_l1", r->oracle_offline.rel_l1);
-    print_json_field(f, "oracle_tile_cos", r->oracle_tile.cosine);
-    print_json_field(f, "oracle_tile_rel_l1", r->oracle_tile.rel_l1);
+    print_json_field(f, "gpu_cos", r->gpu_cosine);
+    print_json_field(f, "gpu_rel_l1", r->gpu_rel_l1);
+    print_json_field(f, "oracle_offline_cos", r->offline_cosine);
+    print_json_field(f, "oracle_offline_rel_l1", r->offline_rel_l1);
+    print_json_field(f, "oracle_tile_cos", r->tile_cosine);
+    print_json_field(f, "oracle_tile_rel_l1", r->tile_rel_l1);
     fputc('}', f);
 }
 
@@ -507,13 +142,13 @@ static void print_json(FILE *f, const accuracy_run *s) {
     fprintf(f, "{\"seed\": %ld, \"size\": %d, \"head_dim\": %d", o->seed, o->size, o->head_dim);
     print_json_field(f, "k_mean", o->k_mean);
     fputs(", \"gpu\": ", f);
-    print_json_string(f, s->dev.name);
+    print_json_string(f, s->r->gpu);
     fputs(", \"arch\": ", f);
-    print_json_string(f, s->dev.arch);
+    print_json_string(f, s->r->arch);
     fputs(", \"rows\": [\n", f);
-    for (int i = 0; i < s->row_count; i++) {
-        print_json_row(f, s, &s->rows[i]);
-        fputs(i + 1 < s->row_count ? ",\n" : "\n", f);
+    for (int i = 0; i < s->r->n_rows; i++) {
+        print_json_row(f, s, &s->r->rows[i]);
+        fputs(i + 1 < s->r->n_rows ? ",\n" : "\n", f);
     }
     fputs("]}\n", f);
 }
@@ -526,70 +161,50 @@ static void print_csv_number(FILE *f, double x) {
 static void print_csv(FILE *f, const accuracy_run *s) {
     fputs("experiment,family,direct_p,block_n,status,failed,unwritten,gpu_cos,gpu_rel_l1,"
           "oracle_offline_cos,oracle_offline_rel_l1,oracle_tile_cos,oracle_tile_rel_l1,entropy,v_terms\n", f);
-    for (int i = 0; i < s->row_count; i++) {
-        const result_row *r = &s->rows[i];
+    const mxattn_accuracy_gpu_report *rep = s->r;
+    for (int i = 0; i < rep->n_rows; i++) {
+        const mxattn_accuracy_row *r = &rep->rows[i];
+        const mxattn_accuracy_plan *p = &rep->plans[r->plan];
         /* Every text field is a fixed word without commas or quotes. */
-        fprintf(f, "%s,%s,%d,%d,%s,%d,%ld", experiments[r->experiment].name, r->plan->row->family,
-                r->plan->row->direct_p, r->plan->block_n, status_word(r), r->failed, r->unwritten);
-        print_csv_number(f, r->gpu.cosine);
-        print_csv_number(f, r->gpu.rel_l1);
-        print_csv_number(f, r->oracle_offline.cosine);
-        print_csv_number(f, r->oracle_offline.rel_l1);
-        print_csv_number(f, r->oracle_tile.cosine);
-        print_csv_number(f, r->oracle_tile.rel_l1);
-        print_csv_number(f, s->entropy[r->experiment]);
-        fprintf(f, ",%d\n", r->plan->row->v_terms);   /* last: the columns before it keep their places */
+        fprintf(f, "%s,%s,%d,%d,%s,%d,%ld", rep->experiments[r->experiment].name, p->family,
+                p->direct_p, p->key_block, status_word(r), r->failed, r->unwritten);
+        print_csv_number(f, r->gpu_cosine);
+        print_csv_number(f, r->gpu_rel_l1);
+        print_csv_number(f, r->offline_cosine);
+        print_csv_number(f, r->offline_rel_l1);
+        print_csv_number(f, r->tile_cosine);
+        print_csv_number(f, r->tile_rel_l1);
+        print_csv_number(f, rep->experiments[r->experiment].entropy);
+        fprintf(f, ",%d\n", p->v_terms);   /* last: the columns before it keep their places */
     }
 }
 
 /* ---- the command ---------------------------------------------------------- */
-static int count_failures(const accuracy_run *s) {
+static int count_failures(const mxattn_accuracy_gpu_report *r) {
     int n = 0;
-    for (int i = 0; i < s->row_count; i++) n += s->rows[i].failed;
+    for (int i = 0; i < r->n_rows; i++) n += r->rows[i].failed;
     return n;
-}
-
-static int measure_and_print(accuracy_run *s) {
-    make_plans(s);
-    for (int e = 0; e < EXPERIMENTS; e++) {
-        mxattn_status st = run_experiment(s, e);
-        if (st != MXATTN_OK) return cli_fail_status(CMD, st);
-    }
-    if (s->opt->json) print_json(stdout, s);
-    else if (s->opt->csv) print_csv(stdout, s);
-    else print_human(stdout, s);
-    if (fflush(stdout) != 0) return cli_fail(CMD, "could not write the table");
-    int failures = count_failures(s);
-    if (failures)
-        return cli_fail(CMD, "%d of %d GPU rows failed (see the status column)", failures, s->row_count);
-    return 0;
 }
 
 int accuracy_gpu_run(const accuracy_gpu_options *opt) {
     char why[MESSAGE_LEN];
     if (!gpu_present(why, sizeof why)) return cli_fail(CMD, "--gpu: no GPU found: %s", why);
-    accuracy_run *s = calloc(1, sizeof *s);
-    if (!s) return cli_fail(CMD, "out of memory");
-    s->opt = opt;
-    int rc = 1;
-    s->rows = calloc((size_t)EXPERIMENTS * FAMILY_ROWS, sizeof *s->rows);
-    if (!s->rows || !host_alloc(&s->host, opt->size, opt->head_dim) ||
-        !accuracy_make_inputs(opt->seed, opt->size, opt->head_dim, opt->k_mean, s->host.base_q, s->host.base_k,
-                              s->host.base_v, s->host.mu)) {
-        cli_fail(CMD, "out of memory for size %d", opt->size);
-        goto done;
-    }
-    mxattn_status st = open_device(s);
+    mxattn_accuracy_gpu_report *r = calloc(1, sizeof *r);
+    if (!r) return cli_fail(CMD, "out of memory");
+    mxattn_accuracy_options o = {opt->seed, opt->size, opt->head_dim, opt->k_mean};
+    mxattn_status st = mxattn_accuracy_gpu(&o, opt->families, r);
+    int rc = 0;
     if (st != MXATTN_OK) {
-        cli_fail(CMD, "--gpu: could not open GPU 0: %s: %s", mxattn_status_string(st),
-                 first_line_of(mxattn_last_error(), why, sizeof why));
-        goto done;
+        rc = cli_fail_status(CMD, st);
+    } else {
+        accuracy_run s = {opt, r};
+        if (opt->json) print_json(stdout, &s);
+        else if (opt->csv) print_csv(stdout, &s);
+        else print_human(stdout, &s);
+        int failures = count_failures(r);
+        if (fflush(stdout) != 0) rc = cli_fail(CMD, "could not write the table");
+        else if (failures) rc = cli_fail(CMD, "%d of %d GPU rows failed (see the status column)", failures, r->n_rows);
     }
-    rc = measure_and_print(s);
-done:
-    close_device(s);
-    host_free(&s->host);
-    free(s->rows);
-    free(s);
+    free(r);
     return rc;
 }

@@ -21,10 +21,4 @@ int accuracy_gpu_check_families(const char *cmd, const char *list);
  * there is no GPU or a row failed). */
 int accuracy_gpu_run(const accuracy_gpu_options *opt);
 
-/* The CPU tables' inputs (defined in cmd_accuracy.c, shared so that both
- * tables see the same draw for a seed): Q, V ~ N(0, 1), K ~ N(0, 1) + mu with
- * mu_c ~ N(0, k_mean^2), each size x head_dim, drawn in that order.  mu_out
- * (head_dim floats) may be NULL.  Returns 0 if it could not allocate. */
-int accuracy_make_inputs(long seed, int size, int head_dim, double k_mean,
-                         float *q, float *k, float *v, float *mu_out);
 #endif

@@ -248,3 +248,12 @@ void cli_json_string(FILE *f, const char *s) {
     }
     fputc('"', f);
 }
+
+int cli_template_ctx(const char *cmd, mxattn_ctx **out) {
+    mxattn_options o;
+    mxattn_options_init(&o);
+    o.no_cache = 1;          /* rendering and compiling only: nothing is read or stored */
+    o.tune_policy = "off";   /* and $MXATTN_TUNE is not these commands' business */
+    mxattn_status st = mxattn_create(out, &o);
+    return st == MXATTN_OK ? 0 : cli_fail_status(cmd, st);
+}

@@ -80,6 +80,10 @@ const char *cli_causal_name(mxattn_causal c);
 /* --dtype bf16|f16 */
 int cli_parse_dtype(const char *cmd, const char *flag, const char *text, mxattn_dtype *out);
 
+/* A context for the template-only calls (mxattn_render, mxattn_compile, ...):
+ * no database, no tuning.  Returns 0, or the exit status after printing why. */
+int cli_template_ctx(const char *cmd, mxattn_ctx **out);
+
 /* ---- stdout ---------------------------------------------------------------- */
 /* Flushes and closes stdout; if it could not be written (a full disk, a
  * closed pipe), says so on stderr and turns an exit status of 0 into 1. */

@@ -1,10 +1,6 @@
 #include "cli.h"
-#include "gen/gen.h"
 #include "paramflags.h"
 #include "space.h"
-#include "runtime/launch_plan.h"
-#include "runtime/nvrtc.h"
-#include "tuner/jit.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,44 +22,38 @@ static const cli_option options[] = {
     {"ptx", OPT_PTX, CLI_SWITCH}, {"cubin", OPT_CUBIN, CLI_VALUE}, {"json", OPT_JSON, CLI_SWITCH},
 };
 
-static int report_json(const char *name, const char *arch, const mx_launch_plan *lp, const mx_jit_image *img) {
-    const mx_ptxas_usage *u = &img->usage;
+static int report_json(const mxattn_compile_result *r) {
     printf("{\"kernel\": ");
-    cli_json_string(stdout, name);
+    cli_json_string(stdout, r->kernel_name);
     printf(", \"arch\": ");
-    cli_json_string(stdout, arch);
+    cli_json_string(stdout, r->arch);
     printf(", \"compile_ms\": %.3f, \"kernels\": %d, \"registers\": %d, \"shared_dynamic_bytes\": %d, "
            "\"shared_static_bytes\": %d, \"stack_bytes\": %d, \"spill_store_bytes\": %d, \"spill_load_bytes\": %d, "
-           "\"binary_bytes\": %zu}\n", img->compile_ms, lp->n_steps, u->registers, lp->steps[lp->n_steps - 1].smem_bytes,
-           u->shared_bytes, u->stack_bytes, u->spill_store_bytes, u->spill_load_bytes, img->size);
+           "\"binary_bytes\": %zu}\n", r->compile_ms, r->kernels, r->registers, r->shared_dynamic_bytes,
+           r->shared_static_bytes, r->stack_bytes, r->spill_store_bytes, r->spill_load_bytes, r->binary_bytes);
     return 0;
 }
 
-static int report(const char *name, const char *arch, const mx_launch_plan *lp, const mx_jit_image *img) {
-    const mx_ptxas_usage *u = &img->usage;
-    printf("kernel        %s\narch          %s\n", name, arch);
-    printf("compile       %.1f ms (NVRTC, %d kernel%s)\n", img->compile_ms, lp->n_steps,
-           lp->n_steps > 1 ? "s, one thread each" : "");
-    printf("registers     %d\nshared        %d bytes dynamic + %d static\n", u->registers,
-           lp->steps[lp->n_steps - 1].smem_bytes, u->shared_bytes);
+static int report(const mxattn_compile_result *r) {
+    printf("kernel        %s\narch          %s\n", r->kernel_name, r->arch);
+    printf("compile       %.1f ms (NVRTC, %d kernel%s)\n", r->compile_ms, r->kernels,
+           r->kernels > 1 ? "s, one thread each" : "");
+    printf("registers     %d\nshared        %d bytes dynamic + %d static\n", r->registers,
+           r->shared_dynamic_bytes, r->shared_static_bytes);
     printf("stack         %d bytes\nspills        %d bytes stored, %d loaded\nbinary        %zu bytes\n",
-           u->stack_bytes, u->spill_store_bytes, u->spill_load_bytes, img->size);
+           r->stack_bytes, r->spill_store_bytes, r->spill_load_bytes, r->binary_bytes);
     return 0;
 }
 
 int cmd_compile(int argc, char **argv) {
     int want_ptx = 0, json = 0;
     const char *cubin_path = NULL;
-    mx_gen *g = NULL;
-    mxattn_status st = mx_gen_open(&g);
-    if (st != MXATTN_OK) return cli_fail_status("compile", st);
-    char params[2048], *canonical = NULL, *source = NULL, *launch = NULL, arch[32];
+    char params[2048], *canonical = NULL;
     cli_found found[8];
-    int nfound = 0, rc = cli_param_flags("compile", g, argc, argv, options, 3, params, sizeof params,
+    int nfound = 0, rc = cli_param_flags("compile", argc, argv, options, 3, params, sizeof params,
                                          found, 8, &nfound);
     if (rc == -1) {
         usage();
-        mx_gen_close(g);
         return 0;
     }
     for (int i = 0; rc == 0 && i < nfound; i++) {
@@ -72,39 +62,31 @@ int cmd_compile(int argc, char **argv) {
         else cubin_path = found[i].value;
     }
     if (rc == 0 && json && want_ptx) rc = cli_usage_error("compile", "--json and --ptx are exclusive");
-    mx_launch_plan lp;
-    mx_compile_result r;
-    mx_jit_image img;
+    if (rc) return rc;
+    mxattn_ctx *ctx = NULL;
+    if ((rc = cli_template_ctx("compile", &ctx))) return rc;
+    mxattn_compile_options opt;
+    mxattn_compile_options_init(&opt);
+    opt.whole_module = want_ptx || cubin_path;
+    opt.want_ptx = want_ptx;
+    opt.want_cubin = cubin_path != NULL;
+    mxattn_compile_result r;
     memset(&r, 0, sizeof r);
-    memset(&img, 0, sizeof img);
-    if (rc == 0) {
-        if (!mx_params_get(params, "arch", arch, sizeof arch)) snprintf(arch, sizeof arch, "sm_90a");
-        st = mx_gen_call(g, "validate", params, NULL, &canonical);
-        /* The flags' values are checked: a refusal here is a combination the
-         * parameter space forbids, the command line's fault (exit 2). */
-        if (st != MXATTN_OK) rc = cli_fail_input("compile", st);
-        if (st == MXATTN_OK) st = mx_gen_call(g, "render", canonical, NULL, &source);
-        if (st == MXATTN_OK)
-            st = mx_gen_call(g, "launch", canonical, "batch=1 heads_q=1 heads_kv=1 seq_q=1 seq_k=1", &launch);
-        if (st == MXATTN_OK) st = mx_launch_plan_parse(launch, &lp);
-        const char *name = st == MXATTN_OK ? lp.steps[lp.n_steps - 1].name : "";
-        mx_compile_options opt = {.arch = arch, .want_ptx = want_ptx};
-        int whole_module = want_ptx || cubin_path;
-        if (st == MXATTN_OK && whole_module) st = mx_nvrtc_compile(source, name, &opt, &r);
-        else if (st == MXATTN_OK) st = mx_jit_compile(source, arch, &lp, 1, &img);
-        if (st != MXATTN_OK) { if (!rc) rc = cli_fail_status("compile", st); }
-        else if (want_ptx) fputs(r.ptx ? r.ptx : "", stdout);
-        else if (!whole_module) rc = json ? report_json(name, arch, &lp, &img) : report(name, arch, &lp, &img);
-        if (rc == 0 && cubin_path) {
-            FILE *f = cli_open_output("compile", cubin_path);
-            if (!f) rc = 1;
-            else if (fwrite(r.cubin, 1, r.cubin_size, f) != r.cubin_size || (f != stdout && fclose(f) != 0))
-                rc = cli_fail("compile", "cannot write '%s'", cubin_path);
-        }
+    /* The flags' values are checked: a refusal here is a combination the
+     * parameter space forbids, the command line's fault (exit 2). */
+    mxattn_status st = mxattn_params_resolve(ctx, params, &canonical);
+    if (st != MXATTN_OK) rc = cli_fail_input("compile", st);
+    else if ((st = mxattn_compile(ctx, canonical, &opt, &r)) != MXATTN_OK) rc = cli_fail_status("compile", st);
+    else if (want_ptx) fputs(r.ptx ? r.ptx : "", stdout);
+    else if (!opt.whole_module) rc = json ? report_json(&r) : report(&r);
+    if (rc == 0 && cubin_path) {
+        FILE *f = cli_open_output("compile", cubin_path);
+        if (!f) rc = 1;
+        else if (fwrite(r.cubin, 1, r.binary_bytes, f) != r.binary_bytes || (f != stdout && fclose(f) != 0))
+            rc = cli_fail("compile", "cannot write '%s'", cubin_path);
     }
-    mx_compile_result_free(&r);
-    mx_jit_image_free(&img);
-    free(canonical); free(source); free(launch);
-    mx_gen_close(g);
+    mxattn_compile_result_free(&r);
+    mxattn_free(canonical);
+    mxattn_destroy(ctx);
     return rc;
 }

@@ -1,10 +1,7 @@
 /* mxattn db: export, import, merge, vacuum or check the database, and make
  * the key that signs exported kernels. */
 #include "cli.h"
-#include "cache/cache.h"
 #include "cli/shipped.h"
-#include "cache/sign.h"
-#include "api/config_check.h"
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -39,7 +36,7 @@ static const char USAGE[] =
 
 typedef struct {
     const char *action, *file, *db, *sign, *out;
-    const char *trust[MX_IMPORT_MAX_TRUSTED];
+    const char *trust[MXATTN_DB_MAX_TRUSTED];
     int n_trust, with_kernels, force, json, shipped;
 } db_args;
 
@@ -76,8 +73,8 @@ static int parse_args(int argc, char **argv, db_args *a) {
         case OPT_SIGN: a->sign = arg; break;
         case OPT_OUT: a->out = arg; break;
         case OPT_TRUST:
-            if (a->n_trust == MX_IMPORT_MAX_TRUSTED)
-                return cli_usage_error("db", "at most %d --trust keys", MX_IMPORT_MAX_TRUSTED);
+            if (a->n_trust == MXATTN_DB_MAX_TRUSTED)
+                return cli_usage_error("db", "at most %d --trust keys", MXATTN_DB_MAX_TRUSTED);
             a->trust[a->n_trust++] = arg;
             break;
         default: /* CLI_ARG */
@@ -109,7 +106,7 @@ static int parse_args(int argc, char **argv, db_args *a) {
     return -1;
 }
 
-static void print_import(const char *verb, const char *file, const mx_import_report *r, int json) {
+static void print_import(const char *verb, const char *file, const mxattn_db_import_report *r, int json) {
     long refused = r->tune_rows_refused + r->measurements_refused;
     if (json) {
         printf("{\"action\": \"%s\", \"file\": ", verb);
@@ -135,7 +132,7 @@ static void print_import(const char *verb, const char *file, const mx_import_rep
 
 static int run_keygen(const char *out) {
     char pub[65];
-    mxattn_status s = mx_sign_keygen(out, pub);
+    mxattn_status s = mxattn_db_keygen(out, pub);
     if (s) return cli_fail_status("db", s);
     printf("%s\n", pub);
     fprintf(stderr, "mxattn db: secret key in %s (keep it private), public key in %s.pub: give importers the "
@@ -143,56 +140,39 @@ static int run_keygen(const char *out) {
     return 0;
 }
 
-/* The templates' check of an imported row (its config legal for its key's
- * problem) needs a context; one without a database opens none. */
-static mxattn_ctx *row_check_ctx;
-
-static mxattn_status import_options(const db_args *a, mx_import_options *o) {
-    mx_import_options_init(o);
+static void import_options(const db_args *a, mxattn_db_import_options *o) {
+    mxattn_db_import_options_init(o);
     o->with_kernels = a->with_kernels;
-    if (!row_check_ctx) {
-        mxattn_options mo;
-        mxattn_options_init(&mo);
-        mo.no_cache = 1;
-        mxattn_status s = mxattn_create(&row_check_ctx, &mo);
-        if (s) return s;
-    }
-    o->row_check = mx_api_check_tune_row;
-    o->row_check_arg = row_check_ctx;
-    for (int i = 0; i < a->n_trust; i++) {
-        mxattn_status s = mx_sign_parse_public(a->trust[i], &o->trusted[i]);
-        if (s) return s;
-        o->n_trusted++;
-    }
-    return MXATTN_OK;
+    o->trusted = a->trust;
+    o->n_trusted = a->n_trust;
 }
 
-static void print_check_json(mx_cache *cache, const mx_cache_check_report *r) {
+static void print_check_json(mxattn_db *db, const mxattn_db_check_report *r) {
     printf("{\"action\": \"check\", \"database\": ");
-    cli_json_string(stdout, mx_cache_path(cache));
+    cli_json_string(stdout, mxattn_db_path(db));
     printf(", \"integrity_ok\": %s, \"integrity\": ", r->integrity_ok ? "true" : "false");
     cli_json_string(stdout, r->integrity_message);
     printf(", \"kernels_checked\": %ld, \"kernels_bad\": %ld, \"first_bad_kernel\": ", r->kernels_checked,
            r->kernels_bad);
     if (r->kernels_bad) cli_json_string(stdout, r->first_bad_kernel);
     else printf("null");
-    printf(", \"tune_rows\": %ld, \"measurements\": %ld, \"ok\": %s}\n", r->counts.tune_results,
-           r->counts.measurements, r->integrity_ok && !r->kernels_bad ? "true" : "false");
+    printf(", \"tune_rows\": %ld, \"measurements\": %ld, \"ok\": %s}\n", r->tune_rows,
+           r->measurements, r->integrity_ok && !r->kernels_bad ? "true" : "false");
 }
 
-static int run_check(mx_cache *cache, int json) {
-    mx_cache_check_report r;
-    mxattn_status s = mx_cache_check(cache, &r);
+static int run_check(mxattn_db *db, int json) {
+    mxattn_db_check_report r;
+    mxattn_status s = mxattn_db_check(db, &r);
     if (s) return cli_fail_status("db", s);
     if (json) {
-        print_check_json(cache, &r);
+        print_check_json(db, &r);
         return r.integrity_ok && !r.kernels_bad ? 0 : cli_fail("db", "check found problems (bad kernels are removed when next read)");
     }
-    printf("database:     %s\n", mx_cache_path(cache));
+    printf("database:     %s\n", mxattn_db_path(db));
     printf("integrity:    %s\n", r.integrity_message);
     printf("kernels:      %ld checked, %ld with a bad hash%s%s\n", r.kernels_checked, r.kernels_bad,
            r.kernels_bad ? ", first " : "", r.kernels_bad ? r.first_bad_kernel : "");
-    printf("tuning rows:  %ld\nmeasurements: %ld\n", r.counts.tune_results, r.counts.measurements);
+    printf("tuning rows:  %ld\nmeasurements: %ld\n", r.tune_rows, r.measurements);
     if (!r.integrity_ok || r.kernels_bad)
         return cli_fail("db", "check found problems (bad kernels are removed when next read)");
     printf("ok\n");
@@ -200,7 +180,7 @@ static int run_check(mx_cache *cache, int json) {
 }
 
 /* ---- export: no file replaced unasked, nothing left behind ----------------
- * mx_cache_export writes DEST.tmp-PID (and SQLite its -journal) and renames it
+ * mxattn_db_export writes DEST.tmp-PID (and SQLite its -journal) and renames it
  * into place.  A signal between the two would leave them: the handlers below
  * remove them (unlink is async-signal-safe) and die of the signal as before.
  * A kill -9 cannot be caught, so the next export of the same DEST removes the
@@ -264,21 +244,17 @@ static void export_end(void) {
     for (int i = 0; i < N_EXPORT_SIGNALS; i++) sigaction(export_signals[i], &export_old[i], NULL);
 }
 
-static int run_action(mx_cache *cache, const db_args *a) {
-    mx_import_report report;
+static int run_action(mxattn_db *db, const db_args *a) {
+    mxattn_db_import_report report;
     mxattn_status s = MXATTN_OK;
-    if (!strcmp(a->action, "check")) return run_check(cache, a->json);
-    mx_import_options opt;
-    if (!strcmp(a->action, "import") || !strcmp(a->action, "merge"))
-        if ((s = import_options(a, &opt))) return cli_fail_status("db", s);
-    if (a->shipped) return cli_db_shipped(cache, !strcmp(a->action, "merge"), &opt);
+    if (!strcmp(a->action, "check")) return run_check(db, a->json);
+    mxattn_db_import_options opt;
+    import_options(a, &opt);
+    if (a->shipped) return cli_db_shipped(db, !strcmp(a->action, "merge"), &opt);
     if (!strcmp(a->action, "export")) {
         int rc = export_begin(a);
         if (rc) return rc;
-        mx_sign_secret key;
-        s = a->sign ? mx_sign_load_secret(a->sign, &key) : MXATTN_OK;
-        if (!s) s = mx_cache_export(cache, a->file, a->with_kernels, a->sign ? &key : NULL);
-        memset(&key, 0, sizeof key);
+        s = mxattn_db_export(db, a->file, a->with_kernels, a->sign);
         export_end();
         if (!s && a->json) {
             printf("{\"action\": \"export\", \"file\": ");
@@ -291,16 +267,16 @@ static int run_action(mx_cache *cache, const db_args *a) {
                                                         : "tuning results", a->file);
         }
     } else if (!strcmp(a->action, "import")) {
-        if (!(s = mx_cache_import(cache, a->file, &opt, &report))) print_import("imported", a->file, &report, a->json);
+        if (!(s = mxattn_db_import(db, a->file, &opt, &report))) print_import("imported", a->file, &report, a->json);
     } else if (!strcmp(a->action, "merge")) {
-        if (!(s = mx_cache_merge(cache, a->file, &opt, &report))) print_import("merged", a->file, &report, a->json);
-    } else if (!(s = mx_cache_vacuum(cache))) {
+        if (!(s = mxattn_db_merge(db, a->file, &opt, &report))) print_import("merged", a->file, &report, a->json);
+    } else if (!(s = mxattn_db_vacuum(db))) {
         if (a->json) {
             printf("{\"action\": \"vacuum\", \"database\": ");
-            cli_json_string(stdout, mx_cache_path(cache));
+            cli_json_string(stdout, mxattn_db_path(db));
             printf("}\n");
         } else {
-            printf("vacuumed %s\n", mx_cache_path(cache));
+            printf("vacuumed %s\n", mxattn_db_path(db));
         }
     }
     return s ? cli_fail_status("db", s) : 0;
@@ -311,15 +287,13 @@ int cmd_db(int argc, char **argv) {
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0) return rc;
     if (!strcmp(a.action, "keygen")) return run_keygen(a.out);
-    mx_cache *cache;
+    mxattn_db *db;
     /* check and export only read it: a missing database is an error, never created. */
-    unsigned flags = !strcmp(a.action, "check") || !strcmp(a.action, "export") ? MX_CACHE_OPEN_EXISTING : 0;
-    mxattn_status s = mx_cache_open_ex(a.db, flags, &cache);
+    int must_exist = !strcmp(a.action, "check") || !strcmp(a.action, "export");
+    mxattn_status s = mxattn_db_open(a.db, must_exist, &db);
     if (s) return cli_fail_status("db", s);
-    if (mx_cache_recovered(cache)) fprintf(stderr, "mxattn db: warning: %s\n", mx_cache_recovered(cache));
-    rc = run_action(cache, &a);
-    mx_cache_close(cache);
-    mxattn_destroy(row_check_ctx);
-    row_check_ctx = NULL;
+    if (*mxattn_db_recovered(db)) fprintf(stderr, "mxattn db: warning: %s\n", mxattn_db_recovered(db));
+    rc = run_action(db, &a);
+    mxattn_db_close(db);
     return rc;
 }

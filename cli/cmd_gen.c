@@ -1,5 +1,4 @@
 #include "cli.h"
-#include "gen/gen.h"
 #include "paramflags.h"
 #include "space.h"
 #include <stdlib.h>
@@ -14,21 +13,19 @@ static void usage(void) {
 }
 
 int cmd_gen(int argc, char **argv) {
-    mx_gen *g = NULL;
-    mxattn_status st = mx_gen_open(&g);
-    if (st != MXATTN_OK) return cli_fail_status("gen", st);
     char params[2048], *source = NULL;
     cli_found found[1];
     int nfound = 0;
-    int rc = cli_param_flags("gen", g, argc, argv, NULL, 0, params, sizeof params, found, 1, &nfound);
-    if (rc == -1) { usage(); rc = 0; }
-    else if (rc == 0) {
-        /* The flags' values are checked; what the templates still refuse is a
-         * combination the parameter space forbids: the command line's fault. */
-        st = mx_gen_call(g, "render", params, NULL, &source);
-        rc = st == MXATTN_OK ? (fputs(source, stdout), 0) : cli_fail_input("gen", st);
-    }
-    free(source);
-    mx_gen_close(g);
+    int rc = cli_param_flags("gen", argc, argv, NULL, 0, params, sizeof params, found, 1, &nfound);
+    if (rc == -1) { usage(); return 0; }
+    if (rc) return rc;
+    mxattn_ctx *ctx = NULL;
+    if ((rc = cli_template_ctx("gen", &ctx))) return rc;
+    /* The flags' values are checked; what the templates still refuse is a
+     * combination the parameter space forbids: the command line's fault. */
+    mxattn_status st = mxattn_render(ctx, params, &source);
+    rc = st == MXATTN_OK ? (fputs(source, stdout), 0) : cli_fail_input("gen", st);
+    mxattn_free(source);
+    mxattn_destroy(ctx);
     return rc;
 }

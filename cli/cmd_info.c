@@ -4,10 +4,6 @@
 #include "cli.h"
 #include <string.h>
 #include <sys/stat.h>
-#include "cache/cache.h"
-#include "runtime/device.h"
-#include "runtime/nvrtc.h"
-#include "util/err.h"
 
 #define MAX_GPUS 64
 
@@ -17,26 +13,26 @@ typedef struct {
     int driver_version;                /* 0: no driver */
     char driver_error[1024];
     int gpu_count;
-    mx_device gpus[MAX_GPUS];
+    mxattn_device_info gpus[MAX_GPUS];
     char gpu_error[1024];              /* why there is no GPU list */
     char db_path[4096], db_error[512];
     int db_exists;
 } machine_info;
 
-static void copy_error(char *out, size_t len) { snprintf(out, len, "%s", mx_error_message()); }
+static void copy_error(char *out, size_t len) { snprintf(out, len, "%s", mxattn_last_error()); }
 
 static void gather(machine_info *m) {
     memset(m, 0, sizeof *m);
-    if (mx_nvrtc_version(m->nvrtc_version, sizeof m->nvrtc_version) != MXATTN_OK)
+    if (mxattn_nvrtc_version(m->nvrtc_version, sizeof m->nvrtc_version) != MXATTN_OK)
         copy_error(m->nvrtc_error, sizeof m->nvrtc_error);
-    if (mx_driver_version(&m->driver_version) != MXATTN_OK)
+    if (mxattn_driver_version(&m->driver_version) != MXATTN_OK)
         copy_error(m->driver_error, sizeof m->driver_error);
     int count = 0;
-    if (mx_device_count(&count) != MXATTN_OK) {
+    if (mxattn_device_count(&count) != MXATTN_OK) {
         copy_error(m->gpu_error, sizeof m->gpu_error);
     } else {
         for (int i = 0; i < count && i < MAX_GPUS; i++) {
-            if (mx_device_query(&m->gpus[m->gpu_count], i) != MXATTN_OK) {
+            if (mxattn_device_get_info(i, &m->gpus[m->gpu_count]) != MXATTN_OK) {
                 copy_error(m->gpu_error, sizeof m->gpu_error);
                 break;
             }
@@ -44,7 +40,7 @@ static void gather(machine_info *m) {
         }
     }
     struct stat sb;
-    if (mx_cache_default_path(m->db_path, sizeof m->db_path) != MXATTN_OK)
+    if (mxattn_cache_default_path(m->db_path, sizeof m->db_path) != MXATTN_OK)
         copy_error(m->db_error, sizeof m->db_error);
     else
         m->db_exists = stat(m->db_path, &sb) == 0;
@@ -58,7 +54,7 @@ static void print_text(const machine_info *m) {
         printf("driver    CUDA %d.%d\n", m->driver_version / 1000, m->driver_version % 1000 / 10);
     else printf("driver    none: %s\n", m->driver_error);
     for (int i = 0; i < m->gpu_count; i++) {
-        const mx_device *d = &m->gpus[i];
+        const mxattn_device_info *d = &m->gpus[i];
         printf("gpu %-5d %s, %s (compute %d.%d), %d SMs, %.1f GiB, %d KiB shared memory per block "
                "(opt-in), %d MiB L2\n", d->ordinal, d->name, d->arch, d->cc_major, d->cc_minor,
                d->sm_count, (double)d->memory_bytes / (1 << 30), d->smem_per_block_optin / 1024,
@@ -102,7 +98,7 @@ static void print_json(const machine_info *m) {
     json_field("driver_error", m->driver_error, 0);
     printf("  \"gpus\": [");
     for (int i = 0; i < m->gpu_count; i++) {
-        const mx_device *d = &m->gpus[i];
+        const mxattn_device_info *d = &m->gpus[i];
         printf("%s\n    {\"ordinal\": %d, \"name\": ", i ? "," : "", d->ordinal);
         json_string(d->name);
         printf(", \"arch\": \"%s\", \"compute_capability\": \"%d.%d\", \"sm_count\": %d, "

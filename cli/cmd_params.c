@@ -1,5 +1,4 @@
 #include "cli.h"
-#include "gen/gen.h"
 #include "paramflags.h"
 #include "space.h"
 #include <stdlib.h>
@@ -39,21 +38,19 @@ static void print_resolved(const char *canonical, int json) {
 static int resolve(int argc, char **argv) {
     enum { OPT_JSON = 1 };
     static const cli_option extra[] = {{"json", OPT_JSON, CLI_SWITCH}};
-    mx_gen *g = NULL;
-    mxattn_status st = mx_gen_open(&g);
-    if (st != MXATTN_OK) return cli_fail_status("params", st);
     char params[2048], *canonical = NULL;
     cli_found found[4];
     int nfound = 0;
-    int rc = cli_param_flags("params", g, argc, argv, extra, 1, params, sizeof params, found, 4, &nfound);
-    if (rc == -1) { usage(); rc = 0; }
-    else if (rc == 0) {
-        st = mx_gen_call(g, "validate", params, NULL, &canonical);
-        if (st != MXATTN_OK) rc = cli_fail_input("params", st);
-        else print_resolved(canonical, nfound > 0);
-    }
-    free(canonical);
-    mx_gen_close(g);
+    int rc = cli_param_flags("params", argc, argv, extra, 1, params, sizeof params, found, 4, &nfound);
+    if (rc == -1) { usage(); return 0; }
+    if (rc) return rc;
+    mxattn_ctx *ctx = NULL;
+    if ((rc = cli_template_ctx("params", &ctx))) return rc;
+    mxattn_status st = mxattn_params_resolve(ctx, params, &canonical);
+    if (st != MXATTN_OK) rc = cli_fail_input("params", st);
+    else print_resolved(canonical, nfound > 0);
+    mxattn_free(canonical);
+    mxattn_destroy(ctx);
     return rc;
 }
 
@@ -87,7 +84,7 @@ static void print_json(void) {
 }
 
 static int names_a_parameter(const char *arg) {
-    if (strncmp(arg, "--", 2) || cli_space_load("params", NULL)) return 0;
+    if (strncmp(arg, "--", 2) || cli_space_load("params")) return 0;
     char key[40];
     snprintf(key, sizeof key, "%.*s", (int)strcspn(arg + 2, "="), arg + 2);
     for (char *c = key; *c; c++) if (*c == '-') *c = '_';
@@ -110,17 +107,19 @@ int cmd_params(int argc, char **argv) {
         if (id == CLI_ARG) return cli_usage_error("params", "unexpected argument '%s'", ps.value);
         json = 1;
     }
-    mx_gen *g = NULL;
+    if (json) {
+        int rc = cli_space_load("params");
+        if (!rc) print_json();
+        return rc;
+    }
+    mxattn_ctx *ctx = NULL;
     char *text = NULL;
-    mxattn_status st = mx_gen_open(&g);
-    int rc = 0;
-    if (st == MXATTN_OK && json) rc = cli_space_load("params", g);
-    else if (st == MXATTN_OK) st = mx_gen_call(g, "params_help", NULL, NULL, &text);
-    mx_gen_close(g);
-    if (st != MXATTN_OK) return cli_fail_status("params", st);
+    int rc = cli_template_ctx("params", &ctx);
     if (rc) return rc;
-    if (json) print_json();
-    else fputs(text, stdout);
-    free(text);
+    mxattn_status st = mxattn_params_help(ctx, &text);
+    mxattn_destroy(ctx);
+    if (st != MXATTN_OK) return cli_fail_status("params", st);
+    fputs(text, stdout);
+    mxattn_free(text);
     return 0;
 }

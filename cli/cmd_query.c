@@ -1,6 +1,5 @@
 /* mxattn query: list tuned configurations from the database, as a table or JSON. */
 #include "cli.h"
-#include "cache/cache.h"
 #include "space.h"
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +18,11 @@ static const char USAGE[] =
     "throughput at the problem tuned; speedup = the heuristic default's time over the\n"
     "tuned kernel's, both measured on the same GPU in the same tuning run.\n";
 
-typedef struct { const char *db; int json; mx_tune_filter filter; } query_args;
+typedef struct { const char *db; int json; mxattn_db_filter filter; } query_args;
 
-static int copy_flag(const char *flag, const char *value, char *dst, size_t cap) {
+/* The filter's fields hold at most this much (mxattn_tuned_row's gpu and family). */
+static int check_length(const char *flag, const char *value, size_t cap) {
     if (strlen(value) >= cap) return cli_usage_error("query", "%s value is too long", flag), 0;
-    strcpy(dst, value);
     return 1;
 }
 
@@ -36,7 +35,7 @@ static const cli_option options[] = {
 
 /* Returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, query_args *a) {
-    mx_tune_filter_init(&a->filter);
+    mxattn_db_filter_init(&a->filter);
     cli_parser ps;
     cli_parser_init(&ps, "query", argc, argv, options, -1);
     for (int id; (id = cli_next(&ps)) != CLI_END;) {
@@ -51,15 +50,19 @@ static int parse_args(int argc, char **argv, query_args *a) {
         case CLI_ARG: return cli_usage_error("query", "unexpected argument '%s'", value);
         case OPT_JSON: a->json = 1; break;
         case OPT_DB: a->db = value; break;
-        case OPT_GPU: if (!copy_flag(flag, value, a->filter.gpu, sizeof a->filter.gpu)) return 2; break;
+        case OPT_GPU:
+            if (!check_length(flag, value, sizeof ((mxattn_tuned_row *)0)->gpu)) return 2;
+            a->filter.gpu = value;
+            break;
         case OPT_FAMILY:
-            if (cli_space_load("query", NULL) || !cli_space_check_list("query", flag, "family", value)) return 2;
+            if (cli_space_load("query") || !cli_space_check_list("query", flag, "family", value)) return 2;
             if (strchr(value, ',')) return cli_usage_error("query", "%s takes one family here", flag);
-            if (!copy_flag(flag, value, a->filter.family, sizeof a->filter.family)) return 2;
+            if (!check_length(flag, value, sizeof ((mxattn_tuned_row *)0)->family)) return 2;
+            a->filter.family = value;
             break;
         case OPT_DTYPE:
             if (!cli_parse_dtype("query", flag, value, &dtype)) return 2;
-            strcpy(a->filter.dtype, value);
+            a->filter.dtype = value;
             break;
         case OPT_HEAD_DIM:
             if (!cli_parse_long("query", flag, value, 1, 4096, &n)) return 2;
@@ -74,15 +77,14 @@ static int parse_args(int argc, char **argv, query_args *a) {
     return -1;
 }
 
-static void print_table(const mx_tune_row *rows, int count) {
+static void print_table(const mxattn_tuned_row *rows, int count) {
     printf("%-24s %-12s %4s %-4s %6s %3s %6s %6s %9s %8s %7s  %s\n", "gpu", "family", "dim", "dt", "causal", "gqa",
            "bucket", "q", "ms", "TOPS", "speedup", "config");
     for (int i = 0; i < count; i++) {
-        const mx_tune_key *k = &rows[i].key;
-        const mx_tune_result *r = &rows[i].result;
+        const mxattn_tuned_row *r = &rows[i];
         double speedup = r->default_ms > 0 && r->median_ms > 0 ? r->default_ms / r->median_ms : 0;
-        printf("%-24.24s %-12.12s %4d %-4s %6d %3d %6d %6d %9.4f %8.1f %6.2fx  %s\n", k->gpu_name, k->family,
-               k->head_dim, k->dtype, k->causal, k->gqa, k->seq_bucket, k->q_bucket, r->median_ms, r->tops, speedup,
+        printf("%-24.24s %-12.12s %4d %-4s %6d %3d %6d %6d %9.4f %8.1f %6.2fx  %s\n", r->gpu, r->family,
+               r->head_dim, r->dtype, r->causal, r->gqa, r->seq_bucket, r->q_bucket, r->median_ms, r->tops, speedup,
                r->config);
     }
     if (count == 0) printf("(no tuned configurations match)\n");
@@ -90,30 +92,24 @@ static void print_table(const mx_tune_row *rows, int count) {
                 " kernel's on the same GPU)\n");
 }
 
-static int open_cache(const char *path, mx_cache **cache) {
-    mxattn_status s = mx_cache_open_ex(path, MX_CACHE_OPEN_EXISTING, cache); /* a missing one is not created */
-    if (s) return cli_fail_status("query", s);
-    if (mx_cache_recovered(*cache)) fprintf(stderr, "mxattn query: warning: %s\n", mx_cache_recovered(*cache));
-    return 0;
-}
-
 int cmd_query(int argc, char **argv) {
     query_args a = {0};
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0) return rc;
-    mx_cache *cache;
-    if ((rc = open_cache(a.db, &cache))) return rc;
-    mx_tune_row *rows = NULL;
+    mxattn_db *db;
+    mxattn_status s = mxattn_db_open(a.db, 1, &db);   /* a missing one is not created */
+    if (s) return cli_fail_status("query", s);
+    if (*mxattn_db_recovered(db)) fprintf(stderr, "mxattn query: warning: %s\n", mxattn_db_recovered(db));
+    mxattn_tuned_row *rows = NULL;
     int count = 0;
-    mxattn_status s = mx_cache_query(cache, &a.filter, &rows, &count);
     char *json = NULL;
-    if (!s && a.json) s = mx_tune_rows_json(rows, count, &json);
+    s = mxattn_db_query(db, &a.filter, &rows, &count, a.json ? &json : NULL);
     if (!s) {
         if (json) fputs(json, stdout);
         else print_table(rows, count);
     }
-    free(json);
-    free(rows);
-    mx_cache_close(cache);
+    mxattn_free(json);
+    mxattn_free(rows);
+    mxattn_db_close(db);
     return s ? cli_fail_status("query", s) : 0;
 }

@@ -1,9 +1,6 @@
 /* `mxattn run`: one problem on the GPU, checked against the CPU reference. */
 #include "cli.h"
-#include "numerics/numerics.h"
-#include "runtime/device.h"
 #include "space.h"
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +9,7 @@ typedef struct {
     const char *config;
     int reps;
     int check_heads;     /* heads compared against the fp64 reference */
-    uint64_t seed;
+    unsigned long long seed;
     int json;
 } run_args;
 
@@ -82,14 +79,14 @@ static int parse_args(int argc, char **argv, run_args *a) {
             break;
         case OPT_SEED:
             if (!cli_parse_long("run", f, v, 0, 1L << 40, &x)) return 2;
-            a->seed = (uint64_t)x;
+            a->seed = (unsigned long long)x;
             break;
         case OPT_SCALE:
             if (!cli_parse_double("run", f, v, 0, 1e6, &s)) return 2;
             a->p.sm_scale = (float)s;
             break;
         case OPT_FAMILY:
-            if (cli_space_load("run", NULL) || !cli_space_check_list("run", f, "family", v)) return 2;
+            if (cli_space_load("run") || !cli_space_check_list("run", f, "family", v)) return 2;
             if (strchr(v, ',')) return cli_usage_error("run", "%s takes one family", f);
             a->p.family = v;
             break;
@@ -120,67 +117,6 @@ static int parse_args(int argc, char **argv, run_args *a) {
     return 0;
 }
 
-static uint16_t to_half(mxattn_dtype t, float x) { return t == MXATTN_F16 ? mx_f32_to_f16(x) : mx_f32_to_bf16(x); }
-
-/* Gaussian inputs. Checked ones are fresh throughout. Timing-only ones
- * (--check-heads 0) repeat a pattern of 2^20 values: a fresh Gaussian for
- * each of the 805M inputs of B=4 H=32 N=16384 D=128 takes ~10 s of CPU, which
- * an A/B of ten problems paid on every run; the kernels' speed does not
- * depend on the values beyond their distribution. */
-static void fill_gaussian(uint16_t *host, size_t n, mxattn_dtype dtype, mx_rng *rng, int fresh) {
-    const size_t period = (size_t)1 << 20;
-    size_t drawn = fresh || n < period ? n : period;
-    for (size_t j = 0; j < drawn; j++) host[j] = to_half(dtype, (float)mx_rng_gaussian(rng));
-    for (size_t j = drawn; j < n; j += drawn) memcpy(host + j, host, (n - j < drawn ? n - j : drawn) * sizeof *host);
-}
-static float from_half(mxattn_dtype t, uint16_t h) { return t == MXATTN_F16 ? mx_f16_to_f32(h) : mx_bf16_to_f32(h); }
-
-/* Index of (b, h, n, 0) in a contiguous tensor of the given layout. */
-static size_t index_of(mxattn_layout l, int heads, int seq, int d, int b, int h, int n) {
-    return l == MXATTN_LAYOUT_BHND ? (((size_t)b * heads + h) * seq + n) * d : (((size_t)b * seq + n) * heads + h) * d;
-}
-
-typedef struct { uint16_t *host; void *dev; size_t n; } buffer;
-
-static int check_against_reference(const run_args *a, buffer *t[4], mx_error_stats *err) {
-    const mxattn_problem *p = &a->p;
-    int d = p->head_dim, gqa = p->heads_q / p->heads_kv;
-    size_t nq = (size_t)p->seq_q * d, nk = (size_t)p->seq_k * d;
-    float *q = malloc(nq * 4), *k = malloc(nk * 4), *v = malloc(nk * 4), *got = malloc(nq * 4);
-    double *ref = malloc(nq * 8);
-    if (!q || !k || !v || !got || !ref) {
-        free(q); free(k); free(v); free(got); free(ref);
-        return cli_fail("run", "out of host memory for the CPU reference (try --check-heads 0)");
-    }
-    double sum_l1 = 0, sum_ref = 0, dot = 0, nref = 0, ngot = 0, max_abs = 0;
-    for (int h = 0; h < a->check_heads; h++) {
-        int hk = h / gqa;
-        for (int n = 0; n < p->seq_q; n++)
-            for (int c = 0; c < d; c++) {
-                q[(size_t)n * d + c] = from_half(p->dtype, t[0]->host[index_of(p->layout, p->heads_q, p->seq_q, d, 0, h, n) + c]);
-                got[(size_t)n * d + c] = from_half(p->out_dtype, t[3]->host[index_of(p->layout, p->heads_q, p->seq_q, d, 0, h, n) + c]);
-            }
-        for (int n = 0; n < p->seq_k; n++)
-            for (int c = 0; c < d; c++) {
-                k[(size_t)n * d + c] = from_half(p->dtype, t[1]->host[index_of(p->layout, p->heads_kv, p->seq_k, d, 0, hk, n) + c]);
-                v[(size_t)n * d + c] = from_half(p->dtype, t[2]->host[index_of(p->layout, p->heads_kv, p->seq_k, d, 0, hk, n) + c]);
-            }
-        mx_ref_shape s = {1, 1, 1, p->seq_q, p->seq_k, d, p->causal, p->sm_scale};
-        if (mx_ref_attention(&s, q, k, v, ref, NULL) != MXATTN_OK) break;
-        for (size_t i = 0; i < nq; i++) {
-            double e = fabs(got[i] - ref[i]);
-            sum_l1 += e; sum_ref += fabs(ref[i]);
-            dot += got[i] * ref[i]; nref += ref[i] * ref[i]; ngot += (double)got[i] * got[i];
-            if (!(e <= max_abs)) max_abs = e;
-        }
-    }
-    err->rel_l1 = sum_l1 / (sum_ref > 0 ? sum_ref : 1);
-    err->cosine = dot / sqrt(nref * ngot + 1e-300);
-    err->max_abs = max_abs;
-    free(q); free(k); free(v); free(got); free(ref);
-    return 0;
-}
-
 int cmd_run(int argc, char **argv) {
     run_args a;
     int rc = parse_args(argc, argv, &a);
@@ -190,11 +126,9 @@ int cmd_run(int argc, char **argv) {
     if (st != MXATTN_OK) return cli_fail_input("run", st);
     mxattn_ctx *ctx = NULL;
     mxattn_plan *plan = NULL;
-    mx_device dev = {0};
-    buffer bq = {0}, bk = {0}, bv = {0}, bo = {0}, *t[4] = {&bq, &bk, &bv, &bo};
-    mx_timer timer = {0};
+    mxattn_device_info dev;
     rc = 1;
-    if ((st = mxattn_create(&ctx, NULL)) != MXATTN_OK || (st = mx_device_open(&dev, 0)) != MXATTN_OK) {
+    if ((st = mxattn_create(&ctx, NULL)) != MXATTN_OK || (st = mxattn_device_get_info(0, &dev)) != MXATTN_OK) {
         cli_fail_status("run", st);
         goto done;
     }
@@ -215,47 +149,16 @@ int cmd_run(int argc, char **argv) {
     }
     mxattn_plan_get_info(second, &again);
     mxattn_plan_destroy(second);
-    mxattn_problem *p = &a.p;
-    bq.n = bo.n = (size_t)p->batch * p->heads_q * p->seq_q * p->head_dim;
-    bk.n = bv.n = (size_t)p->batch * p->heads_kv * p->seq_k * p->head_dim;
-    mx_rng rng;
-    mx_rng_seed(&rng, a.seed);
-    for (int i = 0; i < 4; i++) {
-        t[i]->host = malloc(t[i]->n * 2);
-        if (!t[i]->host) { cli_fail("run", "out of host memory"); goto done; }
-        if (i == 3)
-            for (size_t j = 0; j < t[i]->n; j++) t[i]->host[j] = 0x7fc1;   /* O: poisoned (NaN) */
-        else
-            fill_gaussian(t[i]->host, t[i]->n, p->dtype, &rng, a.check_heads > 0);
-        if ((st = mx_mem_alloc(&dev, t[i]->n * 2, &t[i]->dev)) != MXATTN_OK ||
-            (st = mx_memcpy_htod(&dev, t[i]->dev, t[i]->host, t[i]->n * 2)) != MXATTN_OK) {
-            cli_fail_status("run", st);
-            goto done;
-        }
-    }
-    float *lse = NULL;
-    if (p->return_lse && (st = mx_mem_alloc(&dev, (size_t)p->batch * p->heads_q * p->seq_q * 4, (void **)&lse)) != MXATTN_OK) {
+    mxattn_bench_options bo;
+    mxattn_bench_report r;
+    mxattn_bench_options_init(&bo);
+    bo.reps = a.reps;
+    bo.seed = a.seed;
+    bo.check_heads = a.check_heads;
+    if ((st = mxattn_plan_benchmark(plan, &bo, &r)) != MXATTN_OK) {
         cli_fail_status("run", st);
         goto done;
     }
-    float ms = 0, best = 1e30f, total = 0;
-    if ((st = mxattn_run(plan, bq.dev, bk.dev, bv.dev, bo.dev, lse, NULL)) != MXATTN_OK ||
-        (st = mx_memcpy_dtoh(&dev, bo.host, bo.dev, bo.n * 2)) != MXATTN_OK || (st = mx_timer_create(&dev, &timer)) != MXATTN_OK) {
-        cli_fail_status("run", st);
-        goto done;
-    }
-    for (int r = 0; r < a.reps; r++) {
-        if ((st = mx_timer_start(&timer, NULL)) != MXATTN_OK || (st = mxattn_run(plan, bq.dev, bk.dev, bv.dev, bo.dev, lse, NULL)) != MXATTN_OK ||
-            (st = mx_timer_stop(&timer, NULL)) != MXATTN_OK || (st = mx_timer_elapsed_ms(&timer, &ms)) != MXATTN_OK) {
-            cli_fail_status("run", st);
-            goto done;
-        }
-        total += ms;
-        if (ms < best) best = ms;
-    }
-    mx_error_stats err = {0};
-    if (a.check_heads > 0 && check_against_reference(&a, t, &err) != 0) goto done;
-    double flops = 4.0 * p->batch * p->heads_q * (double)p->seq_q * p->seq_k * p->head_dim / (p->causal ? 2 : 1);
     if (a.json) {
         printf("{\"kernel\": ");
         cli_json_string(stdout, info.kernel_name);
@@ -268,8 +171,8 @@ int cmd_run(int argc, char **argv) {
                "\"mean_ms\": %.6f, \"reps\": %d, \"tops\": %.3f, \"rel_l1\": %.6e, \"cosine\": %.9f, "
                "\"max_abs\": %.6e, \"checked_heads\": %d}\n",
                info.cubin_from_cache ? "true" : "false", info.create_ms, info.compile_ms, info.registers,
-               info.shared_bytes, info.spill_bytes, again.create_ms, best, total / a.reps, a.reps,
-               flops / (best * 1e9), err.rel_l1, err.cosine, err.max_abs, a.check_heads);
+               info.shared_bytes, info.spill_bytes, again.create_ms, r.best_ms, r.mean_ms, r.reps,
+               r.tops, r.rel_l1, r.cosine, r.max_abs, a.check_heads);
         rc = 0;
         goto done;
     }
@@ -279,15 +182,12 @@ int cmd_run(int argc, char **argv) {
            info.compile_ms, info.registers, info.shared_bytes, info.spill_bytes);
     printf("plan again  %.2f ms (%s)\n", again.create_ms,
            again.cubin_from_cache ? "binary from the database, no NVRTC" : "compiled again: no database");
-    printf("time        %.4f ms best, %.4f ms mean of %d; %.1f TOPS\n", best, total / a.reps, a.reps, flops / (best * 1e9));
-    printf("error       rel_l1 %.3e  cos %.7f  max_abs %.3e  (%d head(s) of batch 0 vs fp64)\n", err.rel_l1,
-           err.cosine, err.max_abs, a.check_heads);
+    printf("time        %.4f ms best, %.4f ms mean of %d; %.1f TOPS\n", r.best_ms, r.mean_ms, r.reps, r.tops);
+    printf("error       rel_l1 %.3e  cos %.7f  max_abs %.3e  (%d head(s) of batch 0 vs fp64)\n", r.rel_l1,
+           r.cosine, r.max_abs, a.check_heads);
     rc = 0;
 done:
-    mx_timer_destroy(&timer);
-    for (int i = 0; i < 4; i++) { free(t[i]->host); if (t[i]->dev) mx_mem_free(&dev, t[i]->dev); }
     mxattn_plan_destroy(plan);
-    mx_device_close(&dev);
     mxattn_destroy(ctx);
     return rc;
 }

@@ -2,12 +2,11 @@
  * storing every measurement and each winner in the database; or, with
  * --compile-only, filling the kernel cache for an arch without a GPU. */
 #include "cli.h"
-#include "api/context.h"
 #include "space.h"
-#include "util/clock.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CMD "tune"
@@ -17,9 +16,17 @@
 #define DEFAULT_HEADS 16
 #define COMPILE_ONLY_CAP 24          /* candidates per shape when compiling without a GPU */
 
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 static void usage(void) {
     char families[256], archs[256];
-    cli_space_load(CMD, NULL);
+    mxattn_tune_options defaults;
+    mxattn_tune_options_init(&defaults);
+    cli_space_load(CMD);
     cli_space_legal("family", families, sizeof families);
     cli_space_legal("arch", archs, sizeof archs);
     printf(
@@ -63,7 +70,7 @@ static void usage(void) {
         "  --arch A                target of --compile-only (default sm_90a): %s\n"
         "output:\n"
         "  --json                  the results as JSON on stdout\n",
-        families, TOKENS_PER_BATCH, DEFAULT_HEADS, MX_TUNE_SETTLE_MS, MX_TUNE_SCORES_STD, COMPILE_ONLY_CAP, archs);
+        families, TOKENS_PER_BATCH, DEFAULT_HEADS, defaults.settle_ms, defaults.scores_std, COMPILE_ONLY_CAP, archs);
 }
 
 typedef struct {
@@ -95,7 +102,7 @@ typedef struct {
 
 static int parse_families(const char *flag, const char *text, options *o) {
     static char buf[512];
-    if (cli_space_load(CMD, NULL) || !cli_space_check_list(CMD, flag, "family", text)) return 0;
+    if (cli_space_load(CMD) || !cli_space_check_list(CMD, flag, "family", text)) return 0;
     snprintf(buf, sizeof buf, "%s", text);
     o->n_families = 0;
     char *save = NULL;
@@ -195,7 +202,7 @@ static int parse_args(int argc, char **argv, options *o) {
         case OPT_DB: o->db = v; break;
         case OPT_SPEC: o->spec = v; break;
         default: /* OPT_ARCH: the templates' list of targets */
-            if (cli_space_load(CMD, NULL) || !cli_space_check_list(CMD, a, "arch", v) || strchr(v, ',')) {
+            if (cli_space_load(CMD) || !cli_space_check_list(CMD, a, "arch", v) || strchr(v, ',')) {
                 if (strchr(v, ',')) cli_usage_error(CMD, "%s takes one arch", a);
                 return 2;
             }
@@ -344,9 +351,8 @@ static int spec_problems(const options *o, problem *out, int *n) {
 /* Checks every problem before any work starts: a typo fails fast. */
 static int resolve_all(problem *pr, int n, const char *origin) {
     for (int i = 0; i < n; i++) {
-        mx_problem checked;
         pr[i].p.family = pr[i].family;
-        mxattn_status st = mx_problem_resolve(&pr[i].p, &checked);
+        mxattn_status st = mxattn_problem_check(&pr[i].p);
         label_problem(&pr[i]);
         if (st != MXATTN_OK)
             return cli_usage_error(CMD, "%s problem %d (%s): %s", origin, i + 1, pr[i].label, mxattn_last_error());
@@ -357,20 +363,15 @@ static int resolve_all(problem *pr, int n, const char *origin) {
 /* Asks the templates about each family once, so that a family they cannot
  * build yet fails here, in one line, before any work. */
 static int check_families(mxattn_ctx *ctx, problem *pr, int n, const char *arch) {
-    mx_jit_env env;
-    memset(&env, 0, sizeof env);
-    env.gen = ctx->gen;
-    env.gen_lock = &ctx->gen_lock;
     for (int i = 0; i < n; i++) {
         int seen = 0;
         for (int j = 0; j < i; j++) seen |= !strcmp(pr[i].family, pr[j].family);
         if (seen) continue;
-        mx_problem checked;
-        char shape[1024], *canonical = NULL;
-        mx_problem_resolve(&pr[i].p, &checked);
-        mx_problem_shape_params(&checked, arch, shape, sizeof shape);
-        mxattn_status st = mx_jit_gen_call(&env, "validate", shape, NULL, &canonical);
-        free(canonical);
+        char *shape = NULL, *canonical = NULL;
+        mxattn_status st = mxattn_problem_params(&pr[i].p, arch, &shape);
+        if (st == MXATTN_OK) st = mxattn_params_resolve(ctx, shape, &canonical);
+        mxattn_free(shape);
+        mxattn_free(canonical);
         if (st != MXATTN_OK) return cli_usage_error(CMD, "family %s: %s", pr[i].family, mxattn_last_error());
     }
     return 0;
@@ -395,9 +396,9 @@ static void format_duration(double s, char *out, size_t cap) {
     else snprintf(out, cap, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
 }
 
-static void on_progress(void *user, const mx_tune_progress *p) {
+static void on_progress(void *user, const mxattn_tune_progress *p) {
     progress_state *ps = user;
-    double now = mx_now_ms();
+    double now = now_ms();
     /* A failed candidate says why, always: the database keeps only its status. */
     if (p->why) {
         fprintf(stderr, "%s  %s: %s: %s\n", ps->tty ? "\r\033[K" : "", p->current, p->status, p->why);
@@ -444,8 +445,8 @@ static int default_threads(const options *o) {
     return cpus > 1 ? (int)(cpus - 1 < 16 ? cpus - 1 : 16) : 1;
 }
 
-static void base_options(const options *o, mx_tune_options *t, progress_state *ps) {
-    mx_tune_options_init(t);
+static void base_options(const options *o, mxattn_tune_options *t, progress_state *ps) {
+    mxattn_tune_options_init(t);
     if (o->reps > 0) t->reps = (int)o->reps;
     if (o->warmup >= 0) t->warmup = (int)o->warmup;
     if (o->settle_ms >= 0) t->settle_ms = (double)o->settle_ms;
@@ -455,24 +456,32 @@ static void base_options(const options *o, mx_tune_options *t, progress_state *p
     t->user = ps;
 }
 
+/* The database's path, for the report ("" when there is none). */
+static const char *db_path(mxattn_ctx *ctx, mxattn_cache_info *info) {
+    if (mxattn_cache_get_info(ctx, info) != MXATTN_OK) info->path[0] = 0;
+    return info->path;
+}
+
 static int compile_only(mxattn_ctx *ctx, const options *o, problem *pr, int n) {
     const char *arch = o->arch ? o->arch : "sm_90a";
-    mx_jit_env env;
-    mx_ctx_jit_env(ctx, NULL, &env);
-    snprintf(env.arch, sizeof env.arch, "%s", arch);
-    if (!env.cache) return cli_fail(CMD, "the database could not be opened: compile-only has nowhere to store kernels");
+    mxattn_cache_info ci;
+    if (mxattn_cache_get_info(ctx, &ci) != MXATTN_OK)
+        return cli_fail(CMD, "the database could not be opened: compile-only has nowhere to store kernels");
     /* Kernels depend on the shape, not on the sizes: one compile per shape. */
     static char shapes[MAX_PROBLEMS][1024];
     int n_shapes = 0, rc = 0;
-    mx_tune_outcome total;
+    mxattn_tune_report total;
     memset(&total, 0, sizeof total);
-    progress_state ps = {.tty = isatty(2), .verb = "compiling", .run_start_ms = mx_now_ms()};
+    progress_state ps = {.tty = isatty(2), .verb = "compiling", .run_start_ms = now_ms()};
     int unique[MAX_PROBLEMS];
     for (int i = 0; i < n; i++) {
-        mx_problem checked;
-        mx_problem_resolve(&pr[i].p, &checked);
-        checked.p.seq_q = checked.p.seq_k = 1;
-        mx_problem_shape_params(&checked, arch, shapes[n_shapes], sizeof shapes[0]);
+        mxattn_problem one = pr[i].p;
+        char *shape = NULL;
+        one.seq_q = one.seq_k = 1;
+        mxattn_status st = mxattn_problem_params(&one, arch, &shape);
+        if (st != MXATTN_OK) return cli_fail_status(CMD, st);
+        snprintf(shapes[n_shapes], sizeof shapes[0], "%s", shape);
+        mxattn_free(shape);
         int seen = 0;
         for (int j = 0; j < n_shapes; j++) seen |= !strcmp(shapes[j], shapes[n_shapes]);
         if (!seen) unique[n_shapes++] = i;
@@ -480,21 +489,18 @@ static int compile_only(mxattn_ctx *ctx, const options *o, problem *pr, int n) {
     ps.count = n_shapes;
     for (int s = 0; s < n_shapes; s++) {
         problem *p = &pr[unique[s]];
-        mx_problem checked;
-        mx_problem_resolve(&p->p, &checked);
-        mx_tune_sizes sizes;
-        mx_ctx_tune_sizes(&checked, &sizes);
-        mx_tune_options t;
+        mxattn_tune_options t;
         base_options(o, &t, &ps);
         t.compile_only = 1;
+        t.arch = arch;
         t.max_candidates = o->max_candidates >= 0 ? (int)o->max_candidates : COMPILE_ONLY_CAP;
         char label[96];
         snprintf(label, sizeof label, "%s d%d %s causal=%d", p->family, p->p.head_dim,
                  p->p.dtype == MXATTN_F16 ? "f16" : "bf16", p->p.causal != MXATTN_CAUSAL_NONE);
         ps.index = s;
         ps.label = label;
-        mx_tune_outcome out;
-        mxattn_status st = mx_tune_run(&env, shapes[s], &sizes, NULL, &t, &out);
+        mxattn_tune_report out;
+        mxattn_status st = mxattn_tune_run(ctx, &p->p, &t, &out);
         progress_end_line(&ps);
         /* Kernels the cache would not take are counted and reported once, below. */
         int lost_writes = st != MXATTN_OK && st == out.store_status;
@@ -513,14 +519,14 @@ static int compile_only(mxattn_ctx *ctx, const options *o, problem *pr, int n) {
         total.pruned += out.pruned;
         total.compile_ms += out.compile_ms;
     }
-    double wall = (mx_now_ms() - ps.run_start_ms) / 1e3;
+    double wall = (now_ms() - ps.run_start_ms) / 1e3;
     int threads = default_threads(o);
     if (o->json) {
         printf("{\"arch\": \"%s\", \"shapes\": %d, \"candidates\": %d, \"compiled\": %d, \"cache_hits\": %d, "
                "\"compile_failed\": %d, \"spilling\": %d, \"compile_s\": %.2f, \"wall_s\": %.2f, \"threads\": %d, \"db\": ",
                arch, n_shapes, total.candidates, total.compiled, total.cache_hits, total.compile_failed, total.pruned,
                total.compile_ms / 1e3, wall, threads + 1);
-        json_string(stdout, mx_cache_path(env.cache));
+        json_string(stdout, db_path(ctx, &ci));
         printf(", \"not_stored\": %d}\n", total.kernels_not_stored);
     } else {
         printf("compile-only for %s: %d shape%s x up to %d candidates (seq lengths share kernels)\n", arch, n_shapes,
@@ -529,7 +535,7 @@ static int compile_only(mxattn_ctx *ctx, const options *o, problem *pr, int n) {
         printf("  cache hits        %d\n", total.cache_hits);
         if (total.compile_failed) printf("  compile failures  %d\n", total.compile_failed);
         if (total.pruned) printf("  spilling          %d (compiled, but the tuner will skip them)\n", total.pruned);
-        printf("  wall time         %.1f s\n  kernel cache      %s\n", wall, mx_cache_path(env.cache));
+        printf("  wall time         %.1f s\n  kernel cache      %s\n", wall, db_path(ctx, &ci));
     }
     if (total.kernels_not_stored)
         rc = cli_fail(CMD, "compiled %d, stored %d: %d kernel%s not stored: %s", total.compiled,
@@ -542,37 +548,37 @@ static int compile_only(mxattn_ctx *ctx, const options *o, problem *pr, int n) {
 
 typedef struct {
     const problem *pr;
-    int bucket, q_bucket;
-    mx_tune_outcome out;
+    mxattn_tune_report out;
     mxattn_status st;
     char error[512];
 } result;
 
 /* A run whose only failure was the database's refusal still found a winner. */
-static int has_result(const result *r) { return r->st == MXATTN_OK || (r->out.best[0] && r->st == r->out.store_status); }
+static int has_result(const result *r) {
+    return r->st == MXATTN_OK || (r->out.best_config[0] && r->st == r->out.store_status);
+}
 
-static void print_table(const mx_device *dev, const char *db, const result *r, int n) {
+static void print_table(const mxattn_device_info *dev, const char *db, const result *r, int n) {
     printf("\nTuned on %s (%s, %d SMs); database %s\n", dev->name, dev->arch, dev->sm_count, db);
     printf("%-8s %4s %-5s %-12s %6s %6s %5s  %-44s %9s %7s %10s %8s\n", "family", "d", "dtype", "causal", "bucket",
            "q", "cands", "best config", "ms", "TOPS", "default ms", "speed-up");
     for (int i = 0; i < n; i++) {
         const mxattn_problem *p = &r[i].pr->p;
-        const mx_tune_outcome *o = &r[i].out;
+        const mxattn_tune_report *o = &r[i].out;
         printf("%-8s %4d %-5s %-12s %6d %6d %5d  ", r[i].pr->family, p->head_dim, p->dtype == MXATTN_F16 ? "f16" : "bf16",
-               causal_name(p->causal), r[i].bucket, r[i].q_bucket, o->candidates);
+               causal_name(p->causal), o->seq_bucket, o->q_bucket, o->candidates);
         if (!has_result(&r[i])) { printf("failed: %.100s\n", r[i].error); continue; }
-        const char *cfg = strncmp(o->best, "variant=mma ", 12) ? o->best : o->best + 12;
-        printf("%-44s %9.4f %7.1f %10.4f %7.2fx\n", cfg, o->best_ms, o->best_tops, o->default_ms,
+        printf("%-44s %9.4f %7.1f %10.4f %7.2fx\n", o->best_config, o->best_ms, o->best_tops, o->default_ms,
                o->best_ms > 0 && o->default_ms > 0 ? o->default_ms / o->best_ms : 0);
     }
     printf("(ms: the best candidate's median; speed-up: the heuristic default's median over it, both timed in this run)\n");
 }
 
-static void print_json(const mx_device *dev, const result *r, int n) {
+static void print_json(const mxattn_device_info *dev, const result *r, int n) {
     printf("[");
     for (int i = 0; i < n; i++) {
         const mxattn_problem *p = &r[i].pr->p;
-        const mx_tune_outcome *o = &r[i].out;
+        const mxattn_tune_report *o = &r[i].out;
         printf("%s\n  {\"gpu\": ", i ? "," : "");
         json_string(stdout, dev->name);
         printf(", \"family\": ");
@@ -580,7 +586,7 @@ static void print_json(const mx_device *dev, const result *r, int n) {
         printf(", \"head_dim\": %d, \"dtype\": \"%s\", \"causal\": %d, \"seq_bucket\": %d, \"q_bucket\": %d, "
                "\"batch\": %d, \"heads_q\": %d, \"heads_kv\": %d, \"seq\": %d, \"seq_q\": %d, \"seq_k\": %d, "
                "\"candidates\": %d, \"measured\": %d, \"failed\": %d, \"skipped\": %d, ",
-               p->head_dim, p->dtype == MXATTN_F16 ? "f16" : "bf16", (int)p->causal, r[i].bucket, r[i].q_bucket,
+               p->head_dim, p->dtype == MXATTN_F16 ? "f16" : "bf16", (int)p->causal, o->seq_bucket, o->q_bucket,
                p->batch, p->heads_q, p->heads_kv, p->seq_q, p->seq_q, p->seq_k,
                o->candidates, o->measured, o->failed, o->skipped);
         if (r[i].st != MXATTN_OK) {
@@ -590,7 +596,7 @@ static void print_json(const mx_device *dev, const result *r, int n) {
         }
         if (has_result(&r[i])) {
             printf("\"config\": ");
-            json_string(stdout, o->best);
+            json_string(stdout, o->best_config);
             printf(", \"median_ms\": %.6f, \"tops\": %.3f, \"default_config\": ", o->best_ms, o->best_tops);
             json_string(stdout, o->default_config);
             printf(", \"default_ms\": %.6f, \"speedup\": %.4f", o->default_ms,
@@ -601,33 +607,23 @@ static void print_json(const mx_device *dev, const result *r, int n) {
     printf("\n]\n");
 }
 
-static int tune_all(mxattn_ctx *ctx, const mx_device *dev, const options *o, problem *pr, int n) {
-    mx_jit_env env;
-    mx_ctx_jit_env(ctx, dev, &env);
-    if (!env.cache) return cli_fail(CMD, "the database could not be opened: results would be lost");
+static int tune_all(mxattn_ctx *ctx, const mxattn_device_info *dev, const options *o, problem *pr, int n) {
+    mxattn_cache_info ci;
+    if (mxattn_cache_get_info(ctx, &ci) != MXATTN_OK)
+        return cli_fail(CMD, "the database could not be opened: results would be lost");
     result *res = calloc((size_t)n, sizeof *res);
     if (!res) return cli_fail(CMD, "out of memory");
-    progress_state ps = {.tty = isatty(2), .verb = "candidate", .count = n, .run_start_ms = mx_now_ms()};
+    progress_state ps = {.tty = isatty(2), .verb = "candidate", .count = n, .run_start_ms = now_ms()};
     int failures = 0;
     for (int i = 0; i < n; i++) {
-        mx_problem checked;
-        mx_problem_resolve(&pr[i].p, &checked);
-        char shape[1024];
-        mx_problem_shape_params(&checked, dev->arch, shape, sizeof shape);
-        mx_tune_key key;
-        mx_tune_sizes sizes;
-        mx_ctx_tune_key(ctx, dev, &checked, &key);
-        mx_ctx_tune_sizes(&checked, &sizes);
-        mx_tune_options t;
+        mxattn_tune_options t;
         base_options(o, &t, &ps);
         t.max_candidates = o->max_candidates > 0 ? (int)o->max_candidates : 0;
         t.resume = !o->fresh;
         ps.index = i;
         ps.label = pr[i].label;
         res[i].pr = &pr[i];
-        res[i].bucket = key.seq_bucket;
-        res[i].q_bucket = key.q_bucket;
-        res[i].st = mx_tune_run(&env, shape, &sizes, &key, &t, &res[i].out);
+        res[i].st = mxattn_tune_run(ctx, &pr[i].p, &t, &res[i].out);
         progress_end_line(&ps);
         ps.finished++;
         ps.finished_s += res[i].out.wall_s;
@@ -640,7 +636,7 @@ static int tune_all(mxattn_ctx *ctx, const mx_device *dev, const options *o, pro
         }
     }
     if (o->json) print_json(dev, res, n);
-    else print_table(dev, mx_cache_path(env.cache), res, n);
+    else print_table(dev, db_path(ctx, &ci), res, n);
     free(res);
     return failures ? 1 : 0;
 }
@@ -668,14 +664,14 @@ int cmd_tune(int argc, char **argv) {
         rc = check_families(ctx, problems, n, arch);
         if (rc == 0) rc = compile_only(ctx, &o, problems, n);
     } else {
-        const mx_device *dev = NULL;
-        st = mx_ctx_device(ctx, &dev);
+        mxattn_device_info dev;
+        st = mxattn_device_get_info(opts.device, &dev);
         if (st == MXATTN_ERROR_NO_DRIVER || st == MXATTN_ERROR_NO_DEVICE)
             rc = cli_fail(CMD, "no GPU here, and tuning measures kernels on one: use --compile-only "
                           "[--arch sm_90a] to fill the kernel cache without a GPU (%s)", mxattn_last_error());
         else if (st != MXATTN_OK) rc = cli_fail_status(CMD, st);
-        else rc = check_families(ctx, problems, n, dev->arch);
-        if (rc == 0) rc = tune_all(ctx, dev, &o, problems, n);
+        else rc = check_families(ctx, problems, n, dev.arch);
+        if (rc == 0) rc = tune_all(ctx, &dev, &o, problems, n);
     }
     mxattn_destroy(ctx);
     return rc;

@@ -14,9 +14,9 @@ static const char *causal_value(const char *cmd, const char *flag, const char *t
     return c[0] == MXATTN_CAUSAL_NONE ? "0" : "1";
 }
 
-int cli_param_flags(const char *cmd, mx_gen *g, int argc, char **argv, const cli_option *extra, int n_extra,
+int cli_param_flags(const char *cmd, int argc, char **argv, const cli_option *extra, int n_extra,
                     char *params, size_t params_len, cli_found *found, int cap, int *nfound) {
-    int rc = cli_space_load(cmd, g);
+    int rc = cli_space_load(cmd);
     if (rc) return rc;
     int n = cli_space_count();
     cli_option *opts = calloc((size_t)(n + n_extra + 1), sizeof *opts);

@@ -2,7 +2,6 @@
 #define MX_CLI_PARAMFLAGS_H
 #include <stddef.h>
 #include "cli.h"
-#include "gen/gen.h"
 
 /* An option of the command's own (not a kernel parameter) found on the line. */
 typedef struct { int id; const char *value; } cli_found;
@@ -16,6 +15,6 @@ typedef struct { int id; const char *value; } cli_found;
  * order, into found[] (*nfound of them, at most `cap`).  Writes "key=value
  * ..." to params.  --family and --head-dim are required.  Returns 0 on
  * success, -1 for --help, else the exit status after a one-line error. */
-int cli_param_flags(const char *cmd, mx_gen *g, int argc, char **argv, const cli_option *extra, int n_extra,
+int cli_param_flags(const char *cmd, int argc, char **argv, const cli_option *extra, int n_extra,
                     char *params, size_t params_len, cli_found *found, int cap, int *nfound);
 #endif

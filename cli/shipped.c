@@ -34,7 +34,7 @@ static int shipped_dir(char *dir, size_t cap) {
     return 0;
 }
 
-int cli_db_shipped(mx_cache *cache, int merge, const mx_import_options *opt) {
+int cli_db_shipped(mxattn_db *db, int merge, const mxattn_db_import_options *opt) {
     char dir[PATH_MAX];
     int rc = shipped_dir(dir, sizeof dir);
     if (rc) return rc;
@@ -44,9 +44,9 @@ int cli_db_shipped(mx_cache *cache, int merge, const mx_import_options *opt) {
     if (count == 0) rc = cli_fail("db", "no *.db files in %s", dir);
     for (int i = 0; i < count; i++) {
         char file[PATH_MAX + 256];
-        mx_import_report r;
+        mxattn_db_import_report r;
         snprintf(file, sizeof file, "%s/%s", dir, names[i]->d_name);
-        mxattn_status s = merge ? mx_cache_merge(cache, file, opt, &r) : mx_cache_import(cache, file, opt, &r);
+        mxattn_status s = merge ? mxattn_db_merge(db, file, opt, &r) : mxattn_db_import(db, file, opt, &r);
         if (s) rc = cli_fail_status("db", s);  /* the other files are still taken */
         else
             printf("%s %s: %ld tuning results read, %ld taken, %ld kept (ours faster), %ld refused; "

@@ -1,6 +1,5 @@
 #include "space.h"
 #include "cli.h"
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,65 +7,29 @@
 static cli_param params[MAX_PARAMS];
 static int n_params = -1;
 
-/* One row of params_help: "  name role legal help... (default X)". */
-static void read_row(const char *line, size_t len) {
-    char buf[2048], name[32], role[8], legal[160];
-    int used = 0;
-    if (len >= sizeof buf) return;
-    memcpy(buf, line, len);
-    buf[len] = 0;
-    if (sscanf(buf, " %31s %7s %159s %n", name, role, legal, &used) != 3) return;
-    /* The constraint lines below the table start with names too. */
-    if (strcmp(role, "shape") && strcmp(role, "problem") && strcmp(role, "knob")) return;
-    for (int i = 0; i < n_params; i++) {
-        cli_param *p = &params[i];
-        if (strcmp(p->name, name) || *p->role) continue;
-        snprintf(p->role, sizeof p->role, "%s", role);
-        snprintf(p->legal, sizeof p->legal, "%s", legal);
-        snprintf(p->help, sizeof p->help, "%s", buf + used);
-        p->is_range = sscanf(legal, "%ld..%ld", &p->min, &p->max) == 2;
-        return;
-    }
-}
-
-int cli_space_load(const char *cmd, mx_gen *g) {
+int cli_space_load(const char *cmd) {
     if (n_params >= 0) return 0;
-    mx_gen *own = NULL;
-    char *spec = NULL, *help = NULL;
-    mxattn_status st = MXATTN_OK;
-    if (!g && (st = mx_gen_open(&own)) == MXATTN_OK) g = own;
-    if (st == MXATTN_OK) st = mx_gen_call(g, "flag_spec", NULL, NULL, &spec);
-    if (st == MXATTN_OK) st = mx_gen_call(g, "params_help", NULL, NULL, &help);
-    mx_gen_close(own);
-    if (st != MXATTN_OK) {
-        free(spec);
-        free(help);
-        return cli_fail_status(cmd, st);
-    }
+    const mxattn_param *table = NULL;
+    int n = 0;
+    mxattn_status st = mxattn_params(&table, &n);
+    if (st != MXATTN_OK) return cli_fail_status(cmd, st);
     n_params = 0;
-    for (char *line = spec; line && *line && n_params < MAX_PARAMS;) {
-        char *nl = strchr(line, '\n');
-        cli_param *p = &params[n_params];
+    for (int i = 0; i < n && n_params < MAX_PARAMS; i++) {
+        const mxattn_param *t = &table[i];
+        cli_param *p = &params[n_params++];
         memset(p, 0, sizeof *p);
-        char kind[8] = "";
-        if (sscanf(line, "%31s %7s", p->name, kind) == 2) {
-            p->is_bool = !strcmp(kind, "bool");
-            char name[sizeof p->name];
-            memcpy(name, p->name, sizeof name);
-            snprintf(p->flag, sizeof p->flag, "--%s", name);
-            for (char *c = p->flag; *c; c++) if (*c == '_') *c = '-';
-            n_params++;
-        }
-        line = nl ? nl + 1 : NULL;
+        snprintf(p->name, sizeof p->name, "%s", t->name);
+        snprintf(p->flag, sizeof p->flag, "--%s", t->name);
+        for (char *c = p->flag; *c; c++) if (*c == '_') *c = '-';
+        snprintf(p->role, sizeof p->role, "%s", t->role);
+        snprintf(p->legal, sizeof p->legal, "%s", t->legal);
+        if (*t->default_value) snprintf(p->help, sizeof p->help, "%s (default %s)", t->help, t->default_value);
+        else snprintf(p->help, sizeof p->help, "%s", t->help);
+        p->is_bool = t->is_bool;
+        p->is_range = t->is_range;
+        p->min = t->min;
+        p->max = t->max;
     }
-    for (char *line = help; line && *line;) {
-        char *nl = strchr(line, '\n');
-        size_t len = nl ? (size_t)(nl - line) : strlen(line);
-        if (len > 2 && line[0] == ' ' && line[1] == ' ' && line[2] != ' ') read_row(line, len);
-        line = nl ? nl + 1 : NULL;
-    }
-    free(spec);
-    free(help);
     return 0;
 }
 

@@ -1,11 +1,11 @@
 /* The parameter space as the command line sees it: every kernel parameter of
- * templates/space.lua with its legal values and help, read from the templates
- * (`flag_spec` and `params_help`) so that the flags, their checks and --help
- * never keep a second copy of the table. */
+ * templates/space.lua with its legal values and help, read from the library
+ * (mxattn_params) so that the flags, their checks and --help never keep a
+ * second copy of the table. */
 #ifndef MX_CLI_SPACE_H
 #define MX_CLI_SPACE_H
 #include <stdio.h>
-#include "gen/gen.h"
+#include "mxattn.h"
 
 typedef struct {
     char name[32];        /* "head_dim" */
@@ -18,9 +18,9 @@ typedef struct {
     long min, max;
 } cli_param;
 
-/* Reads the table from g (NULL: opens the templates itself).  Returns 0, or
- * the exit status after printing why.  Later calls return the table read. */
-int cli_space_load(const char *cmd, mx_gen *g);
+/* Reads the table (mxattn_params).  Returns 0, or the exit status after
+ * printing why.  Later calls return the table read. */
+int cli_space_load(const char *cmd);
 int cli_space_count(void);
 const cli_param *cli_space_at(int i);
 const cli_param *cli_space_find(const char *name);

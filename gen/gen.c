@@ -1,4 +1,5 @@
 #include "gen/gen.h"
+#include "gen/gen_internal.h"
 #include "util/err.h"
 #include "util/sha256.h"
 
@@ -294,11 +295,15 @@ void mx_gen_close(mx_gen *g) {
 
 const char *mx_gen_template_hash(mx_gen *g) { return g->template_hash; }
 
-mxattn_status mx_gen_call(mx_gen *g, const char *fn, const char *arg1, const char *arg2,
-                          char **result) {
+lua_State *mx_gen_lua(mx_gen *g) { return g->L; }
+
+mxattn_status mx_gen_pcall(lua_State *L, int nargs, int nresults, const char *what) {
+    return protected_call(L, nargs, nresults, what);
+}
+
+mxattn_status mx_gen_push_call(mx_gen *g, const char *fn, const char *arg1, const char *arg2) {
     lua_State *L = g->L;
     int top = lua_gettop(L);
-    *result = NULL;
     lua_getglobal(L, "mxattn");
     lua_getfield(L, -1, fn);
     lua_remove(L, -2);
@@ -310,7 +315,17 @@ mxattn_status mx_gen_call(mx_gen *g, const char *fn, const char *arg1, const cha
     if (arg1) { lua_pushstring(L, arg1); nargs++; }
     if (arg2) { if (!arg1) { lua_pushnil(L); nargs++; } lua_pushstring(L, arg2); nargs++; }
     mxattn_status st = protected_call(L, nargs, 1, fn);
-    if (st != MXATTN_OK) { lua_settop(L, top); return st; }
+    if (st != MXATTN_OK) lua_settop(L, top);
+    return st;
+}
+
+mxattn_status mx_gen_call(mx_gen *g, const char *fn, const char *arg1, const char *arg2,
+                          char **result) {
+    lua_State *L = g->L;
+    int top = lua_gettop(L);
+    *result = NULL;
+    mxattn_status st = mx_gen_push_call(g, fn, arg1, arg2);
+    if (st != MXATTN_OK) return st;
     size_t len = 0;
     const char *s = lua_tolstring(L, -1, &len);
     if (!s) {

@@ -357,10 +357,13 @@ typedef struct {
 typedef struct { double *scores, *p, *p_hat; } mx_ref_trace;
 
 void mx_ref_config_exact(mx_ref_config *c);
-/* The configuration of a family name: "f16", "int8-f16", "int8-fp8", "nvfp4",
- * "mxfp4", "nvfp4-int8qk".  direct_p picks direct FP4 P; smooth_k applies to
- * the quantized-QK families; dtype is the kernel's input dtype (and P's for
+/* The configuration of a family name (one of the templates' families, which
+ * mx_ref_family_name(0 .. mx_ref_family_count()-1) lists as the reference
+ * knows them).  direct_p picks direct FP4 P; smooth_k applies to the
+ * quantized-QK families; dtype is the kernel's input dtype (and P's for
  * "f16"). */
+int mx_ref_family_count(void);
+const char *mx_ref_family_name(int i);
 /* The problem's v_terms on a family config: 2 turns int8-fp8's E4M3 V into
  * two E4M3 terms (MX_V_E4M3X2); other families and 1 leave it as it is. */
 void mx_ref_config_set_v_terms(mx_ref_config *c, int v_terms);

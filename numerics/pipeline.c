@@ -19,35 +19,50 @@ void mx_ref_config_exact(mx_ref_config *c) {
     c->temperature = 1.0;
 }
 
+/* What each family quantizes, the one table of it on the reference's side.
+ * The names are the templates' families (templates/space.lua); numerics sits
+ * below gen and cannot ask it, so test_api checks that the two lists agree. */
+typedef struct {
+    const char *family;
+    mx_qk_mode qk;
+    mx_p_mode p, p_direct;     /* P's quantization, with the two-level scale and with direct_p */
+    mx_v_mode v;
+    int quantized_qk;          /* smooth_k applies (f16 has no K to smooth) */
+    int kmean_sampled;         /* their stats kernel's mean (mx_kmean_step) */
+    int int8_per_thread;       /* SageAttention2's per-thread scales, as its kernels group them */
+} family_recipe;
+
+/* f16's P is the input dtype's (MX_P_F16 here, bf16 below). */
+static const family_recipe RECIPES[] = {
+    {"f16", MX_QK_EXACT, MX_P_F16, MX_P_F16, MX_V_EXACT, 0, 0, 0},
+    {"int8-f16", MX_QK_INT8, MX_P_F16, MX_P_F16, MX_V_F16, 1, 1, 0},
+    {"int8-fp8", MX_QK_INT8, MX_P_E4M3, MX_P_E4M3, MX_V_E4M3, 1, 1, 1},
+    {"nvfp4", MX_QK_NVFP4, MX_P_NVFP4_TWO_LEVEL, MX_P_NVFP4_DIRECT, MX_V_NVFP4, 1, 0, 0},
+    {"mxfp4", MX_QK_MXFP4, MX_P_MXFP4_TWO_LEVEL, MX_P_MXFP4_DIRECT, MX_V_MXFP4, 1, 0, 0},
+    {"nvfp4-int8qk", MX_QK_INT8, MX_P_NVFP4_TWO_LEVEL, MX_P_NVFP4_DIRECT, MX_V_NVFP4, 1, 0, 0},
+};
+#define N_RECIPES ((int)(sizeof RECIPES / sizeof RECIPES[0]))
+
+int mx_ref_family_count(void) { return N_RECIPES; }
+const char *mx_ref_family_name(int i) { return i >= 0 && i < N_RECIPES ? RECIPES[i].family : NULL; }
+
 mxattn_status mx_ref_family_config(const char *family, int direct_p, int smooth_k,
                                    mxattn_dtype dtype, mx_ref_config *out) {
     if (!family || !out) return mx_fail(MXATTN_ERROR_NULL_POINTER, "family config: NULL argument");
+    const family_recipe *r = NULL;
+    for (int i = 0; i < N_RECIPES; i++)
+        if (!strcmp(family, RECIPES[i].family)) r = &RECIPES[i];
+    if (!r) return mx_fail(MXATTN_ERROR_INVALID_VALUE, "unknown family '%s'", family);
     mx_ref_config c;
     mx_ref_config_exact(&c);
     c.input_round = dtype == MXATTN_BF16 ? MX_ROUND_BF16 : MX_ROUND_F16;
-    c.smooth_k = smooth_k != 0;
-    if (!strcmp(family, "f16")) {
-        c.p = dtype == MXATTN_BF16 ? MX_P_BF16 : MX_P_F16;
-        c.smooth_k = 0;
-    } else if (!strcmp(family, "int8-f16")) {
-        c.qk = MX_QK_INT8; c.p = MX_P_F16; c.v = MX_V_F16;
-        c.kmean_sampled = 1;     /* their stats kernel's mean (mx_kmean_step) */
-    } else if (!strcmp(family, "int8-fp8")) {
-        c.qk = MX_QK_INT8; c.p = MX_P_E4M3; c.v = MX_V_E4M3;
-        c.kmean_sampled = 1;
-        c.int8_per_thread = 1;   /* its kernels' groups: SageAttention2's per-thread scales */
-    } else if (!strcmp(family, "nvfp4")) {
-        c.qk = MX_QK_NVFP4; c.v = MX_V_NVFP4;
-        c.p = direct_p ? MX_P_NVFP4_DIRECT : MX_P_NVFP4_TWO_LEVEL;
-    } else if (!strcmp(family, "mxfp4")) {
-        c.qk = MX_QK_MXFP4; c.v = MX_V_MXFP4;
-        c.p = direct_p ? MX_P_MXFP4_DIRECT : MX_P_MXFP4_TWO_LEVEL;
-    } else if (!strcmp(family, "nvfp4-int8qk")) {
-        c.qk = MX_QK_INT8; c.v = MX_V_NVFP4;
-        c.p = direct_p ? MX_P_NVFP4_DIRECT : MX_P_NVFP4_TWO_LEVEL;
-    } else {
-        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "unknown family '%s'", family);
-    }
+    c.qk = r->qk;
+    c.p = direct_p ? r->p_direct : r->p;
+    if (r->qk == MX_QK_EXACT && dtype == MXATTN_BF16) c.p = MX_P_BF16;
+    c.v = r->v;
+    c.smooth_k = r->quantized_qk && smooth_k != 0;
+    c.kmean_sampled = r->kmean_sampled;
+    c.int8_per_thread = r->int8_per_thread;
     *out = c;
     return MXATTN_OK;
 }
@@ -227,7 +242,7 @@ static mxattn_status prepare_v_hat(workspace *w, const mx_ref_config *c, const f
         uint8_t *codes = malloc(n ? n : 1), *lo = two ? malloc(n ? n : 1) : NULL;
         float *scales = malloc((size_t)d * sizeof(float));
         mxattn_status st = !codes || !scales || (two && !lo)
-            ? mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "pipeline reference: out of memory")
+            ? (mxattn_status)mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "pipeline reference: out of memory")
             : two ? mx_e4m3x2_quantize_per_channel(x, nk, d, d, codes, lo, scales)
                   : mx_e4m3_quantize_per_channel(x, nk, d, d, codes, scales);
         if (st == MXATTN_OK)

@@ -13,6 +13,7 @@
 #define MX_RUNTIME_CUDA_H
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#include "mxattn.h"
 #include "util/err.h"
 
 /* The driver API level the table is resolved at.  12.0 is the oldest driver

@@ -5,70 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static mxattn_status parse_line(const char *line, mx_launch_plan *lp) {
-    unsigned long long a = 0;
-    unsigned idx = 0;
-    mx_launch_step s;
-    memset(&s, 0, sizeof s);
-    if (sscanf(line, "workspace %llu", &a) == 1) { lp->workspace_bytes = (size_t)a; return MXATTN_OK; }
-    if (sscanf(line, "wsoff %u %llu", &idx, &a) == 2 && idx < 8) { lp->ws_off[idx] = a; return MXATTN_OK; }
-    int step = 0;
-    if (sscanf(line, "pdl %d", &step) == 1) {
-        if (step < 1 || step >= lp->n_steps)
-            return mx_fail(MXATTN_ERROR_TEMPLATE, "bad launch line '%.80s': step %d has no kernel before it "
-                           "(the plan names %d so far)", line, step, lp->n_steps);
-        lp->steps[step].pdl = 1;
-        return MXATTN_OK;
-    }
-    mx_tmap_request t;
-    memset(&t, 0, sizeof t);
-    if (sscanf(line, "tmapws %d %d %d %u %u %u %u %u %u %d", &t.slot, &t.ws_section, &t.elem_bytes, &t.head_dim,
-               &t.rows, &t.heads, &t.batch, &t.box_cols, &t.box_rows, &t.swizzle_bytes) == 10) {
-        t.tensor = 'w';
-        if (lp->n_tmaps == MX_MAX_TMAPS || t.slot < 0 || t.slot >= MX_MAX_TMAPS || t.ws_section < 0 ||
-            t.ws_section >= 8 || (t.elem_bytes != 1 && t.elem_bytes != 2))
-            return mx_fail(MXATTN_ERROR_TEMPLATE, "bad workspace tensor-map line '%.80s'", line);
-        lp->tmaps[lp->n_tmaps++] = t;
-        return MXATTN_OK;
-    }
-    if (sscanf(line, "tmap %d %c %u %u %d %u", &t.slot, &t.tensor, &t.box_cols, &t.box_rows, &t.swizzle_bytes,
-               &t.head_dim) == 6) {
-        if (lp->n_tmaps == MX_MAX_TMAPS || t.slot < 0 || t.slot >= MX_MAX_TMAPS || !strchr("qkvo", t.tensor))
-            return mx_fail(MXATTN_ERROR_TEMPLATE, "bad tensor-map line '%.80s'", line);
-        lp->tmaps[lp->n_tmaps++] = t;
-        return MXATTN_OK;
-    }
-    int fields = sscanf(line, "kernel %127s %u %u %u %u %d %d", s.name, &s.grid.x, &s.grid.y, &s.grid.z,
-                        &s.threads, &s.smem_bytes, &s.resident);
-    if (fields == 6 || fields == 7) {
-        if (fields == 7 && (s.resident <= 0 || s.grid.y != 1 || s.grid.z != 1))
-            return mx_fail(MXATTN_ERROR_TEMPLATE, "bad persistent kernel line '%.80s' (resident > 0, grid y = z = 1)", line);
-        if (lp->n_steps == MX_MAX_LAUNCH_STEPS)
-            return mx_fail(MXATTN_ERROR_TEMPLATE, "launch plan has more than %d kernels", MX_MAX_LAUNCH_STEPS);
-        lp->steps[lp->n_steps++] = s;
-        return MXATTN_OK;
-    }
-    return mx_fail(MXATTN_ERROR_TEMPLATE, "templates returned a launch line mxattn cannot read: '%.80s'", line);
-}
-
-mxattn_status mx_launch_plan_parse(const char *text, mx_launch_plan *out) {
-    memset(out, 0, sizeof *out);
-    char line[512];
-    for (const char *p = text; p && *p;) {
-        size_t n = strcspn(p, "\n");
-        if (n >= sizeof line) return mx_fail(MXATTN_ERROR_TEMPLATE, "launch line too long");
-        memcpy(line, p, n);
-        line[n] = 0;
-        if (n > 0) {
-            mxattn_status st = parse_line(line, out);
-            if (st != MXATTN_OK) return st;
-        }
-        p += n + (p[n] == '\n');
-    }
-    if (out->n_steps == 0) return mx_fail(MXATTN_ERROR_TEMPLATE, "launch plan names no kernel");
-    return MXATTN_OK;
-}
-
 void mx_launch_plan_names(const mx_launch_plan *lp, char *out, size_t cap) {
     size_t used = 0;
     out[0] = 0;
@@ -102,7 +38,8 @@ static mxattn_status encode_workspace_map(const mx_device *dev, const mx_tmap_re
                             .batch_stride = (int64_t)t->heads * t->rows * t->head_dim,
                             .box_cols = t->box_cols, .box_rows = t->box_rows, .swizzle_bytes = t->swizzle_bytes};
     mxattn_status st = mx_tensor_map_encode(dev, &d, a->tmap[t->slot]);
-    return st == MXATTN_OK ? st : mx_fail_context(st, "tensor map for workspace section %d", t->ws_section);
+    if (st != MXATTN_OK) mx_fail_context(st, "tensor map for workspace section %d", t->ws_section);
+    return st;
 }
 
 /* A TMA map over one of Q, K, V, O as the args describe it. */
@@ -119,7 +56,8 @@ static mxattn_status encode_tensor_map(const mx_device *dev, const mx_tmap_reque
     default:  d.base = a->o; d.seq_stride = a->o_ss; d.head_stride = a->o_sh; d.batch_stride = a->o_sb; break;
     }
     mxattn_status st = mx_tensor_map_encode(dev, &d, a->tmap[t->slot]);
-    return st == MXATTN_OK ? st : mx_fail_context(st, "tensor map for %c", t->tensor);
+    if (st != MXATTN_OK) mx_fail_context(st, "tensor map for %c", t->tensor);
+    return st;
 }
 
 mx_dim3 mx_launch_grid(const mx_device *dev, const mx_launch_step *s) {

@@ -1,6 +1,6 @@
 /* A launch plan: the kernels of one attention call, in order, with their
- * geometry, as the templates computed it for one problem (mxattn.launch in
- * templates/mxattn.lua).  Quantized families run a quantization kernel before
+ * geometry, as the templates computed it for one problem (mxattn.launch_plan
+ * in templates/mxattn.lua, read by gen/launch.c, made into this by jit/).  Quantized families run a quantization kernel before
  * the attention kernel, sharing a workspace. */
 #ifndef MX_LAUNCH_PLAN_H
 #define MX_LAUNCH_PLAN_H
@@ -18,8 +18,8 @@ typedef struct {
     /* > 0: a persistent kernel.  grid.x names its work units (y = z = 1);
      * it is launched with at most `resident` blocks per SM, each looping. */
     int resident;
-    /* 1: launched as a programmatic dependent of the step before it (a "pdl"
-     * line; mx_launch_dependent), unless MXATTN_PDL=0. */
+    /* 1: launched as a programmatic dependent of the step before it (a
+     * kernel's pdl = true; mx_launch_dependent), unless MXATTN_PDL=0. */
     int pdl;
     struct CUfunc_st *fn;   /* set by mx_launch_plan_bind */
 } mx_launch_step;
@@ -48,18 +48,12 @@ typedef struct {
     mx_launch_step steps[MX_MAX_LAUNCH_STEPS];
 } mx_launch_plan;
 
-/* Parses the templates' text: "workspace N", "kernel NAME GX GY GZ THREADS SMEM [RESIDENT]"
- * lines, "pdl I" lines (after the kernel lines: step I >= 1 may start before step I - 1 has
- * finished), "wsoff I N" lines, "tmap SLOT TENSOR BOX_COLS BOX_ROWS SWIZZLE HEAD_DIM" lines (TENSOR q|k|v|o),
- * and "tmapws SLOT SECTION ELEM_BYTES COLS ROWS HEADS BATCH BOX_COLS BOX_ROWS SWIZZLE" lines (a TMA
- * map over a workspace section, e.g. quantized operands). */
-mxattn_status mx_launch_plan_parse(const char *text, mx_launch_plan *out);
 /* Space-separated kernel names, for the cache record. */
 void mx_launch_plan_names(const mx_launch_plan *lp, char *out, size_t cap);
 /* Finds each step's function in `module` and raises its shared-memory limit. */
 mxattn_status mx_launch_plan_bind(const mx_device *dev, struct CUmod_st *module, mx_launch_plan *lp);
 /* The same with a module per step (step i's function in modules[i], the
- * kernels compiled apart: tuner/jit.c), or one module for all (n_modules 1). */
+ * kernels compiled apart: jit/jit.c), or one module for all (n_modules 1). */
 mxattn_status mx_launch_plan_bind_modules(const mx_device *dev, struct CUmod_st *const *modules, int n_modules,
                                           mx_launch_plan *lp);
 /* The grid step `s` is launched with on `dev` (a persistent kernel's is

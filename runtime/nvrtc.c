@@ -285,7 +285,7 @@ static mxattn_status dump(const char *env_var, const char *sha, const char *suff
     if (!dir || !*dir) return MXATTN_OK;
     snprintf(path, path_len, "%s/%s%s", dir, sha, suffix);
     /* Written beside and renamed into place: a module's kernels compiled
-     * apart (tuner/jit_image.c) dump the same source from several threads. */
+     * apart (jit/jit_image.c) dump the same source from several threads. */
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.%ld.%lx.tmp", path, (long)getpid(), (unsigned long)pthread_self());
     FILE *f = fopen(tmp, "w");

@@ -60,6 +60,28 @@ end
 
 function M.params_help() return S.help() end
 
+-- The parameter table for C and Python (mxattn_params, gen/params.c reads
+-- it): one entry per parameter, in S.params' order, each field text or a
+-- number, so that no list of families or knobs is kept anywhere but here.
+function M.param_table()
+  local out = {}
+  for i, p in ipairs(S.params) do
+    local is_bool = p.values and #p.values == 2 and tonumber(p.values[1]) ~= nil
+                    and math.max(p.values[1], p.values[2]) == 1 and math.min(p.values[1], p.values[2]) == 0
+    local values, families = {}, {}
+    for _, v in ipairs(p.values or {}) do values[#values + 1] = tostring(v) end
+    for _, f in ipairs(S.by_name.family.values) do
+      if p.families and p.families[f] then families[#families + 1] = f end
+    end
+    out[i] = { name = p.name, role = p.role, help = p.help or "",
+               legal = p.values and table.concat(values, "|") or string.format("%d..%d", p.min, p.max),
+               default = p.default ~= nil and tostring(p.default) or "",
+               families = table.concat(families, " "), is_bool = is_bool and 1 or 0,
+               min = p.min or 0, max = p.max or 0 }
+  end
+  return out
+end
+
 -- One line per parameter, "name bool|value", so a command line can turn
 -- --head-dim 80 and --causal into a parameter table without knowing the space.
 function M.flag_spec()
@@ -110,6 +132,14 @@ function M.knobs(text)
   return S.canonical(t, S.KNOB_ROLES)
 end
 
+-- How many keys one tile of the kernel covers, the span its softmax operand P
+-- is quantized and rescaled over (mxattn_plan_info.key_block): C asks here
+-- rather than reading a knob's name from the configuration.
+function M.key_block(text)
+  local t = complete(text)
+  return tostring(t.block_n or 0)
+end
+
 -- The heuristic default's knobs for a problem ("batch=.. heads_q=.. seq_q=..
 -- seq_k=.."): what a plan without a tuned configuration builds.  Without the
 -- sizes (mxattn compile, the tuner's candidate list) a family picks for long
@@ -120,7 +150,7 @@ function M.default_knobs(text, problem)
 end
 
 -- Each kernel of a module between #if guards, so that the runtime can compile
--- the kernels as separate NVRTC programs on parallel threads (tuner/jit.c,
+-- the kernels as separate NVRTC programs on parallel threads (jit/jit.c,
 -- mx_jit_compile): with MX_COMPILE_ONE defined, only the kernel whose
 -- MX_COMPILE_<name> is defined is compiled.  A cold start then waits for the
 -- slowest kernel rather than for all of them in turn (the INT8 families'
@@ -158,16 +188,40 @@ function M.render(text)
   return guard_kernels(fam.render(t, S.canonical(t, S.SOURCE_ROLES)))
 end
 
--- Launch plan for a problem: "workspace N" then one line per kernel,
--- "kernel NAME GX GY GZ THREADS SMEM [RESIDENT]", in launch order (RESIDENT:
--- a persistent kernel, launched with at most RESIDENT blocks per SM), then
--- "pdl I" for each kernel (index from 0) the family launches as a programmatic
--- dependent of the one before it (k.pdl: its source waits for that kernel in
--- wait_for_previous_kernel, blocks/prelude.lua).
-function M.launch(text, problem)
+-- Launch plan for a problem, the table C reads field by field through Lua's C
+-- API (gen/launch.c, which names any field it cannot use):
+--   { workspace = BYTES, ws_off = { BYTES, ... },       -- ws_off[i]: section i-1
+--     kernels = { { name =, grid = { X, Y, Z }, block = THREADS, smem = BYTES,
+--                   resident = N,   -- a persistent kernel: at most N blocks per SM
+--                   pdl = true },   -- a programmatic dependent of the kernel before it
+--                 ... },            -- in launch order
+--     tmaps = { { slot =, tensor = "q"|"k"|"v"|"o", box_cols =, box_rows =, swizzle =, head_dim = },
+--               { slot =, section =, elem_bytes =, cols =, rows =, heads =, batch =,
+--                 box_cols =, box_rows =, swizzle = }, ... } }
+-- A map with `section` reads a workspace array [batch][heads][rows][cols] of
+-- elem_bytes elements (quantized operands) instead of Q/K/V/O; the runtime
+-- encodes every map at each run (the tensor's address is in it).  pdl: its
+-- source waits for that kernel in wait_for_previous_kernel (blocks/prelude.lua).
+function M.launch_plan(text, problem)
   local t, fam = complete(text)
-  local pr = parse_numbers(problem)
-  local plan = fam.launches(t, pr, S.canonical(t, S.SOURCE_ROLES))
+  local plan = fam.launches(t, parse_numbers(problem), S.canonical(t, S.SOURCE_ROLES))
+  local tmaps = {}
+  for i, m in ipairs(plan.tmaps or {}) do
+    local c = {}
+    for k, v in pairs(m) do c[k] = v end
+    if not c.section then c.head_dim = t.head_dim end
+    tmaps[i] = c
+  end
+  return { workspace = plan.workspace, ws_off = plan.ws_off, kernels = plan.kernels, tmaps = tmaps }
+end
+
+-- The same plan as text, one line per item, for reading and for the
+-- templates' tests (C reads the table, never this text): "workspace N",
+-- "kernel NAME GX GY GZ THREADS SMEM [RESIDENT]", "pdl I" (kernel I, from 0),
+-- "wsoff I N", "tmap SLOT TENSOR BOX_COLS BOX_ROWS SWIZZLE HEAD_DIM" and
+-- "tmapws SLOT SECTION ELEM_BYTES COLS ROWS HEADS BATCH BOX_COLS BOX_ROWS SWIZZLE".
+function M.launch(text, problem)
+  local plan = M.launch_plan(text, problem)
   local lines = { "workspace " .. plan.workspace }
   for _, k in ipairs(plan.kernels) do
     lines[#lines + 1] = string.format("kernel %s %d %d %d %d %d", k.name, k.grid[1], k.grid[2], k.grid[3], k.block, k.smem)
@@ -177,16 +231,13 @@ function M.launch(text, problem)
     if k.pdl then lines[#lines + 1] = string.format("pdl %d", i - 1) end
   end
   for i, off in ipairs(plan.ws_off or {}) do lines[#lines + 1] = string.format("wsoff %d %d", i - 1, off) end
-  -- TMA tensor maps, encoded by the runtime at each run (the tensor's address is in them).
-  -- A map with `section` reads a workspace array [batch][heads][rows][cols]
-  -- of elem_bytes elements (quantized operands) instead of Q/K/V/O.
-  for _, m in ipairs(plan.tmaps or {}) do
+  for _, m in ipairs(plan.tmaps) do
     if m.section then
       lines[#lines + 1] = string.format("tmapws %d %d %d %d %d %d %d %d %d %d", m.slot, m.section, m.elem_bytes,
                                         m.cols, m.rows, m.heads, m.batch, m.box_cols, m.box_rows, m.swizzle)
     else
       lines[#lines + 1] = string.format("tmap %d %s %d %d %d %d", m.slot, m.tensor, m.box_cols, m.box_rows, m.swizzle,
-                                        t.head_dim)
+                                        m.head_dim)
     end
   end
   return table.concat(lines, "\n")

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <cmocka.h>
 #include "gen/gen.h"
-#include "runtime/launch_plan.h"
+#include "jit/jit.h"
 #include "runtime/nvrtc.h"
 #include "support/gpu_harness.h"
 #include "support/ref_parallel.h"
@@ -218,7 +218,7 @@ static int g_profile_reps;
 static mxattn_status run_plan_raw(const char *params, int B, int Hq, int Hkv, int Nq, int Nk, int D,
                                   const float *q, const float *k, const float *v, uint8_t **ws, mx_launch_plan *lp) {
     mxattn_status st = MXATTN_OK;
-    char *canon = NULL, *src = NULL, *launch = NULL, sizes[256];
+    char *canon = NULL, *src = NULL, sizes[256];
     mx_compile_result cr;
     struct CUmod_st *mod = NULL;
     dev_bufs d = {0};
@@ -228,8 +228,7 @@ static mxattn_status run_plan_raw(const char *params, int B, int Hq, int Hkv, in
     snprintf(sizes, sizeof sizes, "batch=%d heads_q=%d heads_kv=%d seq_q=%d seq_k=%d head_dim=%d", B, Hq, Hkv, Nq, Nk, D);
     MX_TRY(mx_gen_call(g_gen, "validate", params, NULL, &canon));
     MX_TRY(mx_gen_call(g_gen, "render", canon, NULL, &src));
-    MX_TRY(mx_gen_call(g_gen, "launch", canon, sizes, &launch));
-    MX_TRY(mx_launch_plan_parse(launch, lp));
+    MX_TRY(mx_jit_launch_plan(g_gen, canon, sizes, lp));
     mx_compile_options opt = {.arch = g_dev.arch};
     MX_TRY(mx_nvrtc_compile(src, lp->steps[lp->n_steps - 1].name, &opt, &cr));
     MX_TRY(mx_module_load(&g_dev, cr.cubin, cr.cubin_size, &mod));
@@ -284,7 +283,7 @@ fail:
     mx_mem_free(&g_dev, d.o); mx_mem_free(&g_dev, d.ws); mx_mem_free(&g_dev, d.lse);
     mx_module_unload(&g_dev, mod);
     mx_compile_result_free(&cr);
-    free(canon); free(src); free(launch); free(h);
+    free(canon); free(src); free(h);
     return st;
 }
 

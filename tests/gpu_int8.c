@@ -24,7 +24,7 @@
 #include <time.h>
 #include <cmocka.h>
 #include "support/gpu_harness.h"
-#include "tuner/jit.h"
+#include "jit/jit.h"
 #include "util/err.h"
 
 static mx_device g_dev;

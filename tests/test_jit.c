@@ -1,4 +1,4 @@
-/* Kernels compiled apart (tuner/jit_image.c): the container of cubins, the
+/* Kernels compiled apart (jit/jit_image.c): the container of cubins, the
  * templates' per-kernel guards, and the parallel compile (its cubins, its
  * errors), and what a build records when the cache will not take its binary.
  * The container and storing tests need nothing; the rest skip without NVRTC. */
@@ -12,7 +12,7 @@
 #include <string.h>
 #include "gen/gen.h"
 #include "runtime/launch_plan.h"
-#include "tuner/jit.h"
+#include "jit/jit.h"
 #include "util/err.h"
 #include "support/temp_dir.h"
 #include <unistd.h>
@@ -122,13 +122,11 @@ static void every_kernel_is_guarded(void **state) {
         "family=mxfp4 head_dim=64", "family=nvfp4-int8qk head_dim=128 arch=sm_120a",
     };
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
-        char *canon = NULL, *src = NULL, *launch = NULL;
+        char *canon = NULL, *src = NULL;
         assert_int_equal(mx_gen_call(g, "validate", tables[t], NULL, &canon), MXATTN_OK);
         assert_int_equal(mx_gen_call(g, "render", canon, NULL, &src), MXATTN_OK);
-        assert_int_equal(mx_gen_call(g, "launch", canon, "batch=1 heads_q=1 heads_kv=1 seq_q=1 seq_k=1", &launch),
-                         MXATTN_OK);
         mx_launch_plan lp;
-        assert_int_equal(mx_launch_plan_parse(launch, &lp), MXATTN_OK);
+        assert_int_equal(mx_jit_launch_plan(g, canon, "batch=1 heads_q=1 heads_kv=1 seq_q=1 seq_k=1", &lp), MXATTN_OK);
         int kernels = 0;
         for (const char *p = src; (p = strstr(p, "extern \"C\" __global__")); p++) kernels++;
         assert_int_equal(kernels, lp.n_steps);
@@ -140,7 +138,7 @@ static void every_kernel_is_guarded(void **state) {
             assert_non_null(at);
             assert_non_null(strstr(at, end));
         }
-        free(canon); free(src); free(launch);
+        free(canon); free(src);
     }
     mx_gen_close(g);
 }
@@ -153,12 +151,15 @@ static const char *two_kernels =
     "#if !defined(MX_COMPILE_ONE) || defined(MX_COMPILE_second_k)\n"
     "extern \"C\" __global__ void second_k(float *x) { x[threadIdx.x] *= 3.f; %s }\n"
     "#endif\n";
-static const char *two_plan = "workspace 0\nkernel first_k 1 1 1 32 0\nkernel second_k 1 1 1 32 0\n";
+static const char *two_plan = "return { workspace = 0, kernels = { { name = 'first_k', grid = {1, 1, 1}, block = 32, "
+                               "smem = 0 }, { name = 'second_k', grid = {1, 1, 1}, block = 32, smem = 0 } } }";
 
 /* The two kernels' source, with `second_body` in the second, and their plan. */
 static void two_kernel_module(const char *second_body, char *src, size_t cap, mx_launch_plan *lp) {
     snprintf(src, cap, two_kernels, second_body);
-    assert_int_equal(mx_launch_plan_parse(two_plan, lp), MXATTN_OK);
+    mx_gen_launch gl;
+    assert_int_equal(mx_gen_launch_from_chunk(two_plan, &gl), MXATTN_OK);
+    mx_jit_plan_from_gen(&gl, lp);
 }
 
 static void compiles_each_kernel_apart(void **state) {
@@ -248,13 +249,11 @@ static void int8_module_compiles_apart(void **state) {
     SKIP_WITHOUT_NVRTC();
     mx_gen *g = NULL;
     assert_int_equal(mx_gen_open(&g), MXATTN_OK);
-    char *canon = NULL, *src = NULL, *launch = NULL;
+    char *canon = NULL, *src = NULL;
     assert_int_equal(mx_gen_call(g, "validate", "family=int8-fp8 head_dim=64", NULL, &canon), MXATTN_OK);
     assert_int_equal(mx_gen_call(g, "render", canon, NULL, &src), MXATTN_OK);
-    assert_int_equal(mx_gen_call(g, "launch", canon, "batch=1 heads_q=2 heads_kv=1 seq_q=64 seq_k=300", &launch),
-                     MXATTN_OK);
     mx_launch_plan lp;
-    assert_int_equal(mx_launch_plan_parse(launch, &lp), MXATTN_OK);
+    assert_int_equal(mx_jit_launch_plan(g, canon, "batch=1 heads_q=2 heads_kv=1 seq_q=64 seq_k=300", &lp), MXATTN_OK);
     mx_jit_image img;
     assert_int_equal(mx_jit_compile(src, "sm_90a", &lp, 1, &img), MXATTN_OK);
     const unsigned char *parts[MX_MAX_LAUNCH_STEPS];
@@ -265,7 +264,7 @@ static void int8_module_compiles_apart(void **state) {
     for (int i = 0; i < n; i++) assert_true(has_symbol(parts[i], sizes[i], lp.steps[i].name));
     assert_true(img.usage.registers > 0);
     mx_jit_image_free(&img);
-    free(canon); free(src); free(launch);
+    free(canon); free(src);
     mx_gen_close(g);
 }
 

@@ -43,7 +43,7 @@
  * seq_q=1). */
 #ifndef MX_TUNER_TUNE_H
 #define MX_TUNER_TUNE_H
-#include "tuner/jit.h"
+#include "jit/jit.h"
 
 #define MX_SEQ_BUCKET_MIN 256
 #define MX_SEQ_BUCKET_MAX 65536

@@ -7,7 +7,7 @@
 #define MX_ERR_CAP 8192
 static _Thread_local char g_message[MX_ERR_CAP];
 
-mxattn_status mx_fail(mxattn_status s, const char *fmt, ...) {
+int mx_fail(int s, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(g_message, sizeof g_message, fmt, ap);
@@ -15,7 +15,7 @@ mxattn_status mx_fail(mxattn_status s, const char *fmt, ...) {
     return s;
 }
 
-mxattn_status mx_fail_context(mxattn_status s, const char *fmt, ...) {
+int mx_fail_context(int s, const char *fmt, ...) {
     char prefix[512], old[MX_ERR_CAP];
     va_list ap;
     va_start(ap, fmt);

@@ -4,19 +4,22 @@
  * API returns it.  Nothing here prints. */
 #ifndef MX_ERR_H
 #define MX_ERR_H
-#include "mxattn.h"
+
+/* A status is an int here: util is the bottom layer and includes nothing of
+ * mxattn's, not even the public header whose mxattn_status values the layers
+ * above pass (MXATTN_OK is 0, every failure non-zero).  C converts between
+ * the two implicitly, so `return mx_fail(MXATTN_ERROR_..., ...)` still reads
+ * as before in a function that returns mxattn_status. */
 
 /* Sets the thread's message and returns `s`, so `return mx_fail(...)` reads naturally. */
-mxattn_status mx_fail(mxattn_status s, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int mx_fail(int s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prepends "context: " to the current message and returns `s`. */
-mxattn_status mx_fail_context(mxattn_status s, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int mx_fail_context(int s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mx_clear_error(void);
 const char *mx_error_message(void);
 
 /* Propagate a failing status to the caller's single cleanup path. */
 #define MX_TRY(expr)                                                     \
-    do { mxattn_status mx_try_s_ = (expr);                               \
-         if (mx_try_s_ != MXATTN_OK) { st = mx_try_s_; goto fail; } } while (0)
+    do { int mx_try_s_ = (int)(expr);                                    \
+         if (mx_try_s_ != 0) { st = mx_try_s_; goto fail; } } while (0)
 #endif

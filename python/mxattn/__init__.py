@@ -20,7 +20,8 @@ from ._plans import plan_count
 from ._plans import query as _query
 from ._sdpa import (SdpaPatch, patch_sdpa, register_op, scaled_dot_product_attention,
                     unpatch_sdpa, unsupported_reason)
-from ._torch_api import FAMILIES, attention, plan_info, tune
+from ._native import families, params
+from ._torch_api import attention, plan_info, tune
 
 try:
     from ._version import __version__  # written into the wheel by the build backend
@@ -28,8 +29,8 @@ except ImportError:  # the source tree: the header is the one source of the vers
     from ._native import source_tree_version as _source_tree_version
     __version__ = _source_tree_version()
 
-__all__ = ["FAMILIES", "MxattnError", "MxattnValueError", "SdpaPatch", "Status", "__version__",
-           "attention", "last_error", "library_path", "patch_sdpa", "plan_count", "plan_info",
+__all__ = ["MxattnError", "MxattnValueError", "SdpaPatch", "Status", "__version__",
+           "attention", "families", "last_error", "library_path", "params", "patch_sdpa", "plan_count", "plan_info",
            "query", "register_op", "scaled_dot_product_attention", "tune", "unpatch_sdpa",
            "unsupported_reason", "version"]
 
@@ -73,3 +74,12 @@ def library_path():
     """The path of the loaded libmxattn.so (loading it if needed)."""
     _lib.mxattn_version  # binding a function loads the library
     return _lib.path
+
+
+def __getattr__(name):
+    # mxattn.FAMILIES, as before, but read from the library (mxattn_families)
+    # on first use rather than kept here: `import mxattn` still works where
+    # the library has not been built.
+    if name == "FAMILIES":
+        return families()
+    raise AttributeError(f"module 'mxattn' has no attribute {name!r}")

@@ -129,6 +129,23 @@ class PlanInfo(ctypes.Structure):
         ("workspace_bytes", ctypes.c_size_t),
         ("cubin_stored", ctypes.c_int),
         ("note", ctypes.c_char * 512),
+        ("key_block", ctypes.c_int),
+    ]
+
+
+class Param(ctypes.Structure):
+    """mxattn_param: one kernel parameter of the templates' parameter space."""
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("role", ctypes.c_char_p),
+        ("legal", ctypes.c_char_p),
+        ("default_value", ctypes.c_char_p),
+        ("families", ctypes.c_char_p),
+        ("help", ctypes.c_char_p),
+        ("is_bool", ctypes.c_int),
+        ("is_range", ctypes.c_int),
+        ("min", ctypes.c_long),
+        ("max", ctypes.c_long),
     ]
 
 
@@ -160,6 +177,8 @@ _PROTOTYPES = {
                               _c.c_size_t, _c.POINTER(_c.c_double)]),
     "mxattn_query": (_STATUS, [_c.c_void_p, _c.c_char_p, _c.POINTER(_c.c_void_p)]),
     "mxattn_free": (None, [_c.c_void_p]),
+    "mxattn_families": (_STATUS, [_c.POINTER(_c.POINTER(_c.c_char_p)), _c.POINTER(_c.c_int)]),
+    "mxattn_params": (_STATUS, [_c.POINTER(_c.POINTER(Param)), _c.POINTER(_c.c_int)]),
 }
 
 
@@ -322,3 +341,30 @@ def take_string(pointer):
         return _text(ctypes.string_at(pointer))
     finally:
         lib.mxattn_free(pointer)
+
+
+def families():
+    """The kernel families, as the library's templates declare them
+    (mxattn_families): a tuple of names, "f16" first."""
+    names, count = ctypes.POINTER(ctypes.c_char_p)(), ctypes.c_int()
+    check(lib.mxattn_families(ctypes.byref(names), ctypes.byref(count)))
+    return tuple(_text(names[i]) for i in range(count.value))
+
+
+def params():
+    """Every kernel parameter of the templates' parameter space
+    (mxattn_params): a tuple of dicts with name, role ("shape", "problem" or
+    "knob"), legal ("16|32|64" or "8..256"), default ("" if none), families
+    (the families that read it, () for all), help, and for a range min/max."""
+    table, count = ctypes.POINTER(Param)(), ctypes.c_int()
+    check(lib.mxattn_params(ctypes.byref(table), ctypes.byref(count)))
+    out = []
+    for i in range(count.value):
+        p = table[i]
+        entry = {"name": _text(p.name), "role": _text(p.role), "legal": _text(p.legal),
+                 "default": _text(p.default_value), "families": tuple(_text(p.families).split()),
+                 "help": _text(p.help)}
+        if p.is_range:
+            entry["min"], entry["max"] = p.min, p.max
+        out.append(entry)
+    return tuple(out)

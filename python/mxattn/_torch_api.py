@@ -7,8 +7,6 @@ from ._native import (CAUSAL_BOTTOM_RIGHT, CAUSAL_NONE, CAUSAL_TOP_LEFT, DTYPE_B
                       DTYPE_F16, LAYOUT_BHND, LAYOUT_BNHD, MxattnError, Status, check, lib,
                       status_name)
 
-FAMILIES = ("f16", "int8-f16", "int8-fp8", "nvfp4", "mxfp4", "nvfp4-int8qk")
-
 _LAYOUTS = {"HND": LAYOUT_BHND, "NHD": LAYOUT_BNHD}
 # Where each layout keeps (batch, head, seq) among a tensor's four dims.
 _DIM_ORDER = {"HND": (0, 1, 2), "NHD": (0, 2, 1)}
@@ -141,8 +139,8 @@ def attention(q, k, v, *, family="f16", causal=False, sm_scale=None, layout="HND
     are float16 or bfloat16, all one dtype, on one device; any strides where
     the last dim is contiguous are read in place (others are copied first).
 
-    family: "f16", "int8-f16", "int8-fp8", "nvfp4", "mxfp4", "nvfp4-int8qk";
-        quantized families quantize inside the call.
+    family: one of mxattn.families() ("f16", "int8-fp8", ...); quantized
+        families quantize inside the call.
     causal: mask future keys.  causal_alignment "top-left" is PyTorch SDPA's
         is_causal (query i sees keys j <= i); "bottom-right" is
         FlashAttention's (j <= i + Nk - Nq).  A query that sees no key gets

@@ -271,6 +271,17 @@ class ErrorTest(unittest.TestCase):
         self.assertTrue(error.message, "the library gave no message")
         self.assertEqual(error.message, mxattn.last_error())
 
+    def test_families_and_params_come_from_the_library(self):
+        families = mxattn.families()
+        self.assertEqual(families[0], "f16")
+        self.assertIn("int8-fp8", families)
+        self.assertEqual(mxattn.FAMILIES, families)
+        table = {p["name"]: p for p in mxattn.params()}
+        self.assertEqual(table["family"]["legal"].split("|"), list(families))
+        self.assertEqual(table["block_n"]["role"], "knob")
+        self.assertEqual((table["head_dim"]["min"], table["head_dim"]["max"]), (8, 256))
+        self.assertEqual(table["v_terms"]["families"], ("int8-fp8",))
+
     def test_query_rejects_malformed_filter(self):
         try:
             mxattn.query("this filter has no equals sign")
@@ -359,7 +370,8 @@ class StrideTest(unittest.TestCase):
 # --- struct layout against the C compiler ------------------------------------------
 
 STRUCTS = {"mxattn_strides": _native.Strides, "mxattn_problem": _native.Problem,
-           "mxattn_options": _native.Options, "mxattn_plan_info": _native.PlanInfo}
+           "mxattn_options": _native.Options, "mxattn_plan_info": _native.PlanInfo,
+           "mxattn_param": _native.Param}
 
 
 # The Python names of the header's enum values, by their C names.

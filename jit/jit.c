@@ -1,4 +1,4 @@
-#include "tuner/jit.h"
+#include "jit/jit.h"
 #include "runtime/nvrtc.h"
 #include "util/err.h"
 #include "util/sha256.h"
@@ -17,6 +17,42 @@ mxattn_status mx_jit_gen_call(const mx_jit_env *env, const char *fn, const char 
 void mx_jit_problem_text(const mx_jit_env *env, const char *sizes, char *out, size_t cap) {
     if (env->dev) snprintf(out, cap, "%s sms=%d", sizes, env->dev->sm_count);
     else snprintf(out, cap, "%s", sizes);
+}
+
+void mx_jit_plan_from_gen(const mx_gen_launch *in, mx_launch_plan *out) {
+    _Static_assert(MX_GEN_MAX_KERNELS == MX_MAX_LAUNCH_STEPS && MX_GEN_MAX_TMAPS == MX_MAX_TMAPS &&
+                   MX_GEN_MAX_WS_OFF == sizeof out->ws_off / sizeof out->ws_off[0],
+                   "gen's and runtime's launch plans hold as much");
+    memset(out, 0, sizeof *out);
+    out->workspace_bytes = (size_t)in->workspace;
+    for (int i = 0; i < MX_GEN_MAX_WS_OFF; i++) out->ws_off[i] = in->ws_off[i];
+    out->n_steps = in->n_kernels;
+    for (int i = 0; i < in->n_kernels; i++) {
+        const mx_gen_kernel *k = &in->kernels[i];
+        mx_launch_step *s = &out->steps[i];
+        snprintf(s->name, sizeof s->name, "%s", k->name);
+        s->grid = (mx_dim3){k->grid[0], k->grid[1], k->grid[2]};
+        s->threads = k->block;
+        s->smem_bytes = k->smem;
+        s->resident = k->resident;
+        s->pdl = k->pdl;
+    }
+    out->n_tmaps = in->n_tmaps;
+    for (int i = 0; i < in->n_tmaps; i++) {
+        const mx_gen_tmap *t = &in->tmaps[i];
+        out->tmaps[i] = (mx_tmap_request){.slot = t->slot, .tensor = t->tensor, .head_dim = t->head_dim,
+                                          .ws_section = t->section, .elem_bytes = t->elem_bytes, .rows = t->rows,
+                                          .heads = t->heads, .batch = t->batch, .box_cols = t->box_cols,
+                                          .box_rows = t->box_rows, .swizzle_bytes = t->swizzle};
+    }
+}
+
+mxattn_status mx_jit_launch_plan(mx_gen *g, const char *params, const char *sizes, mx_launch_plan *out) {
+    mx_gen_launch gl;
+    mxattn_status st = mx_gen_launch_plan(g, params, sizes, &gl);
+    if (st == MXATTN_OK) mx_jit_plan_from_gen(&gl, out);
+    else memset(out, 0, sizeof *out);
+    return st;
 }
 
 int mx_jit_nvrtc_version(void) {
@@ -113,7 +149,7 @@ static mxattn_status load_modules(const mx_device *dev, const void *image, size_
 mxattn_status mx_jit_build(const mx_jit_env *env, const char *params, const char *sizes,
                            mx_jit_kernel *out) {
     mxattn_status st = MXATTN_OK;
-    char *canonical = NULL, *knobs = NULL, *source = NULL, *launch = NULL;
+    char *canonical = NULL, *knobs = NULL, *source = NULL;
     mx_kernel_record rec;
     mx_jit_image img;
     memset(out, 0, sizeof *out);
@@ -122,10 +158,12 @@ mxattn_status mx_jit_build(const mx_jit_env *env, const char *params, const char
     MX_TRY(mx_jit_gen_call(env, "validate", params, NULL, &canonical));
     MX_TRY(mx_jit_gen_call(env, "knobs", params, NULL, &knobs));
     MX_TRY(mx_jit_gen_call(env, "render", canonical, NULL, &source));
-    MX_TRY(mx_jit_gen_call(env, "launch", canonical, sizes, &launch));
+    pthread_mutex_lock(env->gen_lock);
+    st = mx_jit_launch_plan(env->gen, canonical, sizes, &out->launch);
+    pthread_mutex_unlock(env->gen_lock);
+    if (st != MXATTN_OK) goto fail;
     snprintf(out->params, sizeof out->params, "%s", canonical);
     snprintf(out->knobs, sizeof out->knobs, "%s", knobs);
-    MX_TRY(mx_launch_plan_parse(launch, &out->launch));
     MX_TRY(get_cubin(env, source, out, &rec, &img));
     if (env->dev) {
         MX_TRY(load_modules(env->dev, out->from_cache ? rec.cubin : img.data,
@@ -138,7 +176,7 @@ fail:
 done:
     if (out->from_cache) mx_kernel_record_release(&rec);
     mx_jit_image_free(&img);
-    free(canonical); free(knobs); free(source); free(launch);
+    free(canonical); free(knobs); free(source);
     return st;
 }
 

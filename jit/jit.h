@@ -4,10 +4,11 @@
  *   -> cache hit: the stored cubin, no NVRTC  |  miss: NVRTC, then store
  *   -> load the module and bind the launch plan (when a device is given)
  *
- * It sits above runtime/ and cache/ because it joins them; the tuner and the
- * public API's plans both build kernels through it. */
-#ifndef MX_TUNER_JIT_H
-#define MX_TUNER_JIT_H
+ * Its own layer, above gen/, runtime/ and cache/ because it joins them, and
+ * below tuner/ and api/: the tuner's candidates and the public API's plans
+ * both build kernels through it. */
+#ifndef MX_JIT_JIT_H
+#define MX_JIT_JIT_H
 #include <pthread.h>
 #include "cache/cache.h"
 #include "gen/gen.h"
@@ -79,6 +80,12 @@ mxattn_status mx_jit_image_pack(const unsigned char *const *parts, const size_t 
 
 /* NVRTC's version as an integer, major*1000 + minor*10 (13000); 0 if absent. */
 int mx_jit_nvrtc_version(void);
+
+/* The runtime's launch plan from the templates' (gen/gen.h), no function
+ * bound yet: the two are the same data, runtime/ and gen/ side by side. */
+void mx_jit_plan_from_gen(const mx_gen_launch *in, mx_launch_plan *out);
+/* The launch plan of canonical `params` for `sizes` ("batch=.. heads_q=.."). */
+mxattn_status mx_jit_launch_plan(mx_gen *g, const char *params, const char *sizes, mx_launch_plan *out);
 
 /* Renders `params` ("key=value ...", knobs optional: defaults fill the rest),
  * plans the launch for `sizes` ("batch=.. heads_q=.. ..."), and gets the

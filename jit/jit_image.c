@@ -13,7 +13,7 @@
  *   "MXKI" | u32 count | count x (u32 offset, u32 size) | images
  * little-endian, each image at a 16-byte aligned offset so that it can be
  * handed to the driver in place. */
-#include "tuner/jit.h"
+#include "jit/jit.h"
 #include "util/err.h"
 #include "util/clock.h"
 #include <pthread.h>
