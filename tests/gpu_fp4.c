@@ -210,9 +210,6 @@ static void test_two_level_beats_direct(void **state) {
 
 typedef struct { void *q, *k, *v, *o, *ws; float *lse; } dev_bufs;
 
-/* > 0: run_plan_raw also times each kernel of the plan over this many launches. */
-static int g_profile_reps;
-
 /* Runs the whole launch plan of `params` on BHND contiguous inputs and reads
  * the workspace back into *ws (caller frees) with its section offsets. */
 static mxattn_status run_plan_raw(const char *params, int B, int Hq, int Hkv, int Nq, int Nk, int D,
@@ -263,19 +260,6 @@ static mxattn_status run_plan_raw(const char *params, int B, int Hq, int Hkv, in
     a.gqa = Hq / Hkv;
     MX_TRY(mx_launch_plan_run(&g_dev, lp, &a, NULL));
     MX_TRY(mx_device_synchronize(&g_dev));
-    for (int i = 0; i < lp->n_steps && g_profile_reps > 0; i++) {   /* the maps stay encoded in `a` */
-        const mx_launch_step *sp = &lp->steps[i];
-        mx_dim3 block = {sp->threads, 1, 1};
-        mx_timer timer = {0};
-        float ms = -1;
-        MX_TRY(mx_timer_create(&g_dev, &timer));
-        MX_TRY(mx_timer_start(&timer, NULL));
-        for (int r = 0; r < g_profile_reps; r++) MX_TRY(mx_launch(&g_dev, sp->fn, mx_launch_grid(&g_dev, sp), block, sp->smem_bytes, NULL, &a));
-        MX_TRY(mx_timer_stop(&timer, NULL));
-        MX_TRY(mx_timer_elapsed_ms(&timer, &ms));
-        mx_timer_destroy(&timer);
-        printf("  step %d %-48s %8.3f ms\n", i, sp->name, ms / g_profile_reps);
-    }
     *ws = malloc(lp->workspace_bytes);
     MX_TRY(mx_memcpy_dtoh(&g_dev, *ws, d.ws, lp->workspace_bytes));
 fail:
@@ -620,111 +604,6 @@ static void test_wgmma_shapes_mxfp4(void **state) { if (!on_hopper()) skip(); as
 static void test_wgmma_shapes_int8qk(void **state) { if (!on_hopper()) skip(); assert_int_equal(wgmma_shapes(2), 0); }
 
 
-/* Where the time goes: each kernel of the plan (K's mean, the quantization
- * of K and V, of Q, the attention) at B1 H32 N4096 D128.  Printed. */
-static void test_wgmma_speed_steps(void **state) {
-    if (!on_hopper()) skip();
-    const int H = 32, N = 4096, D = 128;
-    size_t n = (size_t)H * N * D;
-    float *q = malloc(n * 4), *k = malloc(n * 4), *v = malloc(n * 4);
-    mx_rng rng;
-    mx_rng_seed(&rng, gpu_seed_base() + 901);
-    random_bf16(&rng, q, n, 0, 1);
-    random_bf16(&rng, k, n, 0, 1);
-    random_bf16(&rng, v, n, 0, 1);
-    g_profile_reps = 5;
-    for (int f = 0; f < 3; f++) {
-        char params[256];
-        snprintf(params, sizeof params, "family=%s head_dim=%d arch=%s lse=1 variant=wgmma block_m=128 warps=12 "
-                 "block_n=128 stages=2", FAMILIES[f], D, g_dev.arch);
-        uint8_t *ws = NULL;
-        mx_launch_plan lp;
-        printf("%s B1 H%d N%d D%d:\n", FAMILIES[f], H, N, D);
-        mxattn_status st = run_plan_raw(params, 1, H, H, N, N, D, q, k, v, &ws, &lp);
-        free(ws);
-        if (st != MXATTN_OK) { g_profile_reps = 0; fail_msg("%s: %s", params, mxattn_last_error()); }
-    }
-    g_profile_reps = 0;
-    free(q); free(k); free(v);
-}
-
-/* Speed: each FP4 family's plan (the quantization kernels and the attention
- * kernel) against the f16 plan, measured in this run on the same inputs.
- * Printed for the record; fails only if a plan does not run. */
-static void test_wgmma_speed_vs_f16(void **state) {
-    if (!on_hopper()) skip();
-    static const struct { int b, h, n, d, causal; } shapes[] = {
-        {4, 32, 4096, 128, 0}, {4, 32, 4096, 128, 1}, {4, 32, 4096, 64, 0}, {4, 32, 4096, 64, 1},
-        {1, 32, 16384, 128, 0}, {1, 32, 16384, 128, 1}, {1, 32, 16384, 64, 0}, {1, 32, 16384, 64, 1},
-    };
-    size_t most = (size_t)4 * 32 * 4096 * 128;
-    uint16_t *h = malloc((most + 4 * 4099) * 2);
-    mx_rng rng;
-    mx_rng_seed(&rng, gpu_seed_base() + 900);
-    void *buf[4] = {0};
-    for (size_t i = 0; i < most + 4 * 4099; i++) h[i] = mx_f32_to_bf16((float)mx_rng_gaussian(&rng));
-    for (int t = 0; t < 4; t++) {   /* Q, K, V shifted copies of one Gaussian draw; O poisoned by it too */
-        assert_int_equal(mx_mem_alloc(&g_dev, most * 2, &buf[t]), MXATTN_OK);
-        assert_int_equal(mx_memcpy_htod(&g_dev, buf[t], h + t * 4099, most * 2), MXATTN_OK);
-    }
-    int failed = 0;
-    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
-        double ms[4];
-        char used[4][320];
-        const char *fams[4] = {"f16", "nvfp4", "mxfp4", "nvfp4-int8qk"};
-        for (int f = 0; f < 4; f++) {
-            mxattn_problem p;
-            mxattn_problem_init(&p, fams[f], shapes[i].d);
-            p.batch = shapes[i].b; p.heads_q = p.heads_kv = shapes[i].h; p.seq_q = p.seq_k = shapes[i].n;
-            p.causal = shapes[i].causal ? MXATTN_CAUSAL_TOP_LEFT : MXATTN_CAUSAL_NONE;
-            ms[f] = gpu_time_plan(g_ctx, &g_dev, &p, NULL, buf[0], buf[1], buf[2], buf[3], used[f], sizeof used[f]);
-            failed += ms[f] <= 0;
-        }
-        printf("speed B%d H%d N%d D%d causal %d: f16 %.3f ms | nvfp4 %.3f ms %.2fx | mxfp4 %.3f ms %.2fx | "
-               "nvfp4-int8qk %.3f ms %.2fx\n", shapes[i].b, shapes[i].h, shapes[i].n, shapes[i].d, shapes[i].causal, ms[0],
-               ms[1], ms[0] / ms[1], ms[2], ms[0] / ms[2], ms[3], ms[0] / ms[3]);
-        if (i == 0)
-            for (int f = 0; f < 4; f++) printf("  %s: %s\n", fams[f], used[f]);
-    }
-    /* Other tiles of the wgmma kernel, for the record (not counted as failures). */
-    static const struct { int b, n, d; const char *config; } tiles[] = {
-        {4, 4096, 128, "variant=wgmma block_m=128 warps=12 block_n=128 stages=2"},
-        {4, 4096, 128, "variant=wgmma block_m=192 warps=16 block_n=64 stages=3"},
-        {4, 4096, 64, "variant=wgmma block_m=192 warps=16 block_n=64 stages=2"},
-        {4, 4096, 64, "variant=wgmma block_m=192 warps=16 block_n=64 stages=3"},
-        {4, 4096, 64, "variant=wgmma block_m=128 warps=12 block_n=128 stages=2"},
-        {4, 4096, 128, "variant=wgmma block_m=128 warps=12 block_n=64 stages=2"},
-        {4, 4096, 96, "variant=wgmma block_m=128 warps=12 block_n=128 stages=2"},
-        {4, 4096, 96, "variant=wgmma block_m=128 warps=12 block_n=64 stages=2"},
-        {4, 4096, 96, "variant=wgmma block_m=128 warps=12 block_n=64 stages=3"},
-    };
-    for (size_t i = 0; i < sizeof tiles / sizeof *tiles; i++)
-        for (int f = 1; f < 4; f++) {
-            const char *fams[4] = {"f16", "nvfp4", "mxfp4", "nvfp4-int8qk"};
-            mxattn_problem p;
-            char used[320];
-            mxattn_problem_init(&p, fams[f], tiles[i].d);
-            p.batch = tiles[i].b; p.heads_q = p.heads_kv = 32; p.seq_q = p.seq_k = tiles[i].n;
-            double ms = gpu_time_plan(g_ctx, &g_dev, &p, tiles[i].config, buf[0], buf[1], buf[2], buf[3], used, sizeof used);
-            printf("tile B%d H32 N%d D%d causal 0: %-13s %s %.3f ms (%s)\n", tiles[i].b, tiles[i].n, tiles[i].d, fams[f],
-                   tiles[i].config, ms, used);
-        }
-    /* The mma emulation at the first shape, for the record of what wgmma replaced. */
-    for (int f = 1; f < 4 && !failed; f++) {
-        const char *fams[4] = {"f16", "nvfp4", "mxfp4", "nvfp4-int8qk"};
-        mxattn_problem p;
-        char used[320];
-        mxattn_problem_init(&p, fams[f], 128);
-        p.batch = 4; p.heads_q = p.heads_kv = 32; p.seq_q = p.seq_k = 4096;
-        double ms = gpu_time_plan(g_ctx, &g_dev, &p, "variant=mma block_m=128 warps=8 block_n=32 stages=2", buf[0], buf[1],
-                                  buf[2], buf[3], used, sizeof used);
-        printf("speed B4 H32 N4096 D128 causal 0: %s variant=mma %.3f ms\n", fams[f], ms);
-    }
-    for (int t = 0; t < 4; t++) mx_mem_free(&g_dev, buf[t]);
-    free(h);
-    assert_int_equal(failed, 0);
-}
-
 int main(void) {
     gpu_open_or_skip(&g_dev, "gpu_fp4");
     mxattn_options opts;
@@ -736,7 +615,7 @@ int main(void) {
     }
     printf("gpu_fp4 on %s (%s)\n", g_dev.name, g_dev.arch);
     /* GPU_FP4_ONLY=pattern runs the tests whose names match (cmocka's * and ?),
-     * e.g. the speed table alone on an idle GPU. */
+     * e.g. one family's shape sweep. */
     const char *only = getenv("GPU_FP4_ONLY");
     if (only && *only) cmocka_set_test_filter(only);
     const struct CMUnitTest tests[] = {
@@ -746,8 +625,6 @@ int main(void) {
         cmocka_unit_test(test_wgmma_shapes_nvfp4),
         cmocka_unit_test(test_wgmma_shapes_mxfp4),
         cmocka_unit_test(test_wgmma_shapes_int8qk),
-        cmocka_unit_test(test_wgmma_speed_vs_f16),
-        cmocka_unit_test(test_wgmma_speed_steps),
         cmocka_unit_test(test_head_dims),
         cmocka_unit_test(test_lengths_and_gqa),
         cmocka_unit_test(test_two_level_beats_direct),
