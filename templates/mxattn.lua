@@ -250,7 +250,11 @@ end
 -- the analytic prior).
 local RIVAL_SEQS = { 512, 2048, 8192, 65536 }   -- prefill lengths
 local function rivals(shape_text, pr)
-  local probes = { { seq_q = 1, seq_k = pr.seq_k or 4096 } }   -- decoding
+  -- Decoding's default is a rival only for a problem of a few query rows: for
+  -- prefill it is the decode schedule, never the winner, and it took the
+  -- second of the tuner's slots.
+  local probes = {}
+  if pr.seq_q == nil or pr.seq_q <= 16 then probes[1] = { seq_q = 1, seq_k = pr.seq_k or 4096 } end
   for _, n in ipairs(RIVAL_SEQS) do probes[#probes + 1] = { seq_q = n, seq_k = n } end
   local out = {}
   for _, probe in ipairs(probes) do
