@@ -14,7 +14,7 @@
 // past the queries leave at once and count out of the releases.
 //
 // Reads the header's constants and blocks as cuda/fwd_int8_fp8_wgmma.cuh
-// (which says what the kernel computes), and SM_RELEASED.
+// (which says what the kernel computes, and whose set-up this one repeats), and SM_RELEASED.
 
 // A warp is done with a ring slot's tile: one more on the slot's count
 // (acq_rel: this warp's reads of the slot, complete at its MMA wait, happen
@@ -35,9 +35,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
   auto bar_k = [&](int s) { return bar_q + 8 * (1 + s); };
   auto bar_v = [&](int s) { return bar_q + 8 * (1 + STAGES + s); };
   auto bar_empty = [&](int s) { return bar_q + 8 * (1 + 2 * STAGES + s); };
-  // Broadcast from lane 0 so that the compiler knows it is the same in every
-  // lane: a branch on it is then a uniform branch, which the warps that fail
-  // it jump over whole (the copies' issue below).
+  // From lane 0: a uniform branch (cuda/fwd_int8_fp8_wgmma.cuh says why).
   const int warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
   const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
@@ -48,16 +46,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
 
   const int n_tiles = key_tiles(m0, a);   // all keys, or (causal) up to the last row's diagonal
 
-  // V^T of tile `tile` into V slot tile % V_SLOTS: one box (V_TERMS * DV
-  // channel rows x BN keys).  The workspace is padded to whole tiles, so
-  // every box is in bounds and brings all its bytes.
+  // V^T of tile `tile`: one box (V_TERMS * DV channel rows x BN keys).
   auto load_v = [&](int tile) {
     const int s = tile % V_SLOTS;
     mbar_expect_tx(bar_v(s), V_BYTES);
     tma_load_4d(sV + s * V_BYTES, map_v, tile * BN, 0, kv_head, batch, bar_v(s));
   };
-  // K8 of tile `tile` into ring slot tile % STAGES, a box per K panel, and
-  // its V^T into the same slot when V has one per stage.
+  // K8 of tile `tile` into ring slot tile % STAGES, a box per K panel, and its V^T.
   auto load_kv = [&](int tile) {
     const int s = tile % STAGES;
     mbar_expect_tx(bar_k(s), K_BYTES);
@@ -71,9 +66,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
 #pragma unroll
     for (int p = 0; p < PANELS_QK; p++) tma_load_4d(sQ + p * BM * WQK, map_q, p * WQK, m0, head, batch, bar_q);
   };
-  // rowsum_mma's B tile (ONES_BYTES in the header says why row 0 only):
-  // written here by the generic proxy, read by wgmma through the async one,
-  // so each writer fences before the block barrier below.
+  // rowsum_mma's B tile, fenced for the async proxy before the block barrier.
   if (ROWSUM_MMA) {
     const u32 ones = base + SM_ONES;
     for (int i = threadIdx.x; i < ONES_BYTES / 16; i += THREADS)

@@ -1,20 +1,8 @@
 -- Family int8-fp8, variant wgmma (sm_90a): SageAttention2's quantization on
 -- Hopper's warpgroup MMAs, FlashAttention-3 style.  The stats and quant
 -- kernels of blocks/attn_int8.lua run first, unchanged, and fill the same
--- workspace (Q8 per 16 rows pre-scaled to base 2, K8 - mean per 16 keys, V^T
--- in E4M3 per channel with permuted keys); then the attention kernel:
---   TMA brings Q8 (once), K8 and V^T tiles (a `stages`-deep ring, mbarriers)
---   from the workspace sections q8, k8 and v8t;
---   S = Q8 K8^T is a wgmma m64n<BN>k32 s8 (both from shared memory), scaled
---   by the row block's Q scale and each 16-key group's K scale;
---   the online softmax runs on S's s32 fragments (softmax_acc: dequantize,
---   subtract the max and scale P by 448 in one FFMA and the exponent);
---   P*448 -> E4M3 in registers, each tile's P V^T is a wgmma m64n<DV>k32
---   e4m3 with A = P from registers and B = V^T from shared memory, into its
---   own fp32 accumulator that is added to O (issue_pv says why); with
---   v_terms=2 a second k-loop over V's second E4M3 term adds into it;
---   V's channel scale in the epilogue (cuda/pv_fp8.cuh), where the 448 of
---   P cancels against the row sum's.
+-- workspace; then the attention kernel, which TMA feeds from the workspace
+-- sections q8, k8 and v8t (cuda/fwd_int8_fp8_wgmma.cuh says what it computes).
 -- The kernels are CUDA files, one a schedule, which this file picks and
 -- configures with a header of constants (WG.render):
 --   cuda/fwd_int8_fp8_wgmma.cuh  block_m = 64 * consumers, warps = 4 *
