@@ -655,9 +655,46 @@ static void test_deleted_schedules_are_refused(void **state) {
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 exp_poly=1", "'exp_poly': no such parameter");
 }
 
+/* Each schedule is one CUDA file after a header of the constants it reads:
+ * the header defines KERNEL_NAME to the plan's symbol before the kernel,
+ * which is declared by it (under its own compile guard); the source holds
+ * that schedule's kernel and no other's, and no template hole. */
+static void test_each_schedule_is_one_cuda_file(void **state) {
+    static const struct { const char *knobs, *mine, *constant; } cases[] = {
+        {"block_m=64 warps=4 block_n=128 stages=2", "} else if (warp == 0 && elect_one()) {", "PRODUCER = false;"},
+        {"block_m=128 warps=12 block_n=64 stages=2", "if constexpr (PRODUCER) {", "PRODUCER = true;"},
+        {"block_m=192 warps=12 block_n=128 stages=3", "release_slot(released + 4 * slot) == last_count", "SM_RELEASED"},
+        {"overlap=3 block_m=192 warps=12 block_n=128 stages=3", "tile_pv(o, row_sum, pa, alphas,", "RING_BAR = 1;"},
+    };
+    static const char *kernels[] = {"if constexpr (PRODUCER) {", "u32 last_count = 4 * live - 1;", "ring_wait(wg);"};
+    static const int kernel_of[] = {0, 0, 1, 2};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char params[256], line[192];
+        snprintf(params, sizeof params, "family=int8-fp8 head_dim=128 variant=wgmma %s", cases[i].knobs);
+        char *src = gen_call(g, "render", params, NULL);
+        char *lp = gen_call(g, "launch", params, "batch=1 heads_q=1 heads_kv=1 seq_q=256 seq_k=256");
+        gen_plan_kernel k[4];
+        assert_int_equal(gen_plan_kernels(lp, k, 4), 4);
+        snprintf(line, sizeof line, "\n#define KERNEL_NAME %.150s\n", k[3].name);
+        const char *header = strstr(src, line);
+        const char *kernel = strstr(src, " KERNEL_NAME(const __grid_constant__ mx_kernel_args a) {");
+        if (!header || !kernel || header > kernel) fail_msg("%s: no KERNEL_NAME header before the kernel", params);
+        snprintf(line, sizeof line, "|| defined(MX_COMPILE_%.150s)\n", k[3].name);
+        assert_non_null(strstr(src, line));
+        if (!strstr(kernel, cases[i].mine)) fail_msg("%s: the kernel lacks '%s'", params, cases[i].mine);
+        if (!strstr(src, cases[i].constant)) fail_msg("%s: the header lacks '%s'", params, cases[i].constant);
+        for (int j = 0; j < 3; j++)
+            if ((strstr(kernel, kernels[j]) != NULL) != (j == kernel_of[i]))
+                fail_msg("%s: '%s' %s", params, kernels[j], j == kernel_of[i] ? "missing" : "from another schedule");
+        assert_null(strstr(src, "${"));
+        free(src); free(lp);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_renders_deterministically),
+        cmocka_unit_test(test_each_schedule_is_one_cuda_file),
         cmocka_unit_test(test_quant_kernels_unchanged),
         cmocka_unit_test(test_launch_plan_and_tensor_maps),
         cmocka_unit_test(test_invalid_tables_name_the_parameter),

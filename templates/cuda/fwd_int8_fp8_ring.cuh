@@ -1,0 +1,134 @@
+// int8-fp8's wgmma forward with consumer warpgroups sharing the K/V ring
+// (block_m=128|192|256 without a producer, overlap=0): the consumer
+// warpgroups share each K/V tile (a third of the L2-to-SM traffic of three
+// one-warpgroup blocks at block_m=192, a quarter at 256) without meeting at
+// a block barrier.
+// Each warp, once its wait for the tile's P V has returned (attend_tile's
+// last MMA wait: the slot's reads are complete), adds one to the slot's
+// release counter with acq_rel order, and the warp that brings the count to
+// a use's last arrival refills the slot with tile t + STAGES: nobody waits
+// for the slowest warpgroup but the tile STAGES ahead, so the warpgroups
+// drift apart by up to STAGES - 1 tiles and their softmaxes need not meet.
+// (The one-warpgroup kernel's block barrier is a warpgroup's own; f16's
+// multi-consumer kernels keep theirs.)  Warpgroups whose 64 rows all lie
+// past the queries leave at once and count out of the releases.
+//
+// Reads the header's constants and blocks as cuda/fwd_int8_fp8_wgmma.cuh
+// (which says what the kernel computes, and whose set-up this one repeats), and SM_RELEASED.
+
+// A warp is done with a ring slot's tile: one more on the slot's count
+// (acq_rel: this warp's reads of the slot, complete at its MMA wait, happen
+// before the refill that the last arrival issues).  The count before it.
+MX_INLINE u32 release_slot(u32 counter) {
+  u32 old;
+  asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(counter) : "memory");
+  return old;
+}
+
+// Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query blocks first.
+extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __grid_constant__ mx_kernel_args a) {
+  extern __shared__ __align__(1024) u8 smem[];
+  // Swizzled tiles need 1024-byte alignment (the 128B pattern spans 8 rows).
+  const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
+  const u32 sQ = base + SM_Q, sK = base + SM_K, sV = base + SM_V;
+  const u32 bar_q = base + SM_BAR;     // then full_k[STAGES], full_v[STAGES], empty[STAGES]
+  auto bar_k = [&](int s) { return bar_q + 8 * (1 + s); };
+  auto bar_v = [&](int s) { return bar_q + 8 * (1 + STAGES + s); };
+  auto bar_empty = [&](int s) { return bar_q + 8 * (1 + 2 * STAGES + s); };
+  // From lane 0: a uniform branch (cuda/fwd_int8_fp8_wgmma.cuh says why).
+  const int warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
+  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
+  const int m0 = m_block * BM;
+  const int nqp = pad_q(a.seq_q), nkp = pad_k(a.seq_k);
+  const i64 qh = (i64)batch * a.heads_q + head, kh = (i64)batch * a.heads_kv + kv_head;
+  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
+
+  const int n_tiles = key_tiles(m0, a);   // all keys, or (causal) up to the last row's diagonal
+
+  // V^T of tile `tile`: one box (V_TERMS * DV channel rows x BN keys).
+  auto load_v = [&](int tile) {
+    const int s = tile % V_SLOTS;
+    mbar_expect_tx(bar_v(s), V_BYTES);
+    tma_load_4d(sV + s * V_BYTES, map_v, tile * BN, 0, kv_head, batch, bar_v(s));
+  };
+  // K8 of tile `tile` into ring slot tile % STAGES, a box per K panel, and its V^T.
+  auto load_kv = [&](int tile) {
+    const int s = tile % STAGES;
+    mbar_expect_tx(bar_k(s), K_BYTES);
+#pragma unroll
+    for (int p = 0; p < PANELS_QK; p++)
+      tma_load_4d(sK + s * K_BYTES + p * BN * WQK, map_k, p * WQK, tile * BN, kv_head, batch, bar_k(s));
+    if (V_SLOTS == STAGES) load_v(tile);
+  };
+  auto load_q = [&]() {
+    mbar_expect_tx(bar_q, Q_BYTES);
+#pragma unroll
+    for (int p = 0; p < PANELS_QK; p++) tma_load_4d(sQ + p * BM * WQK, map_q, p * WQK, m0, head, batch, bar_q);
+  };
+  // rowsum_mma's B tile, fenced for the async proxy before the block barrier.
+  if (ROWSUM_MMA) {
+    const u32 ones = base + SM_ONES;
+    for (int i = threadIdx.x; i < ONES_BYTES / 16; i += THREADS)
+      asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" :: "r"(ones + 16 * i), "r"(16 * i < BN ? 0x38383838u : 0u)
+                   : "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+
+  if (threadIdx.x == 0) {
+    tma_prefetch_map(map_q); tma_prefetch_map(map_k); tma_prefetch_map(map_v);
+    mbar_init(bar_q, 1);
+    for (int s = 0; s < STAGES; s++) {
+      mbar_init(bar_k(s), 1);
+      mbar_init(bar_v(s), 1);
+      mbar_init(bar_empty(s), CONSUMERS * 128);   // every consumer thread releases the slot
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+  wait_for_previous_kernel();          // the quant kernels' Q8, K8, V^T and scales (a "pdl" launch)
+
+  const u32 released = base + SM_RELEASED;     // a u32 a slot: warps done with the slot's current tile
+  if (threadIdx.x < STAGES) asm volatile("st.shared.u32 [%0], 0;" :: "r"(released + 4 * threadIdx.x) : "memory");
+  __syncthreads();
+  const int live = min(CONSUMERS, (a.seq_q - m0 + 63) / 64);   // >= 1: m0 < seq_q
+  if (warp == 0 && elect_one()) {
+    load_q();
+    for (int s = 0; s < STAGES && s < n_tiles; s++) load_kv(s);
+  }
+  if (warp / 4 >= live) return;                // rows past the queries (never warpgroup 0, whose warp 0 loads)
+  const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
+  const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;  // a 16-row group: one Q scale
+  // The thread's Q scale: its rows' pair (per-thread groups, cuda/quant_int8.cuh).
+  const float qscale = ((const float *)ws_at(a, WS_QSCALE))[qh * qscales_a_head(nqp) + (warp_row0 / 2 + threadIdx.x % 32 / 4)];
+  const float *ks = (const float *)ws_at(a, WS_KSCALE) + kh * kscales_a_head(nkp);
+  float o[1][DT][4], row_max[1][2], row_sum[1][2];
+#pragma unroll
+  for (int dt = 0; dt < DT; dt++) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.f;
+  row_max[0][0] = row_max[0][1] = MX_NEG_INF;
+  row_sum[0][0] = row_sum[0][1] = 0.f;
+  // Descriptors of this warpgroup's 64 Q rows and of ring slot 0's K8 and
+  // V^T; a k-step or a slot only adds to the start address (the low 14 bits).
+  const u64 desc_q = smem_desc(sQ + wg * 64 * WQK, 8 * WQK, SWZ_QK);
+  const u64 desc_k = smem_desc(sK, 8 * WQK, SWZ_QK);
+  const u64 desc_v = smem_desc(sV, 8 * BN, SWZ_V);
+  const u64 desc_ones = smem_desc(base + SM_ONES, 8 * BN, SWZ_V);   // rowsum_mma's B
+  mbar_wait(bar_q, 0);
+
+  // last_count: the count before the last arrival of the current use of
+  // tile t's slot, one more use every STAGES tiles.  A remainder by the
+  // run-time live (count % (4 * live)) cost ~20 instructions a warp and a
+  // tile; last_release(t, live) spends a multiply instead, which ptxas
+  // scheduled 3.4% slower at D=128 N=16384, the running count 0.5% (and
+  // 2.2% faster at N=4096; H200, 2026-11-30).
+  u32 last_count = 4 * live - 1;
+  for (int t = 0; t < n_tiles; t++) {
+    const int slot = t % STAGES;
+    attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * (K_BYTES / 16), desc_v + slot * (V_BYTES / 16),
+                bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, qscale, ks, desc_ones, a);
+    if (t + STAGES < n_tiles && elect_one() && release_slot(released + 4 * slot) == last_count)
+      load_kv(t + STAGES);
+    if (slot == STAGES - 1) last_count += 4 * live;
+  }
+  finish_rows(o, row_max, row_sum, a, qh, kh, nqp, batch, head, warp_row0);
+}

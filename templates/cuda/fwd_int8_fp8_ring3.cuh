@@ -1,0 +1,145 @@
+// int8-fp8's wgmma forward as a ring (overlap=3): three consumer warpgroups of one block (block_m=192,
+// warps=12, no producer) take turns on the tensor pipe, a token passed
+// around named barriers RING_BAR + w (256 threads: the warpgroup's own 128
+// bar.sync, the previous one's 128 bar.arrive).  A warpgroup's turn for tile
+// t issues P(t-1) V(t-1), waits for it and folds it into O, then issues S(t)
+// and passes the token on; S(t)'s wait and the softmax run outside the turn,
+// under the other two warpgroups' turns (each a P V and an S: 512 tensor
+// clocks at BN=128, D=128).  The block's turns run A(t), B(t), C(t), A(t+1):
+// warpgroup 2 kicks off (an arrive on warpgroup 0's barrier) and skips the
+// block's last pass, so each barrier sees as many arrives as syncs; each
+// warpgroup's last turn is its last P V.  The ring's slots are freed through
+// the empty mbarriers (a block barrier would put the warpgroups back in
+// step); warpgroup 2, whose turn has each tile's last P V, refills them as
+// it passes the token.  Three free blocks an SM measured ~1040 clocks a
+// tile, the tensor pipe's and MUFU's sum (bench/NOTES.md, "The next lever").
+// The first form of the ring, a turn for each S and each P V (A.S(t),
+// B.PV(t-1), C.S(t), A.PV(t), ...), gave each softmax two half turns (512
+// clocks) where it takes ~1000, and measured 7-8% slower than this one at
+// D=128 and 10% at D=64 (H200, 2026-11-30); this one measured
+// 1-3% faster than the shared ring at D=128 N=16384 and 2% slower at
+// N=4096 (the same runs; WG.default).
+//
+// Reads the header's constants and blocks as cuda/fwd_int8_fp8_wgmma.cuh
+// (which says what the kernel computes, and whose set-up this one repeats).
+
+constexpr int RING_BAR = 1;   // named barriers RING_BAR + consumer warpgroup (0 is __syncthreads')
+MX_INLINE void ring_wait(int wg) { asm volatile("bar.sync %0, 256;" :: "r"(RING_BAR + wg) : "memory"); }
+MX_INLINE void ring_pass(int wg) {
+  asm volatile("bar.arrive %0, 256;" :: "r"(RING_BAR + (wg + 1) % CONSUMERS) : "memory");
+}
+
+// Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query blocks first.
+extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __grid_constant__ mx_kernel_args a) {
+  extern __shared__ __align__(1024) u8 smem[];
+  // Swizzled tiles need 1024-byte alignment (the 128B pattern spans 8 rows).
+  const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
+  const u32 sQ = base + SM_Q, sK = base + SM_K, sV = base + SM_V;
+  const u32 bar_q = base + SM_BAR;     // then full_k[STAGES], full_v[STAGES], empty[STAGES]
+  auto bar_k = [&](int s) { return bar_q + 8 * (1 + s); };
+  auto bar_v = [&](int s) { return bar_q + 8 * (1 + STAGES + s); };
+  auto bar_empty = [&](int s) { return bar_q + 8 * (1 + 2 * STAGES + s); };
+  // From lane 0: a uniform branch (cuda/fwd_int8_fp8_wgmma.cuh says why).
+  const int warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
+  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
+  const int m0 = m_block * BM;
+  const int nqp = pad_q(a.seq_q), nkp = pad_k(a.seq_k);
+  const i64 qh = (i64)batch * a.heads_q + head, kh = (i64)batch * a.heads_kv + kv_head;
+  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
+
+  const int n_tiles = key_tiles(m0, a);   // all keys, or (causal) up to the last row's diagonal
+
+  // V^T of tile `tile`: one box (V_TERMS * DV channel rows x BN keys).
+  auto load_v = [&](int tile) {
+    const int s = tile % V_SLOTS;
+    mbar_expect_tx(bar_v(s), V_BYTES);
+    tma_load_4d(sV + s * V_BYTES, map_v, tile * BN, 0, kv_head, batch, bar_v(s));
+  };
+  // K8 of tile `tile` into ring slot tile % STAGES, a box per K panel, and its V^T.
+  auto load_kv = [&](int tile) {
+    const int s = tile % STAGES;
+    mbar_expect_tx(bar_k(s), K_BYTES);
+#pragma unroll
+    for (int p = 0; p < PANELS_QK; p++)
+      tma_load_4d(sK + s * K_BYTES + p * BN * WQK, map_k, p * WQK, tile * BN, kv_head, batch, bar_k(s));
+    if (V_SLOTS == STAGES) load_v(tile);
+  };
+  auto load_q = [&]() {
+    mbar_expect_tx(bar_q, Q_BYTES);
+#pragma unroll
+    for (int p = 0; p < PANELS_QK; p++) tma_load_4d(sQ + p * BM * WQK, map_q, p * WQK, m0, head, batch, bar_q);
+  };
+  // rowsum_mma's B tile, fenced for the async proxy before the block barrier.
+  if (ROWSUM_MMA) {
+    const u32 ones = base + SM_ONES;
+    for (int i = threadIdx.x; i < ONES_BYTES / 16; i += THREADS)
+      asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" :: "r"(ones + 16 * i), "r"(16 * i < BN ? 0x38383838u : 0u)
+                   : "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+
+  if (threadIdx.x == 0) {
+    tma_prefetch_map(map_q); tma_prefetch_map(map_k); tma_prefetch_map(map_v);
+    mbar_init(bar_q, 1);
+    for (int s = 0; s < STAGES; s++) {
+      mbar_init(bar_k(s), 1);
+      mbar_init(bar_v(s), 1);
+      mbar_init(bar_empty(s), CONSUMERS * 128);   // every consumer thread releases the slot
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+  wait_for_previous_kernel();          // the quant kernels' Q8, K8, V^T and scales (a "pdl" launch)
+
+  if (warp == 0 && elect_one()) {
+    load_q();
+    for (int s = 0; s < STAGES && s < n_tiles; s++) load_kv(s);
+  }
+  const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
+  const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;  // a 16-row group: one Q scale
+  // The thread's Q scale: its rows' pair (per-thread groups, cuda/quant_int8.cuh).
+  const float qscale = ((const float *)ws_at(a, WS_QSCALE))[qh * qscales_a_head(nqp) + (warp_row0 / 2 + threadIdx.x % 32 / 4)];
+  const float *ks = (const float *)ws_at(a, WS_KSCALE) + kh * kscales_a_head(nkp);
+  float o[1][DT][4], row_max[1][2], row_sum[1][2];
+#pragma unroll
+  for (int dt = 0; dt < DT; dt++) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.f;
+  row_max[0][0] = row_max[0][1] = MX_NEG_INF;
+  row_sum[0][0] = row_sum[0][1] = 0.f;
+  // Descriptors of this warpgroup's 64 Q rows and of ring slot 0's K8 and
+  // V^T; a k-step or a slot only adds to the start address (the low 14 bits).
+  const u64 desc_q = smem_desc(sQ + wg * 64 * WQK, 8 * WQK, SWZ_QK);
+  const u64 desc_k = smem_desc(sK, 8 * WQK, SWZ_QK);
+  const u64 desc_v = smem_desc(sV, 8 * BN, SWZ_V);
+  const u64 desc_ones = smem_desc(base + SM_ONES, 8 * BN, SWZ_V);   // rowsum_mma's B
+  mbar_wait(bar_q, 0);
+
+  const bool refills = warp == 8 && elect_one();   // warpgroup 2's: its turn holds each tile's last P V
+  int t = 0;                                         // the loop's, read by pass (the refill after S(t)'s issue)
+  const auto pass = [&] {
+    ring_pass(wg);
+    if (refills && t > 0 && t - 1 + STAGES < n_tiles) {
+      mbar_wait(bar_empty((t - 1) % STAGES), ((t - 1) / STAGES) & 1);
+      load_kv(t - 1 + STAGES);
+    }
+  };
+  if (wg == 2) ring_pass(wg);                        // the kick-off: warpgroup 0 takes the first turn
+  u32 pa[BN / 32][4];
+  float alphas[1][2];
+  for (; t <= n_tiles; t++) {
+    ring_wait(wg);
+    if (t > 0) {
+      const int ps = (t - 1) % STAGES;
+      tile_pv(o, row_sum, pa, alphas, desc_v + ps * (V_BYTES / 16), bar_v(ps), ((t - 1) / STAGES) & 1, desc_ones, [] {});
+      mbar_arrive(bar_empty(ps));                    // this thread is done with the slot's K and V
+    }
+    if (t == n_tiles) {
+      if (wg != 2) ring_pass(wg);                    // warpgroup 2's would be one pass too many
+      break;
+    }
+    const int slot = t % STAGES;
+    tile_scores(pa, alphas, row_max, row_sum, desc_q, desc_k + slot * (K_BYTES / 16), bar_k(slot), (t / STAGES) & 1, t,
+                warp_row0, qscale, ks, a, pass);
+  }
+  finish_rows(o, row_max, row_sum, a, qh, kh, nqp, batch, head, warp_row0);
+}
