@@ -24,7 +24,8 @@
 // CONSUMERS, PRODUCER, REGS_PRODUCER, REGS_CONSUMER, W, ROW_BYTES, PANELS,
 // Q_BYTES, KV_BYTES, SM_Q, SM_K, SM_V, SM_BAR, MT, KD, NT, DT, CAUSAL,
 // WRITE_LSE and KERNEL_NAME, the kernel's symbol; and the blocks before it:
-// prelude, tma_mbarrier, wgmma_f16, softmax, epilogue, wgmma_f16_tile.
+// prelude, tma_mbarrier, wgmma_f16, softmax, epilogue, wgmma_ring,
+// wgmma_f16_tile.
 
 // S = Q K^T, mask, online softmax, O += P V for key tile t, whose K and V sit
 // in the ring slot the descriptors point at (their barriers: bar_k, bar_v).
@@ -99,18 +100,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
     for (int p = 0; p < PANELS; p++) tma_load_4d(sQ + p * BM * ROW_BYTES, map_q, p * W, m0, head, batch, bar_q);
   };
 
-  // The ring's barriers: Q's, each slot's full K and V, and each slot's
-  // empty barrier that every consumer thread arrives on.
-  if (threadIdx.x == 0) {
-    tma_prefetch_map(map_q); tma_prefetch_map(map_k); tma_prefetch_map(map_v);
-    mbar_init(bar_q, 1);
-    for (int s = 0; s < STAGES; s++) {
-      mbar_init(bar_k(s), 1);
-      mbar_init(bar_v(s), 1);
-      mbar_init(bar_empty(s), CONSUMERS * 128);   // every consumer thread releases the slot
-    }
-    mbar_init_fence();
-  }
+  init_ring(bar_q, map_q, map_k, map_v);   // the ring's barriers, then the block sees them
   __syncthreads();
 
   if (PRODUCER && warp < 4) {          // producer warpgroup (step 2)

@@ -81,7 +81,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
   };
 
   // The ring's barriers: Q's, each slot's full K and V, and each slot's
-  // empty barrier that every consumer thread arrives on.
+  // empty barrier that every consumer thread arrives on (init_ring's text,
+  // cuda/wgmma_ring.cuh: the call moved this kernel's SASS).
   if (threadIdx.x == 0) {
     tma_prefetch_map(map_q); tma_prefetch_map(map_k); tma_prefetch_map(map_v);
     mbar_init(bar_q, 1);

@@ -24,7 +24,7 @@
 //
 // Reads the header's constants as cuda/fwd_wgmma.cuh does (PRODUCER true,
 // CONSUMERS 2), SCHED_BAR, and KERNEL_NAME; and the blocks before it:
-// prelude, tma_mbarrier, wgmma_f16, softmax, epilogue, wgmma_f16_tile,
+// prelude, tma_mbarrier, wgmma_f16, softmax, epilogue, wgmma_ring, wgmma_f16_tile,
 // wgmma_turns.
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __grid_constant__ mx_kernel_args a) {
@@ -68,18 +68,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
     for (int p = 0; p < PANELS; p++) tma_load_4d(sQ + p * BM * ROW_BYTES, map_q, p * W, m0, head, batch, bar_q);
   };
 
-  // The ring's barriers: Q's, each slot's full K and V, and each slot's
-  // empty barrier that every consumer thread arrives on.
-  if (threadIdx.x == 0) {
-    tma_prefetch_map(map_q); tma_prefetch_map(map_k); tma_prefetch_map(map_v);
-    mbar_init(bar_q, 1);
-    for (int s = 0; s < STAGES; s++) {
-      mbar_init(bar_k(s), 1);
-      mbar_init(bar_v(s), 1);
-      mbar_init(bar_empty(s), CONSUMERS * 128);   // every consumer thread releases the slot
-    }
-    mbar_init_fence();
-  }
+  init_ring(bar_q, map_q, map_k, map_v);   // the ring's barriers, then the block sees them
   __syncthreads();
 
   if (warp < 4) {                      // producer warpgroup

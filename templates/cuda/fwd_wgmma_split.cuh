@@ -36,16 +36,23 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
   // lane: a branch on it is then a uniform branch, which the warps that fail
   // it jump over whole (the copies' issue below).
   const int warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
+
+  // The work units and their barriers, as in cuda/fwd_wgmma_persistent.cuh.
   const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
   const u32 bar_q_empty = bar_q + 8 * (1 + 3 * STAGES), unit_slot = bar_q_empty + 8;
   unsigned *sched = (unsigned *)a.ws;  // [0] units handed out past the first wave, [1] blocks done
   const int m_blocks = (a.seq_q + BM - 1) / BM, n_work = m_blocks * a.heads_q * a.batch;
   int m_block = 0, head = 0, batch = 0, kv_head = 0, m0 = 0, n_tiles = 0;
+  // The items the blocks take: with fewer units than blocks (and no more
+  // blocks than the workspace has pieces for), `split` pieces a unit, else
+  // the units whole.
   constexpr int MIN_PIECE_TILES = 4;
   const int split = n_work > 0 && n_work < (int)gridDim.x && (int)gridDim.x <= MAX_PIECES
                         ? max(1, min(min((int)gridDim.x / n_work, key_tiles(0, a) / MIN_PIECE_TILES), MAX_SPLIT)) : 1;
   const int n_full = split > 1 ? 0 : n_work, n_items = split > 1 ? n_work * split : n_work;
   int tile0 = 0, piece = -1, split_unit = 0;   // the current item: its first key tile; its piece (-1: a whole unit)
+  // Makes item w the current one: unit u, or its piece `piece`, whose key
+  // tiles start at tile0.
   auto set_work = [&](int w) {
     int u = w;
     tile0 = 0;
@@ -85,18 +92,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
     for (int p = 0; p < PANELS; p++) tma_load_4d(sQ + p * BM * ROW_BYTES, map_q, p * W, m0, head, batch, bar_q);
   };
 
-  if (threadIdx.x == 0) {
-    tma_prefetch_map(map_q); tma_prefetch_map(map_k); tma_prefetch_map(map_v);
-    mbar_init(bar_q, 1);
-    for (int s = 0; s < STAGES; s++) {
-      mbar_init(bar_k(s), 1);
-      mbar_init(bar_v(s), 1);
-      mbar_init(bar_empty(s), CONSUMERS * 128);   // every consumer thread releases the slot
-    }
-    mbar_init_fence();
-  }
+  init_ring(bar_q, map_q, map_k, map_v);   // the ring's barriers, then the block sees them
   __syncthreads();
 
+  // The producer: for each item, once the consumers are done with the last
+  // one's Q, it writes the item to unit_slot and loads its Q, then its K/V
+  // tiles from tile0.
   if (warp < 4) {                      // producer warpgroup
     if (REGS_PRODUCER) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS_PRODUCER));
     if (threadIdx.x == 0) {

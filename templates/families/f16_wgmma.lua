@@ -4,12 +4,16 @@
 -- O += P V takes P from registers and V from shared memory.  Q (once) and the
 -- K and V tiles (a `stages`-deep ring) arrive by TMA, completing on mbarriers.
 --
--- Two kernels, chosen by `warps` (no extra knob): warps = 4 * consumers runs
--- step 1 (every warpgroup consumes, thread 0 also issues the copies, a block
--- barrier per key tile frees the ring slot); warps = 4 * consumers + 4 adds a
--- producer warpgroup (step 2, FlashAttention-3's warp specialization: full
--- and empty mbarriers per slot, setmaxnreg moves registers to the consumers,
--- no block barrier in the loop).  block_m = 64 * consumers.
+-- overlap=0 is cuda/fwd_wgmma.cuh, whose two schedules `warps` picks (no
+-- extra knob): warps = 4 * consumers runs step 1 (every warpgroup consumes,
+-- one lane also issues the copies, a block barrier per key tile frees the
+-- ring slot); warps = 4 * consumers + 4 adds a producer warpgroup (step 2,
+-- FlashAttention-3's warp specialization: full and empty mbarriers per slot,
+-- setmaxnreg moves registers to the consumers, no block barrier in the
+-- loop).  block_m = 64 * consumers.  overlap=1 ping-pongs two consumer
+-- warpgroups (cuda/fwd_wgmma_pingpong.cuh), persistent=1 loops it over work
+-- units (cuda/fwd_wgmma_persistent.cuh), split=1 splits few units along the
+-- keys (cuda/fwd_wgmma_split.cuh).
 --
 -- Called by families/f16.lua for variant=wgmma: check, smem_bytes,
 -- register_estimate, prior, default, render, launches.
@@ -142,6 +146,7 @@ local PRELUDE, TMA = require("blocks.prelude"), require("blocks.tma_mbarrier")
 local WGMMA, TURNS = require("blocks.wgmma_f16"), require("blocks.wgmma_overlap")
 local SOFTMAX, EPILOGUE = require("blocks.softmax"), require("blocks.epilogue")
 local TILE, SPLIT = U.cuda("cuda/wgmma_f16_tile.cuh"), U.cuda("cuda/wgmma_split.cuh")
+local RING = U.cuda("cuda/wgmma_ring.cuh")
 local KERNEL = { grid = U.cuda("cuda/fwd_wgmma.cuh"), pingpong = U.cuda("cuda/fwd_wgmma_pingpong.cuh"),
                  persistent = U.cuda("cuda/fwd_wgmma_persistent.cuh"), split = U.cuda("cuda/fwd_wgmma_split.cuh") }
 
@@ -205,6 +210,7 @@ constexpr bool MMA_BF16 = ${BF16};      // the products' operands (and P) bf16, 
   -- its names up).
   if schedule == "persistent" or split then parts[#parts + 1] = EPILOGUE.deferred end
   if split then parts[#parts + 1] = SPLIT end
+  parts[#parts + 1] = RING
   parts[#parts + 1] = TILE
   if schedule ~= "grid" then parts[#parts + 1] = TURNS.text end
   parts[#parts + 1] = KERNEL[schedule]
