@@ -123,10 +123,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
     const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
     const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;
     float o[1][DT][4], row_max[1][2], row_sum[1][2];
-#pragma unroll
-    for (int dt = 0; dt < DT; dt++) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.f;
-    row_max[0][0] = row_max[0][1] = MX_NEG_INF;
-    row_sum[0][0] = row_sum[0][1] = 0.f;
+    init_accumulators(o, row_max, row_sum);
     // Descriptors of this warpgroup's 64 Q rows and of ring slot 0's K and V;
     // a k-step or a slot only adds to the start address (the low 14 bits).
     const u64 desc_q = smem_desc(sQ + wg * 64 * ROW_BYTES, 16, 8 * ROW_BYTES);

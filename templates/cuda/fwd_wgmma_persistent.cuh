@@ -146,6 +146,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
       if (w >= n_work) break;
       set_work(w);
       const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;
+      // init_accumulators' text (cuda/softmax.cuh): the call moved this kernel's SASS.
 #pragma unroll
       for (int dt = 0; dt < DT; dt++) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.f;
       row_max[0][0] = row_max[0][1] = MX_NEG_INF;

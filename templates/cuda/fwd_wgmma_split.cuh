@@ -145,10 +145,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
       if (w >= n_items) break;
       set_work(w);
       const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;
-#pragma unroll
-      for (int dt = 0; dt < DT; dt++) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.f;
-      row_max[0][0] = row_max[0][1] = MX_NEG_INF;
-      row_sum[0][0] = row_sum[0][1] = 0.f;
+      init_accumulators(o, row_max, row_sum);
       if (n_tiles == 0) {              // nothing to read: the slot is free, the output is 0
         mbar_arrive(bar_q_empty);
         if (pending) store_output(pending_out, pending_lse, pending_o, a.o_ss, pending_lse_head, pending_row0, a.seq_q);
