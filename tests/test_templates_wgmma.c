@@ -159,9 +159,10 @@ static void test_overlap0_kernels_have_their_structure(void **state) {
         assert_null(strstr(a, "sched_wait"));
         assert_non_null(strstr(a, "attend_tile(o, row_max, row_sum"));
         assert_non_null(strstr(a, cases[i].producer ? "constexpr bool PRODUCER = true;" : "constexpr bool PRODUCER = false;"));
-        assert_non_null(strstr(a, "mbar_init(bar_k(s), 1);"));
-        assert_non_null(strstr(a, "mbar_init(bar_v(s), 1);"));
-        assert_non_null(strstr(a, "mbar_init(bar_empty(s), CONSUMERS * 128);"));
+        assert_non_null(strstr(a, "init_ring(bar_q, map_q, map_k, map_v);"));
+        assert_non_null(strstr(a, "mbar_init(bar_q + 8 * (1 + s), 1);"));
+        assert_non_null(strstr(a, "mbar_init(bar_q + 8 * (1 + STAGES + s), 1);"));
+        assert_non_null(strstr(a, "mbar_init(bar_q + 8 * (1 + 2 * STAGES + s), CONSUMERS * 128);"));
         assert_non_null(strstr(a, "if (PRODUCER && warp < 4) {"));
         assert_non_null(strstr(a, "setmaxnreg.dec.sync.aligned.u32"));
         assert_non_null(strstr(a, "mbar_wait(bar_empty(slot)"));
