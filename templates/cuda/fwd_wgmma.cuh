@@ -85,20 +85,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
   // Load K and V tile `tile` into ring slot tile % STAGES: one box per panel.
   auto load_kv = [&](int tile) {
     const int s = tile % STAGES;
-    mbar_expect_tx(bar_k(s), KV_BYTES);
-#pragma unroll
-    for (int p = 0; p < PANELS; p++)
-      tma_load_4d(sK + s * KV_BYTES + p * BN * ROW_BYTES, map_k, p * W, tile * BN, kv_head, batch, bar_k(s));
-    mbar_expect_tx(bar_v(s), KV_BYTES);
-#pragma unroll
-    for (int p = 0; p < PANELS; p++)
-      tma_load_4d(sV + s * KV_BYTES + p * BN * ROW_BYTES, map_v, p * W, tile * BN, kv_head, batch, bar_v(s));
+    load_kv_tile(bar_k(s), bar_v(s), sK, sV, map_k, map_v, tile, s, kv_head, batch);
   };
-  auto load_q = [&]() {
-    mbar_expect_tx(bar_q, Q_BYTES);
-#pragma unroll
-    for (int p = 0; p < PANELS; p++) tma_load_4d(sQ + p * BM * ROW_BYTES, map_q, p * W, m0, head, batch, bar_q);
-  };
+  auto load_q = [&]() { load_q_tile(bar_q, sQ, map_q, m0, head, batch); };
 
   init_ring(bar_q, map_q, map_k, map_v);   // the ring's barriers, then the block sees them
   __syncthreads();

@@ -23,7 +23,8 @@
 //
 // Reads the header's constants as cuda/fwd_wgmma_pingpong.cuh does and
 // DEFERRED; and the blocks before it: prelude, tma_mbarrier, wgmma_f16,
-// softmax, epilogue with its deferred part, wgmma_f16_tile, wgmma_turns.
+// softmax, epilogue with its deferred part, wgmma_ring, wgmma_f16_tile,
+// wgmma_turns.
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __grid_constant__ mx_kernel_args a) {
   // Shared memory: Q, then the ring's K and V slots, then the barriers.
@@ -64,21 +65,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
   if (threadIdx.x == 0) mbar_init(bar_q_empty, CONSUMERS * 128);   // fenced with the ring's below
 
   // Load K and V tile `tile` into ring slot `s`: one box per panel.
-  auto load_kv_at = [&](int tile, int s) {
-    mbar_expect_tx(bar_k(s), KV_BYTES);
-#pragma unroll
-    for (int p = 0; p < PANELS; p++)
-      tma_load_4d(sK + s * KV_BYTES + p * BN * ROW_BYTES, map_k, p * W, tile * BN, kv_head, batch, bar_k(s));
-    mbar_expect_tx(bar_v(s), KV_BYTES);
-#pragma unroll
-    for (int p = 0; p < PANELS; p++)
-      tma_load_4d(sV + s * KV_BYTES + p * BN * ROW_BYTES, map_v, p * W, tile * BN, kv_head, batch, bar_v(s));
-  };
-  auto load_q = [&]() {
-    mbar_expect_tx(bar_q, Q_BYTES);
-#pragma unroll
-    for (int p = 0; p < PANELS; p++) tma_load_4d(sQ + p * BM * ROW_BYTES, map_q, p * W, m0, head, batch, bar_q);
-  };
+  auto load_kv_at = [&](int tile, int s) { load_kv_tile(bar_k(s), bar_v(s), sK, sV, map_k, map_v, tile, s, kv_head, batch); };
+  auto load_q = [&]() { load_q_tile(bar_q, sQ, map_q, m0, head, batch); };
 
   // The ring's barriers: Q's, each slot's full K and V, and each slot's
   // empty barrier that every consumer thread arrives on (init_ring's text,
