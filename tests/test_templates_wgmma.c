@@ -141,11 +141,13 @@ static void test_nvrtc_sm90a_emits_wgmma_and_tma(void **state) {
 
 /* overlap=0's kernels, by what they are made of rather than their bytes (a
  * shared block may change its text; a cache key hashes the rendered source,
- * so new text simply makes new keys): every consumer runs attend_tile once a
- * key tile with no turns; a producer warpgroup (warps = 4 * consumers + 4)
- * hands its registers to the consumers and frees ring slots through the empty
- * mbarriers, the kernels without one free them at a block barrier; the ring
- * has a full and an empty mbarrier a slot for K and V. */
+ * so new text simply makes new keys): a constants header, then
+ * cuda/fwd_wgmma.cuh, whose one kernel is declared by KERNEL_NAME; every
+ * consumer runs attend_tile once a key tile with no turns; PRODUCER (warps =
+ * 4 * consumers + 4) picks the producer warpgroup, which hands its registers
+ * to the consumers and frees ring slots through the empty mbarriers, over the
+ * block barrier of the kernel without one; the ring has a full and an empty
+ * mbarrier a slot for K and V. */
 static void test_overlap0_kernels_have_their_structure(void **state) {
     static const struct { const char *params; int producer; } cases[] = {
         {"family=f16 head_dim=128 variant=wgmma q_regs=0 block_m=128 warps=12 block_n=128 stages=3", 1},
@@ -157,15 +159,18 @@ static void test_overlap0_kernels_have_their_structure(void **state) {
         assert_null(strstr(a, "sched_wait"));
         assert_non_null(strstr(a, "attend_tile(o, row_max, row_sum"));
         assert_non_null(strstr(a, cases[i].producer ? "constexpr bool PRODUCER = true;" : "constexpr bool PRODUCER = false;"));
-        assert_non_null(strstr(a, "mbar_init(bar_k(s), 1);"));
-        assert_non_null(strstr(a, "mbar_init(bar_v(s), 1);"));
-        assert_non_null(strstr(a, "mbar_init(bar_empty(s), CONSUMERS * 128);"));
-        if (cases[i].producer) {
-            assert_non_null(strstr(a, "setmaxnreg.dec.sync.aligned.u32"));
-            assert_non_null(strstr(a, "mbar_wait(bar_empty(slot)"));
-        } else {
-            assert_non_null(strstr(a, "__syncthreads();                   // every warpgroup is done with this slot"));
-        }
+        assert_non_null(strstr(a, "init_ring(bar_q, map_q, map_k, map_v);"));
+        assert_non_null(strstr(a, "mbar_init(bar_q + 8 * (1 + s), 1);"));
+        assert_non_null(strstr(a, "mbar_init(bar_q + 8 * (1 + STAGES + s), 1);"));
+        assert_non_null(strstr(a, "mbar_init(bar_q + 8 * (1 + 2 * STAGES + s), CONSUMERS * 128);"));
+        assert_non_null(strstr(a, "if (PRODUCER && warp < 4) {"));
+        assert_non_null(strstr(a, "setmaxnreg.dec.sync.aligned.u32"));
+        assert_non_null(strstr(a, "mbar_wait(bar_empty(slot)"));
+        assert_non_null(strstr(a, "__syncthreads();               // every warpgroup is done with this slot"));
+        const char *header = strstr(a, "#define KERNEL_NAME mxattn_f16_d"), *kernel = strstr(a, "KERNEL_NAME(const __grid_constant__");
+        assert_non_null(header);
+        assert_non_null(kernel);
+        assert_true(header < strstr(a, "constexpr bool PRODUCER") && header < strstr(a, "MX_INLINE void mbar_init"));
         int kernels = 0;
         for (const char *p = strstr(a, "extern \"C\" __global__"); p; p = strstr(p + 1, "extern \"C\" __global__")) kernels++;
         assert_int_equal(kernels, 1);
@@ -308,6 +313,42 @@ static void test_overlap_compiles(void **state) {
     }
 }
 
+/* Each schedule is one CUDA file after a header of the constants it reads:
+ * the header declares the kernel's symbol (KERNEL_NAME, the plan's name,
+ * under its own compile guard) and the schedule's own constants, before the
+ * blocks; the one kernel is the schedule's file, and no template hole is left. */
+static void test_wgmma_sources_are_header_then_cuda_file(void **state) {
+    static const struct { const char *params, *file, *constant; } cases[] = {
+        {"family=f16 head_dim=96 dtype=f16 variant=wgmma q_regs=0 block_m=64 warps=4 block_n=64 stages=2",
+         "// The Hopper forward (families/f16_wgmma.lua, variant=wgmma, overlap=0;", "constexpr bool MMA_BF16 = false;"},
+        {"family=f16 head_dim=128 " PP "block_n=128 stages=2",
+         "// The ping-pong (families/f16_wgmma.lua, overlap=1; sm_90a)", "constexpr int SCHED_BAR = 1;"},
+        {"family=f16 head_dim=128 causal=1 " PP "persistent=1 block_n=128 stages=3",
+         "// The persistent ping-pong (families/f16_wgmma.lua, persistent=1; sm_90a)", "constexpr bool DEFERRED = false;"},
+        {"family=f16 head_dim=128 " PP "persistent=1 split=1 block_n=128 stages=3",
+         "// The persistent ping-pong with split work units", "constexpr int MAX_SPLIT = 8, MAX_PIECES = 160;"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *src = gen_call(g, "render", cases[i].params, NULL);
+        char *lp = gen_call(g, "launch", cases[i].params, "batch=1 heads_q=2 heads_kv=2 seq_q=512 seq_k=512");
+        gen_plan_kernel k;
+        assert_int_equal(gen_plan_kernels(lp, &k, 1), 1);
+        char line[192];
+        snprintf(line, sizeof line, "\n#define KERNEL_NAME %.150s\n", k.name);
+        const char *header = strstr(src, line), *blocks = strstr(src, "MX_INLINE void mbar_init");
+        const char *file = strstr(src, cases[i].file), *constant = strstr(src, cases[i].constant);
+        const char *kernel = strstr(src, "extern \"C\" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(");
+        if (!header || !constant || !blocks || header > constant || constant > blocks)
+            fail_msg("%s: no header with KERNEL_NAME and '%s' before the blocks", cases[i].params, cases[i].constant);
+        if (!file || !kernel || file > kernel || blocks > file) fail_msg("%s: the kernel is not its schedule's file", cases[i].params);
+        assert_null(strstr(kernel + 1, "extern \"C\" __global__"));
+        snprintf(line, sizeof line, "|| defined(MX_COMPILE_%.150s)\n", k.name);
+        assert_non_null(strstr(src, line));
+        assert_null(strstr(src, "${"));
+        free(src); free(lp);
+    }
+}
+
 /* persistent=1: the overlap=1 kernel looped over work units.  Only the
  * overlap=1 schedule takes it, the canonical text names it as every knob the
  * family reads, its launch line names every unit along x with one resident
@@ -322,15 +363,16 @@ static void test_persistent(void **state) {
     /* Without a causal mask a unit's output is stored during the next unit
      * (measured faster on the H200); under causal, and where the packed
      * output would not fit beside O and S, it is written when the unit ends. */
+    assert_non_null(strstr(looped, "constexpr bool DEFERRED = true;"));
     assert_non_null(strstr(looped, "store_output(pending_out"));
-    assert_null(strstr(looped, "write_output(o, row_max"));
+    assert_non_null(strstr(looped, "pack_output(pending_out"));
     free(looped);
     static const char *direct[] = {"head_dim=128 causal=1 block_n=128 stages=3", "head_dim=128 block_n=176 stages=2"};
     for (size_t i = 0; i < sizeof direct / sizeof *direct; i++) {
         char params[256];
         snprintf(params, sizeof params, "family=f16 " PP "persistent=1 %s", direct[i]);
         char *src = gen_call(g, "render", params, NULL);
-        assert_null(strstr(src, "store_output"));
+        assert_non_null(strstr(src, "constexpr bool DEFERRED = false;"));
         assert_non_null(strstr(src, "write_output(o, row_max"));
         free(src);
     }
@@ -492,6 +534,7 @@ int main(void) {
         cmocka_unit_test(test_overlap_compiles),
         cmocka_unit_test(test_turns_wait_for_pv_where_ptxas_keeps_it),
         cmocka_unit_test(test_persistent),
+        cmocka_unit_test(test_wgmma_sources_are_header_then_cuda_file),
         cmocka_unit_test(test_three_consumers),
         cmocka_unit_test(test_default_reads_the_queries),
         cmocka_unit_test(test_split),

@@ -1,23 +1,17 @@
--- Pieces every warpgroup-MMA kernel shares, as text: the wgmma fences and
--- the register pins around them, the set-up of the TMA ring's barriers
--- (Q's, each slot's full K and V, and each slot's empty barrier that every
--- consumer thread arrives on), the producer warpgroup, and the skeleton of
--- the overlap=0 kernels that a family fills with its loads and attend_tile.
+-- What the warpgroup-MMA families share: the warpgroup rules
+-- (check_warpgroups), setmaxnreg's split (register_split), the split units'
+-- workspace (split_workspace; f16's cuda/fwd_wgmma_split.cuh), and the wgmma
+-- fences and register pins (SYNC, cuda/wgmma_sync.cuh).  f16's kernels are
+-- CUDA files (families/f16_wgmma.lua); the text below them (the set-up of
+-- the TMA ring's barriers, the producer warpgroup, the consumers' state, the
+-- skeleton of the overlap=0 kernels that a family fills with its loads and
+-- attend_tile) is int8-fp8's (families/int8_fp8_wgmma.lua), until its
+-- kernels are CUDA files too.
 local C = {}
 
-C.SYNC = [[
-MX_INLINE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-MX_INLINE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N> MX_INLINE void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
-// Pins accumulator registers in program order against the fences and waits:
-// the compiler must not move their reads or writes across an async MMA.
-template <int C> MX_INLINE void reg_fence(float (&d)[1][C][4]) {
-#pragma unroll
-  for (int j = 0; j < C; j++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) asm volatile("" : "+f"(d[0][j][e]) :: "memory");
-}
-]]
+-- The wgmma fences, commit and wait, and the accumulators' register pins
+-- (cuda/wgmma_sync.cuh): the 8-bit block (blocks/wgmma_int8.lua) reads them here.
+C.SYNC = require("util").cuda("cuda/wgmma_sync.cuh")
 
 C.RING_INIT = [[
   if (threadIdx.x == 0) {
@@ -77,69 +71,6 @@ ${where}  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[
 
 ]]
 
--- The set-up of a persistent kernel (persistent=1) after C.SMEM_SETUP: the
--- grid has at most one block per resident slot (the runtime clamps it), and
--- the blocks take work units in order from a counter in the workspace, each
--- its next one when it starts the last: units run in the order a grid of
--- one block per unit would run them, so the units in flight share heads and
--- their K and V stay in L2 (a fixed order let the blocks drift apart over
--- causal rows of unequal length: 468 vs 587 TOPS).  A unit is one BM-row
--- block of one head, row blocks fastest, the longest causal rows first.
--- set_work(w) makes w the current unit.  Two more barriers' worth of shared
--- memory: bar_q_empty (every consumer thread is done with the unit's S = Q
--- K^T, so Q's buffer and the unit slot can take the next unit) and
--- unit_slot, where the producer tells the consumers which unit comes next.
--- The counters (next unit, blocks done) start at zero (the workspace is
--- allocated zeroed) and the last block to finish taking units zeroes them.
-C.WORK_SETUP = [[
-  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
-  const u32 bar_q_empty = bar_q + 8 * (1 + 3 * STAGES), unit_slot = bar_q_empty + 8;
-  unsigned *sched = (unsigned *)a.ws;  // [0] units handed out past the first wave, [1] blocks done
-  const int m_blocks = (a.seq_q + BM - 1) / BM, n_work = m_blocks * a.heads_q * a.batch;
-  int m_block = 0, head = 0, batch = 0, kv_head = 0, m0 = 0, n_tiles = 0;
-${SPLIT_SETUP}  auto set_work = [&](int w) {
-${SPLIT_ITEM}    const int mb = ${UNIT} % m_blocks, hb = ${UNIT} / m_blocks;
-    m_block = CAUSAL ? m_blocks - 1 - mb : mb;   // causal: the longest rows first, as a grid would run them
-    head = hb % a.heads_q;
-    batch = hb / a.heads_q;
-    kv_head = head / a.gqa;
-    m0 = m_block * BM;
-    n_tiles = key_tiles(m0, a);
-${SPLIT_RANGE}  };
-  if (threadIdx.x == 0) mbar_init(bar_q_empty, CONSUMERS * 128);   // RING_INIT fences it
-]]
-
--- The persistent producer: for each unit, once the consumers are done with
--- the last one's Q, it writes the unit to unit_slot and loads its Q (a unit
--- that sees no key, or the end, only arrives on bar_q), then its K/V tiles,
--- the ring's slots and phases counted over all units (g).
-C.PRODUCER_PERSISTENT = [[
-  if (warp < 4) {                      // producer warpgroup
-    if (REGS_PRODUCER) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS_PRODUCER));
-    if (threadIdx.x == 0) {
-      int g = 0, units = 0;            // K/V tiles loaded, units handed to the consumers
-      for (int w = blockIdx.x;; units++) {
-        if (units > 0) mbar_wait(bar_q_empty, (units - 1) & 1);   // the last unit's S products are done
-        asm volatile("st.shared.u32 [%0], %1;" :: "r"(unit_slot), "r"(w) : "memory");
-        if (w >= ${N_ITEMS}) { mbar_arrive(bar_q); break; }           // the end, read by the consumers
-        // The next unit, asked for now so the answer is back by the last load.
-        const int next = (int)atomicAdd(&sched[0], 1u) + gridDim.x;
-        set_work(w);
-        if (n_tiles > 0) load_q(); else mbar_arrive(bar_q);
-        for (int t = 0; t < n_tiles; t++, g++) {
-          const int slot = g % STAGES;
-          if (g >= STAGES) mbar_wait(bar_empty(slot), (g / STAGES - 1) & 1);   // tile g - STAGES released
-          load_kv_at(${TILE0}t, slot);
-        }
-        w = next;
-      }
-      // Every block asks past the end exactly once, so the last to finish
-      // asking knows no block will read the counter again: it zeroes both
-      // for the next launch on this workspace.
-      if (atomicAdd(&sched[1], 1u) == gridDim.x - 1) { atomicExch(&sched[0], 0u); atomicExch(&sched[1], 0u); }
-    }
-]]
-
 -- The warpgroup rules both wgmma families share: 64 query rows per consumer
 -- warpgroup, at most three, and warps = 4 * consumers, or that plus a TMA
 -- producer warpgroup.  Three consumers share one K/V stream (a third of the
@@ -176,54 +107,6 @@ function C.register_split(consumers, producer)
   return 0, 0
 end
 
--- Units split along the keys (the knob split=1: the non-causal persistent
--- kernel of families/f16_wgmma.lua) when a problem has fewer units than the
--- launch has blocks (launches() asks for up to MAX_SPLIT blocks a unit; the
--- runtime launches at most one wave): n_work units would leave the other
--- blocks' SMs idle for the whole call.  Each unit is cut into `split` pieces
--- of consecutive key tiles (at most gridDim.x pieces in all, each of
--- MIN_PIECE_TILES tiles or more, at most MAX_SPLIT a unit: the warp that
--- completes a unit reads every piece back); a piece ends with finish_piece
--- (C.SPLIT_FINISH) instead of the unit's output.  Splitting only the last
--- wave of a large problem measured 0.8-1% slower on the H200 (the blocks
--- drift apart and absorb that wave; 2026-11-29), so a problem
--- with a wave's worth of units or more is not split; and the split-capable
--- kernel is 1.6% slower where it does not split (H200, D=128), hence a knob
--- that the default sets by the problem's size (WG.default).
-local SPLIT_SETUP = [[
-  constexpr int MIN_PIECE_TILES = 4, MAX_SPLIT = ${MAX_SPLIT};
-  const int split = n_work > 0 && n_work < (int)gridDim.x && (int)gridDim.x <= MAX_PIECES
-                        ? max(1, min(min((int)gridDim.x / n_work, key_tiles(0, a) / MIN_PIECE_TILES), MAX_SPLIT)) : 1;
-  const int n_full = split > 1 ? 0 : n_work, n_items = split > 1 ? n_work * split : n_work;
-  int tile0 = 0, piece = -1, split_unit = 0;   // the current item: its first key tile; its piece (-1: a whole unit)
-]]
-local SPLIT_ITEM = [[
-    int u = w;
-    tile0 = 0;
-    piece = -1;
-    if (w >= n_full) {
-      split_unit = (w - n_full) / split;
-      piece = (w - n_full) % split;
-      u = n_full + split_unit;
-    }
-]]
-local SPLIT_RANGE = [[
-    if (piece >= 0) {
-      tile0 = piece * n_tiles / split;
-      n_tiles = (piece + 1) * n_tiles / split - tile0;
-    }
-]]
-
-function C.work_setup(split)
-  if not split then return require("util").fill(C.WORK_SETUP, { SPLIT_SETUP = "", SPLIT_ITEM = "", UNIT = "w", SPLIT_RANGE = "" }) end
-  return require("util").fill(C.WORK_SETUP, { SPLIT_SETUP = require("util").fill(SPLIT_SETUP, { MAX_SPLIT = C.SPLIT_MAX }),
-                                              SPLIT_ITEM = SPLIT_ITEM, UNIT = "u", SPLIT_RANGE = SPLIT_RANGE })
-end
-
-function C.producer_persistent(split)
-  return require("util").fill(C.PRODUCER_PERSISTENT, { N_ITEMS = split and "n_items" or "n_work", TILE0 = split and "tile0 + " or "" })
-end
-
 -- Workspace of the split: the scheduler's two counters, then a counter per
 -- split unit and consumer warp (zero between launches: the warp that
 -- completes a unit resets its own), then each piece's partial O, row max and
@@ -236,60 +119,6 @@ function C.split_workspace(d_pad, consumers)
 end
 C.SPLIT_MAX_PIECES = 160   -- >= the SMs of any sm_90a part; more blocks than this do not split
 C.SPLIT_MAX = 8            -- pieces a unit at most
-
-C.SPLIT_FINISH = [[
-constexpr int MAX_PIECES = ${MAX_PIECES};
-// A piece's end: its partial O, row max and row sum go to the workspace; the
-// warp whose arrival completes the unit's pieces adds them up, each scaled by
-// exp2(its max - the common max), and writes the rows (write_output).
-MX_INLINE void finish_piece(float (&o)[1][DT][4], const float (&row_max)[1][2], const float (&row_sum)[1][2],
-                            const mx_kernel_args &a, int split_unit, int piece, int split, int cwarp,
-                            u16 *o_head, float *lse_head, int row0) {
-  constexpr int VALS = 4 * DT + 4;     // O, then the row max and sum of both row halves
-  const int lane = threadIdx.x % 32;
-  unsigned *count = (unsigned *)((u8 *)a.ws + 256) + split_unit * CONSUMERS * 4 + cwarp;
-  float *parts = (float *)((u8 *)a.ws + 256 + MAX_PIECES * CONSUMERS * 4 * 4);
-  auto part = [&](int p) { return parts + ((i64)(split_unit * split + p) * CONSUMERS * 4 + cwarp) * VALS * 32 + lane; };
-  float *mine = part(piece);
-#pragma unroll
-  for (int dt = 0; dt < DT; dt++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) mine[(dt * 4 + e) * 32] = o[0][dt][e];
-#pragma unroll
-  for (int h = 0; h < 2; h++) {
-    mine[(4 * DT + h) * 32] = row_max[0][h];
-    mine[(4 * DT + 2 + h) * 32] = row_sum[0][h];
-  }
-  __threadfence();                     // this lane's partial, before its warp counts it
-  __syncwarp();
-  unsigned before = 0;
-  if (lane == 0) before = atomicAdd(count, 1u);
-  if (__shfl_sync(0xffffffffu, before, 0) != (unsigned)split - 1) return;
-  __threadfence();                     // the other pieces' partials, after their counts
-  float m[1][2] = {{MX_NEG_INF, MX_NEG_INF}}, l[1][2] = {{0.f, 0.f}};
-  for (int p = 0; p < split; p++)
-#pragma unroll
-    for (int h = 0; h < 2; h++) m[0][h] = fmaxf(m[0][h], __ldcg(part(p) + (4 * DT + h) * 32));
-#pragma unroll
-  for (int dt = 0; dt < DT; dt++) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.f;
-  for (int p = 0; p < split; p++) {
-    const float *theirs = part(p);
-    float f[2];
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      const float mp = __ldcg(theirs + (4 * DT + h) * 32);
-      f[h] = mp == MX_NEG_INF ? 0.f : fast_exp2(mp - m[0][h]);
-      l[0][h] += f[h] * __ldcg(theirs + (4 * DT + 2 + h) * 32);
-    }
-#pragma unroll
-    for (int dt = 0; dt < DT; dt++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) o[0][dt][e] += f[e / 2] * __ldcg(theirs + (dt * 4 + e) * 32);
-  }
-  if (lane == 0) *count = 0u;          // zero for the next launch on this workspace
-  write_output(o, m, l, o_head, a.o_ss, lse_head, row0, a.seq_q);
-}
-]]
 
 -- A consumer warpgroup's running state for its 64 rows: O, row max, row sum
 -- (STATE_DECL), set for a new row block by STATE_INIT (both unindented);

@@ -75,17 +75,18 @@ MX_INLINE void %s(float (&d)[1][%d][4], const u32 (&a)[4], u64 desc_b) {
     regs + 4, acc_constraints(n // 8))
 end
 
--- p: the table, plus p.bn (N of S), p.d_pad (N of O), p.swizzle_mode (1|2|3).
-return function(p)
-  return U.fill([[
-constexpr u64 SWIZZLE_MODE = ${SWZ};
-MX_INLINE u64 smem_desc(u32 addr, u32 lbo, u32 sbo) {
-  return (u64)((addr >> 4) & 0x3FFF) | ((u64)((lbo >> 4) & 0x3FFF) << 16) |
-         ((u64)((sbo >> 4) & 0x3FFF) << 32) | (SWIZZLE_MODE << 62);
-}
-]] .. require("blocks.wgmma_common").SYNC .. [[
-MX_INLINE void reg_fence(u32 &x) { asm volatile("" : "+r"(x) :: "memory"); }
-]], { SWZ = p.swizzle_mode })
-    .. mma_ss("wgmma_qk", p.bn, p.dtype)
-    .. mma_rs("wgmma_pv", p.d_pad, p.dtype)
-end
+-- The fixed text: the descriptor and the pin of a packed register
+-- (cuda/wgmma_f16.cuh, reading SWIZZLE_MODE), the fences and waits
+-- (cuda/wgmma_sync.cuh, shared with the 8-bit wgmma block).
+-- The two products' wrappers are written here because their asm lists one
+-- operand per accumulator register, N/2 of them, which CUDA cannot spell by a
+-- constant (CUTLASS writes out every N instead).
+local DESC, SYNC = U.cuda("cuda/wgmma_f16.cuh"), U.cuda("cuda/wgmma_sync.cuh")
+
+-- p: p.dtype (bf16 or f16), p.bn (N of S), p.d_pad (N of O), p.swizzle_mode
+-- (1|2|3).  .constants(p) is the constant the text reads, .text(p) the
+-- functions; require("blocks.wgmma_f16")(p) is both.
+local M = {}
+function M.constants(p) return string.format("constexpr u64 SWIZZLE_MODE = %d;\n", p.swizzle_mode) end
+function M.text(p) return DESC .. SYNC .. mma_ss("wgmma_qk", p.bn, p.dtype) .. mma_rs("wgmma_pv", p.d_pad, p.dtype) end
+return setmetatable(M, { __call = function(_, p) return M.constants(p) .. M.text(p) end })

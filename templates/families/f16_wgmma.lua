@@ -4,12 +4,16 @@
 -- O += P V takes P from registers and V from shared memory.  Q (once) and the
 -- K and V tiles (a `stages`-deep ring) arrive by TMA, completing on mbarriers.
 --
--- Two kernels, chosen by `warps` (no extra knob): warps = 4 * consumers runs
--- step 1 (every warpgroup consumes, thread 0 also issues the copies, a block
--- barrier per key tile frees the ring slot); warps = 4 * consumers + 4 adds a
--- producer warpgroup (step 2, FlashAttention-3's warp specialization: full
--- and empty mbarriers per slot, setmaxnreg moves registers to the consumers,
--- no block barrier in the loop).  block_m = 64 * consumers.
+-- overlap=0 is cuda/fwd_wgmma.cuh, whose two schedules `warps` picks (no
+-- extra knob): warps = 4 * consumers runs step 1 (every warpgroup consumes,
+-- one lane also issues the copies, a block barrier per key tile frees the
+-- ring slot); warps = 4 * consumers + 4 adds a producer warpgroup (step 2,
+-- FlashAttention-3's warp specialization: full and empty mbarriers per slot,
+-- setmaxnreg moves registers to the consumers, no block barrier in the
+-- loop).  block_m = 64 * consumers.  overlap=1 ping-pongs two consumer
+-- warpgroups (cuda/fwd_wgmma_pingpong.cuh), persistent=1 loops it over work
+-- units (cuda/fwd_wgmma_persistent.cuh), split=1 splits few units along the
+-- keys (cuda/fwd_wgmma_split.cuh).
 --
 -- Called by families/f16.lua for variant=wgmma: check, smem_bytes,
 -- register_estimate, prior, default, render, launches.
@@ -132,168 +136,19 @@ function WG.prior(t)
   return 100 * by_smem * reuse * (t.warps == 4 * consumers(t) + 4 and 1.5 or 1) * (t.overlap == 1 and 1.1 or 1) * persistent
 end
 
--- One key tile for one warpgroup, shared by both overlap=0 kernels; P's pack
--- and the P V product are blocks/wgmma_overlap.lua's.
-local ATTEND = [[
-// S = Q K^T, mask, online softmax, O += P V for key tile t, whose K and V sit
-// in the ring slot the descriptors point at (their barriers: bar_k, bar_v).
-MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (&row_sum)[1][2], u64 desc_q,
-                           u64 desc_k, u64 desc_v, u32 bar_k, u32 bar_v, u32 parity, int t, int warp_row0,
-                           const mx_kernel_args &a) {
-  // S = Q K^T: D_PAD/16 k-steps; step kd is 32 bytes into panel kd/(W/16).
-  float s[1][NT][4];
-  mbar_wait(bar_k, parity);
-  wgmma_fence();
-#pragma unroll
-  for (int kd = 0; kd < KD; kd++) {
-    const int panel = kd / (W / 16), step = (kd % (W / 16)) * 32;
-    wgmma_qk(s, desc_q + (panel * BM * ROW_BYTES + step) / 16, desc_k + (panel * BN * ROW_BYTES + step) / 16, kd > 0);
-  }
-  wgmma_commit();
-  wgmma_wait<0>();
-  reg_fence(s);
-
-  // Mask the tile's tail and, under causal, keys past the diagonal.
-  mask_tile(s, t, warp_row0, a);
-
-  online_softmax(s, row_max, row_sum, o, a.scale_log2);
-
-  // P to the A operand in registers, then O += P V.
-  u32 pa[BN / 16][4];
-  pack_p(pa, s);
-  mbar_wait(bar_v, parity);
-  issue_pv(o, pa, desc_v);
-  wgmma_wait<0>();
-  reg_fence(o);
-}
-]]
-
--- What both kernels do first: where things are, which keys this block sees.
+-- The kernels are CUDA files, one a schedule: cuda/fwd_wgmma.cuh (overlap=0:
+-- steps 1 and 2), cuda/fwd_wgmma_pingpong.cuh (overlap=1),
+-- cuda/fwd_wgmma_persistent.cuh (persistent=1, with or without the deferred
+-- output) and cuda/fwd_wgmma_split.cuh (split=1), over the blocks they call.
+-- render writes the constants they read in a header before them.
 local WC = require("blocks.wgmma_common")
-
--- The TMA copies: K and V tile `tile` into a ring slot (tile % STAGES, or
--- the persistent kernel's `s`), one box per panel; Q's rows of the block.
-local LOAD_KV = {
-  grid = [[
-  // Load K and V tile `tile` into ring slot tile % STAGES: one box per panel.
-  auto load_kv = [&](int tile) {
-    const int s = tile % STAGES;
-]],
-  persistent = [[
-  // Load K and V tile `tile` into ring slot `s`: one box per panel.
-  auto load_kv_at = [&](int tile, int s) {
-]],
-}
-local LOADS = [[
-    mbar_expect_tx(bar_k(s), KV_BYTES);
-#pragma unroll
-    for (int p = 0; p < PANELS; p++)
-      tma_load_4d(sK + s * KV_BYTES + p * BN * ROW_BYTES, map_k, p * W, tile * BN, kv_head, batch, bar_k(s));
-    mbar_expect_tx(bar_v(s), KV_BYTES);
-#pragma unroll
-    for (int p = 0; p < PANELS; p++)
-      tma_load_4d(sV + s * KV_BYTES + p * BN * ROW_BYTES, map_v, p * W, tile * BN, kv_head, batch, bar_v(s));
-  };
-  auto load_q = [&]() {
-    mbar_expect_tx(bar_q, Q_BYTES);
-#pragma unroll
-    for (int p = 0; p < PANELS; p++) tma_load_4d(sQ + p * BM * ROW_BYTES, map_q, p * W, m0, head, batch, bar_q);
-  };
-
-]]
-local SETUP = U.fill(WC.BLOCK_SETUP, { where = "" }) .. LOAD_KV.grid .. LOADS .. WC.RING_INIT .. [[
-]]
-local function setup_persistent(split)
-  return WC.SMEM_SETUP .. WC.work_setup(split) .. LOAD_KV.persistent .. LOADS .. WC.RING_INIT
-end
-
--- The consumer side: one warpgroup's 64 rows over every key tile.
-local WG_INDEX = [[
-  const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
-]]
-local ROW0 = [[
-  const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;
-]]
-local DESCRIPTORS = [[
-  // Descriptors of this warpgroup's 64 Q rows and of ring slot 0's K and V;
-  // a k-step or a slot only adds to the start address (the low 14 bits).
-  const u64 desc_q = smem_desc(sQ + wg * 64 * ROW_BYTES, 16, 8 * ROW_BYTES);
-  const u64 desc_k = smem_desc(sK, 16, 8 * ROW_BYTES);
-  const u64 desc_v = smem_desc(sV, BN * ROW_BYTES, 8 * ROW_BYTES);
-]]
-local CONSUME = WG_INDEX .. ROW0 .. WC.CONSUMER_STATE .. DESCRIPTORS .. [[
-  mbar_wait(bar_q, 0);
-]]
-
-local EPILOGUE = WC.WRITE_OUTPUT
-
--- Step 3 (overlap=1): step 2 (blocks/wgmma_common.lua) with the two consumer
--- warpgroups taking turns on the tensor cores (blocks/wgmma_overlap.lua).  Turn t issues S(t) and
--- O += P(t-1) V(t-1); the softmax of S(t) runs after the turn is passed on,
--- under the other warpgroup's MMAs and this one's P V.
-local OV = require("blocks.wgmma_overlap")
-local TURN_HOOKS = {
-  decls = "      float s[1][NT][4], alpha[2];\n      u32 pa[BN / 16][4];",
-  acc = "s", scale = "a.scale_log2", k_step = "KV_BYTES / 16", v_step = "KV_BYTES / 16",
-}
-local KERNEL_PP = OV.kernel(TURN_HOOKS)
-
--- persistent=1: the same turns looped over the block's work units, whose
--- consumers set up their descriptors once, one level deeper.
-local PERSISTENT_DESCRIPTORS = U.indent(WG_INDEX .. DESCRIPTORS, "  "):gsub("\n$", "")
-local KERNEL_PERSISTENT = U.fill(OV.persistent_kernel(TURN_HOOKS), {
-  DESCRIPTORS = PERSISTENT_DESCRIPTORS,
-  STATE = U.indent(ROW0 .. WC.CONSUMER_STATE, "    "):gsub("\n$", ""),
-  EPILOGUE = U.indent(WC.WRITE_OUTPUT, "    "):gsub("\n$", ""),
-  SETUP = "${SETUP}", NAME = "${NAME}",
-})
-
--- Without a causal mask: each unit's output stored after the next unit's
--- first softmax (blocks/wgmma_overlap.lua says why and what it measured).
-local UNIT = {
-  state = WC.STATE_DECL .. [[
-bool pending = false;                // a unit's output waits to be stored
-u32 pending_out[2][DT];              // its rows, normalized and packed
-float pending_lse[2];
-u16 *pending_o = nullptr;
-float *pending_lse_head = nullptr;
-int pending_row0 = 0;
-]],
-  row0 = (ROW0:gsub("^%s+", "")),
-  open = WC.STATE_INIT,
-  flush = "if (pending) store_output(pending_out, pending_lse, pending_o, a.o_ss, pending_lse_head, pending_row0, a.seq_q);\n",
-  pending = [[
-pack_output(pending_out, pending_lse, o, row_max, row_sum);
-pending = true;
-pending_o = (u16 *)a.o + batch * a.o_sb + head * a.o_sh;
-pending_lse_head = a.lse + ((i64)batch * a.heads_q + head) * a.seq_q;
-pending_row0 = warp_row0;
-]],
-}
-local KERNEL_PERSISTENT_DEFERRED = U.fill(OV.persistent_kernel_deferred(TURN_HOOKS, UNIT), {
-  DESCRIPTORS = PERSISTENT_DESCRIPTORS,
-  SETUP = "${SETUP}", NAME = "${NAME}",
-})
-
--- split=1: the same kernel whose units split along the keys when a problem
--- has fewer of them than the launch has blocks (blocks/wgmma_common.lua,
--- C.work_setup): a piece leaves its partial instead of its output, and the
--- piece that completes its unit writes the rows (finish_piece).
-local UNIT_SPLIT = {}
-for k, x in pairs(UNIT) do UNIT_SPLIT[k] = x end
-UNIT_SPLIT.pending = "if (piece < 0) {\n" .. U.indent(UNIT.pending, "  ") .. [[
-} else {
-  pending = false;
-  finish_piece(o, row_max, row_sum, a, split_unit, piece, split, wg * 4 + warp % 4,
-               (u16 *)a.o + batch * a.o_sb + head * a.o_sh, a.lse + ((i64)batch * a.heads_q + head) * a.seq_q,
-               warp_row0);
-}
-]]
-UNIT_SPLIT.split = true
-local KERNEL_PERSISTENT_SPLIT = U.fill(OV.persistent_kernel_deferred(TURN_HOOKS, UNIT_SPLIT), {
-  DESCRIPTORS = PERSISTENT_DESCRIPTORS,
-  SETUP = "${SETUP}", NAME = "${NAME}",
-})
+local PRELUDE, TMA = require("blocks.prelude"), require("blocks.tma_mbarrier")
+local WGMMA, TURNS = require("blocks.wgmma_f16"), require("blocks.wgmma_overlap")
+local SOFTMAX, EPILOGUE = require("blocks.softmax"), require("blocks.epilogue")
+local TILE, SPLIT = U.cuda("cuda/wgmma_f16_tile.cuh"), U.cuda("cuda/wgmma_split.cuh")
+local RING = U.cuda("cuda/wgmma_ring.cuh")
+local KERNEL = { grid = U.cuda("cuda/fwd_wgmma.cuh"), pingpong = U.cuda("cuda/fwd_wgmma_pingpong.cuh"),
+                 persistent = U.cuda("cuda/fwd_wgmma_persistent.cuh"), split = U.cuda("cuda/fwd_wgmma_split.cuh") }
 
 -- The late store holds the packed output (32 registers) through the next
 -- unit's first tile; beside O and S that fits up to 160 of the consumers'
@@ -313,7 +168,12 @@ function WG.render(t, canonical)
   local l, w = layout(t), panel_cols(t)
   local ws = has_producer(t)
   local regs_p, regs_c = WC.register_split(consumers(t), ws)
-  local constants = U.fill([[
+  local split = t.split == 1
+  local schedule = split and "split" or t.persistent == 1 and "persistent" or t.overlap == 1 and "pingpong" or "grid"
+  local deferred = deferred_output(t)
+  local mma = { dtype = t.dtype, bn = t.block_n, d_pad = d_pad(t), swizzle_mode = SWIZZLE_MODE[w] }
+  local header = U.fill([[
+#define KERNEL_NAME ${NAME}
 constexpr int D = ${D}, D_PAD = ${D_PAD};
 constexpr int BM = ${BM}, BN = ${BN}, WARPS = ${WARPS}, THREADS = WARPS * 32, STAGES = ${STAGES};
 constexpr int CONSUMERS = BM / 64;      // warpgroups that compute, 64 query rows each
@@ -327,34 +187,33 @@ constexpr int KD = D_PAD / 16;          // k-steps of S = Q K^T
 constexpr int NT = BN / 8;              // 8-key chunks of S
 constexpr int DT = D_PAD / 8;           // 8-column chunks of O
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE};
-]], { D = t.head_dim, D_PAD = d_pad(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps, STAGES = t.stages,
-      PRODUCER = ws, REGS_P = regs_p, REGS_C = regs_c,
+constexpr bool MMA_BF16 = ${BF16};      // the products' operands (and P) bf16, else fp16
+]], { NAME = WG.kernel_name(t, canonical), D = t.head_dim, D_PAD = d_pad(t), BM = t.block_m, BN = t.block_n,
+      WARPS = t.warps, STAGES = t.stages, PRODUCER = ws, REGS_P = regs_p, REGS_C = regs_c,
       W = w, Q_BYTES = l.q_bytes, KV_BYTES = l.kv_bytes, SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar,
-      CAUSAL = t.causal == 1, LSE = t.lse == 1 })
-  local pp, persistent = t.overlap == 1, t.persistent == 1
-  local deferred, split = deferred_output(t), t.split == 1
-  local persistent_kernel = split and KERNEL_PERSISTENT_SPLIT or deferred and KERNEL_PERSISTENT_DEFERRED or KERNEL_PERSISTENT
-  local kernel = WC.fill(persistent and persistent_kernel or pp and KERNEL_PP or ws and WC.KERNEL_WS or WC.KERNEL,
-                        { NAME = WG.kernel_name(t, canonical), SETUP = persistent and setup_persistent(split) or SETUP,
-                          CONSUME = CONSUME, EPILOGUE = EPILOGUE,
-                          preamble = "", k_step = "KV_BYTES / 16", v_step = "KV_BYTES / 16", args = "" })
-  -- overlap=1 replaces attend_tile with the pieces of a turn; overlap=0
-  -- renders exactly what it did before the knob existed.
-  local per_tile = pp and OV.block({ sched_bar = 1, issue = OV.F16_ISSUE, pack = OV.F16_PACK })
-                   or table.concat({ OV.F16_ISSUE, OV.F16_PACK, ATTEND }, "\n")
+      CAUSAL = t.causal == 1, LSE = t.lse == 1, BF16 = t.dtype == "bf16" })
+  if schedule == "persistent" then
+    header = header .. string.format("constexpr bool DEFERRED = %s;   // a unit's output stored during the next unit\n",
+                                     tostring(deferred))
+  elseif split then
+    header = header .. string.format("constexpr int MAX_SPLIT = %d, MAX_PIECES = %d;   // pieces a unit, pieces in all at most\n",
+                                     WC.SPLIT_MAX, WC.SPLIT_MAX_PIECES)
+  end
+  if schedule ~= "grid" then header = header .. TURNS.constants({ sched_bar = 1 }) end
+  header = header .. EPILOGUE.constants(t) .. WGMMA.constants(mma)
   local parts = {
     "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
-    require("blocks.prelude")(t),
-    constants,
-    require("blocks.tma_mbarrier")(t),
-    require("blocks.wgmma_f16")({ dtype = t.dtype, bn = t.block_n, d_pad = d_pad(t), swizzle_mode = SWIZZLE_MODE[w] }),
-    "MX_INLINE u32 pack_in(float lo, float hi) { return pack_" .. t.dtype .. "(lo, hi); }\n",
-    require("blocks.softmax")(t),
-    require("blocks.epilogue")(setmetatable({ persistent_deferred = deferred }, { __index = t })),
+    PRELUDE.text, header, TMA.text, WGMMA.text(mma), SOFTMAX.text, EPILOGUE.text,
   }
-  if split then parts[#parts + 1] = U.fill(WC.SPLIT_FINISH, { MAX_PIECES = WC.SPLIT_MAX_PIECES }) end
-  parts[#parts + 1] = per_tile
-  parts[#parts + 1] = kernel
+  -- The persistent kernel names the deferred output's functions in both
+  -- forms (a discarded `if constexpr` branch outside a template still looks
+  -- its names up).
+  if schedule == "persistent" or split then parts[#parts + 1] = EPILOGUE.deferred end
+  if split then parts[#parts + 1] = SPLIT end
+  parts[#parts + 1] = RING
+  parts[#parts + 1] = TILE
+  if schedule ~= "grid" then parts[#parts + 1] = TURNS.text end
+  parts[#parts + 1] = KERNEL[schedule]
   return table.concat(parts, "\n")
 end
 

@@ -1,0 +1,140 @@
+// The Hopper forward (families/f16_wgmma.lua, variant=wgmma, overlap=0;
+// sm_90a), FlashAttention-3 style.  Each consumer warpgroup owns 64 query
+// rows; S = Q K^T is a warpgroup MMA with Q and K in shared memory, the online
+// softmax runs on S's accumulator fragments, and O += P V takes P from
+// registers and V from shared memory.  Q (once) and the K and V tiles (a
+// STAGES-deep ring) arrive by TMA, completing on mbarriers.
+//
+// One kernel, two schedules, by PRODUCER (warps = 4 * consumers, or that
+// plus 4):
+//   step 1 (PRODUCER false): every warpgroup consumes; one lane of warp 0
+//     also issues the copies, refilling a slot after the block barrier that
+//     ends the iteration which read it.  `warp == 0 && elect_one()`, not
+//     `threadIdx.x == 0`: under the latter the compiler predicated the issuing
+//     code (with a loop that makes the copy's operands uniform) in every warp,
+//     ~55 of int8-fp8's ~640 instructions a warp and a tile, and 11% of its
+//     stall samples (H200, 2026-11-29).
+//   step 2 (PRODUCER true): warp specialization.  Warpgroup 0 only issues
+//     copies (one thread), waiting on each slot's `empty` barrier before
+//     refilling it, and gives its registers to the consumers (setmaxnreg); the
+//     consumer warpgroups never meet at a block barrier, so one's softmax
+//     overlaps the other's MMAs.
+//
+// Reads the header's constants: D, D_PAD, BM, BN, WARPS, THREADS, STAGES,
+// CONSUMERS, PRODUCER, REGS_PRODUCER, REGS_CONSUMER, W, ROW_BYTES, PANELS,
+// Q_BYTES, KV_BYTES, SM_Q, SM_K, SM_V, SM_BAR, MT, KD, NT, DT, CAUSAL,
+// WRITE_LSE and KERNEL_NAME, the kernel's symbol; and the blocks before it:
+// prelude, tma_mbarrier, wgmma_f16, softmax, epilogue, wgmma_ring,
+// wgmma_f16_tile.
+
+// S = Q K^T, mask, online softmax, O += P V for key tile t, whose K and V sit
+// in the ring slot the descriptors point at (their barriers: bar_k, bar_v).
+MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (&row_sum)[1][2], u64 desc_q,
+                           u64 desc_k, u64 desc_v, u32 bar_k, u32 bar_v, u32 parity, int t, int warp_row0,
+                           const mx_kernel_args &a) {
+  // S = Q K^T: D_PAD/16 k-steps; step kd is 32 bytes into panel kd/(W/16).
+  float s[1][NT][4];
+  mbar_wait(bar_k, parity);
+  wgmma_fence();
+#pragma unroll
+  for (int kd = 0; kd < KD; kd++) {
+    const int panel = kd / (W / 16), step = (kd % (W / 16)) * 32;
+    wgmma_qk(s, desc_q + (panel * BM * ROW_BYTES + step) / 16, desc_k + (panel * BN * ROW_BYTES + step) / 16, kd > 0);
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+  reg_fence(s);
+
+  // Mask the tile's tail and, under causal, keys past the diagonal.
+  mask_tile(s, t, warp_row0, a);
+
+  online_softmax(s, row_max, row_sum, o, a.scale_log2);
+
+  // P to the A operand in registers, then O += P V.
+  u32 pa[BN / 16][4];
+  pack_p(pa, s);
+  mbar_wait(bar_v, parity);
+  issue_pv(o, pa, desc_v);
+  wgmma_wait<0>();
+  reg_fence(o);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __grid_constant__ mx_kernel_args a) {
+  // Shared memory: Q, then the ring's K and V slots, then the barriers.
+  extern __shared__ __align__(1024) u8 smem[];
+  // Swizzled tiles need 1024-byte alignment (the 128B pattern spans 8 rows).
+  const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
+  const u32 sQ = base + SM_Q, sK = base + SM_K, sV = base + SM_V;
+  const u32 bar_q = base + SM_BAR;     // then full_k[STAGES], full_v[STAGES], empty[STAGES]
+  auto bar_k = [&](int s) { return bar_q + 8 * (1 + s); };
+  auto bar_v = [&](int s) { return bar_q + 8 * (1 + STAGES + s); };
+  auto bar_empty = [&](int s) { return bar_q + 8 * (1 + 2 * STAGES + s); };
+  // Broadcast from lane 0 so that the compiler knows it is the same in every
+  // lane: a branch on it is then a uniform branch, which the warps that fail
+  // it jump over whole (the copies' issue below).
+  const int warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
+
+  // Which block this is, and how many key tiles it sees.
+  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
+  const int m0 = m_block * BM;
+  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
+
+  const int n_tiles = key_tiles(m0, a);   // all keys, or (causal) up to the last row's diagonal
+
+  // Load K and V tile `tile` into ring slot tile % STAGES: one box per panel.
+  auto load_kv = [&](int tile) {
+    const int s = tile % STAGES;
+    load_kv_tile(bar_k(s), bar_v(s), sK, sV, map_k, map_v, tile, s, kv_head, batch);
+  };
+  auto load_q = [&]() { load_q_tile(bar_q, sQ, map_q, m0, head, batch); };
+
+  init_ring(bar_q, map_q, map_k, map_v);   // the ring's barriers, then the block sees them
+  __syncthreads();
+
+  if (PRODUCER && warp < 4) {          // producer warpgroup (step 2)
+    if (REGS_PRODUCER) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS_PRODUCER));
+    if (threadIdx.x == 0) {
+      load_q();
+      for (int t = 0; t < n_tiles; t++) {
+        const int slot = t % STAGES;
+        if (t >= STAGES) mbar_wait(bar_empty(slot), (t / STAGES - 1) & 1);   // tile t - STAGES released
+        load_kv(t);
+      }
+    }
+  } else {                             // consumer warpgroups
+    if constexpr (PRODUCER) {
+      if (REGS_CONSUMER) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS_CONSUMER));
+    } else if (warp == 0 && elect_one()) {   // step 1: Q and the ring's first STAGES - 1 tiles
+      load_q();
+      for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) load_kv(s);
+    }
+    const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
+    const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;
+    float o[1][DT][4], row_max[1][2], row_sum[1][2];
+    init_accumulators(o, row_max, row_sum);
+    // Descriptors of this warpgroup's 64 Q rows and of ring slot 0's K and V;
+    // a k-step or a slot only adds to the start address (the low 14 bits).
+    const u64 desc_q = smem_desc(sQ + wg * 64 * ROW_BYTES, 16, 8 * ROW_BYTES);
+    const u64 desc_k = smem_desc(sK, 16, 8 * ROW_BYTES);
+    const u64 desc_v = smem_desc(sV, BN * ROW_BYTES, 8 * ROW_BYTES);
+    mbar_wait(bar_q, 0);
+
+    for (int t = 0; t < n_tiles; t++) {
+      // Step 1: the copy of the tile STAGES - 1 ahead, into the slot the
+      // last iteration's block barrier freed.
+      if constexpr (!PRODUCER)
+        if (warp == 0 && t + STAGES - 1 < n_tiles && elect_one()) load_kv(t + STAGES - 1);
+      const int slot = t % STAGES;
+      attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * KV_BYTES / 16, desc_v + slot * KV_BYTES / 16,
+                  bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, a);
+      if constexpr (PRODUCER)
+        mbar_arrive(bar_empty(slot));  // this thread's MMAs on the slot are complete
+      else
+        __syncthreads();               // every warpgroup is done with this slot
+    }
+    u16 *o_head = (u16 *)a.o + batch * a.o_sb + head * a.o_sh;
+    float *lse_head = a.lse + ((i64)batch * a.heads_q + head) * a.seq_q;
+    write_output(o, row_max, row_sum, o_head, a.o_ss, lse_head, warp_row0, a.seq_q);
+  }
+}
