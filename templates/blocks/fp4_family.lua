@@ -61,14 +61,25 @@
 -- Code and scale bytes follow numerics/ (mx_fp4_quantize: element 2i in the
 -- low nibble of byte i); padding rows, columns and keys hold code 0, scale 0.
 local U = require("util")
+-- The mma.sync kernel's CUDA files (cuda/fwd_fp4_mma.cuh and the pieces it
+-- calls, one file per target and QK mode), read here so that they enter the
+-- template hash.
+local CU = {
+  tiles = U.cuda("cuda/fp4_tiles.cuh"),
+  qk_emulated = U.cuda("cuda/fp4_qk_emulated.cuh"),
+  qk_native = U.cuda("cuda/fp4_qk_native.cuh"),
+  qk_int8 = U.cuda("cuda/fp4_qk_int8.cuh"),
+  pv_emulated = U.cuda("cuda/fp4_pv_emulated.cuh"),
+  pv_native = U.cuda("cuda/fp4_pv_native.cuh"),
+  kernel = U.cuda("cuda/fwd_fp4_mma.cuh"),
+}
 
 return function(cfg)
 local F = {}
 local KIND, QK = cfg.kind, cfg.qk
 local PB = KIND == "mxfp4" and 32 or 16
 local IBQ, IBK = 128, 64                       -- INT8 scale blocks (numerics' defaults)
-local WG = require("blocks.fp4_wgmma")(cfg)
-local T = require("blocks.fp4_mma_text")   -- the mma.sync kernel's CUDA text    -- variant=wgmma (sm_90a): its own kernel
+local WG = require("blocks.fp4_wgmma")(cfg)   -- variant=wgmma (sm_90a): its own kernel
 local function wgmma(t) return t.variant == "wgmma" end
 
 local function native(t) return t.arch == "sm_120a" end
@@ -217,29 +228,22 @@ constexpr int D_PAD = DV;
       CAUSAL = t.causal == 1, LSE = t.lse == 1, SMOOTH = t.smooth_k == 1, TWO_LEVEL = t.p_scale == "two-level",
       NATIVE = native(t), DEQUANT = dequant_qk(t), QRES = q_resident(t) })
   local name = F.kernel_name(t, canonical)
-  local qk_block
-  if QK == "int8" then qk_block = T.QK_INT8
-  elseif native(t) then qk_block = T.QK_FP4_NATIVE
-  else qk_block = T.QK_FP4_EMULATED end
-  if not dequant_qk(t) then
-    -- dequant_rows is referenced by the generic loop body (under a false constant).
-    qk_block = qk_block .. "MX_INLINE void dequant_rows(u16 *, const u8 *, const u8 *, int) {}\n"
-  end
+  local qk_block = QK == "int8" and CU.qk_int8 or native(t) and CU.qk_native or CU.qk_emulated
   return table.concat({
     "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
     require("blocks.prelude")(t),
-    constants,
+    constants .. "#define KERNEL_NAME " .. name .. "\n",
     require("blocks.fp4_formats")(p),
     require("blocks.fp4_quant")(p, name),
     require("blocks.mma_sync")({ dtype = "bf16" }),
     require("blocks.fp4_mma")(p),
-    T.COPY,
+    CU.tiles,
     qk_block,
     require("blocks.softmax")(t),
     require("blocks.fp4_p")(p),
-    native(t) and T.PV_NATIVE or T.PV_EMULATED,
+    native(t) and CU.pv_native or CU.pv_emulated,
     require("blocks.epilogue")(t),
-    U.fill(T.KERNEL, { NAME = name }),
+    CU.kernel,
   }, "\n")
 end
 
