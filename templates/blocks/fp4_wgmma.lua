@@ -29,6 +29,7 @@ local U = require("util")
 local WC = require("blocks.wgmma_common")
 
 local CUDA = U.cuda("cuda/fwd_fp4_wgmma.cuh")
+local ENTRY = U.cuda("cuda/fwd_fp4_wgmma_entry.cuh")   -- the extern "C" kernel that calls it
 
 return function(cfg)
 local G = {}
@@ -152,7 +153,7 @@ constexpr bool PV_HALVES = ${HALVES};  // P V by 64-column panels (three consume
   return table.concat({
     "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
     require("blocks.prelude")(t),
-    constants,
+    constants .. "#define KERNEL_NAME " .. name .. "\n",
     require("blocks.fp4_formats")(p),
     require("blocks.fp4_quant")(p, name),
     require("blocks.tma_mbarrier")(t),
@@ -160,12 +161,7 @@ constexpr bool PV_HALVES = ${HALVES};  // P V by 64-column panels (three consume
     require("blocks.softmax")(t),
     require("blocks.epilogue")(t),
     CUDA,
-    -- The instantiation: the schedule's body is fwd_fp4_wgmma.cuh's.
-    string.format([[
-extern "C" __global__ void __launch_bounds__(THREADS, 1) %s(const __grid_constant__ mx_kernel_args a) {
-  fp4_wgmma_attention(a);
-}
-]], name),
+    ENTRY,
   }, "\n")
 end
 
