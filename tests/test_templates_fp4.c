@@ -44,6 +44,42 @@ static void test_grid_renders_deterministically(void **state) {
     assert_int_equal(rendered, 90);
 }
 
+/* Each FP4 source is a constants header (the kernels' symbols as #defines,
+ * the format constants) followed by CUDA files: the per-target and per-QK
+ * pieces, then the schedule's file, whose kernel takes the header's
+ * KERNEL_NAME.  The old sources pasted Lua strings and printed the names. */
+static void test_sources_are_header_then_cuda_files(void **state) {
+    static const struct { const char *params, *piece, *schedule, *format; } cases[] = {
+        {"family=nvfp4 head_dim=64 variant=mma", "// The Q operand and S = Q K^T of the FP4 emulation",
+         "// The FP4 families' mma.sync forward (variant=mma)", "constexpr bool MXFP4 = false;"},
+        {"family=mxfp4 head_dim=128 arch=sm_120a", "// The Q operand and S = Q K^T on sm_120a",
+         "// The FP4 families' mma.sync forward (variant=mma)", "constexpr bool MXFP4 = true;"},
+        {"family=nvfp4-int8qk head_dim=96 variant=mma dtype=f16 out_dtype=f16", "// The Q operand and S = Q K^T of nvfp4-int8qk",
+         "// The FP4 families' mma.sync forward (variant=mma)", "constexpr bool IN_BF16 = false;"},
+        {"family=mxfp4 head_dim=128 variant=wgmma", "// quant_kv and quant_q of nvfp4 and mxfp4",
+         "// The FP4 wgmma kernel's entry", "constexpr int PB = 32;"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *src = gen_call(g, "render", cases[i].params, NULL);
+        char *lp = gen_call(g, "launch", cases[i].params, "batch=1 heads_q=2 heads_kv=2 seq_q=512 seq_k=512");
+        char name[128], line[320];
+        gen_plan_last_kernel(lp, name, sizeof name);
+        snprintf(line, sizeof line, "\n#define KERNEL_NAME %s\n", name);
+        const char *header = strstr(src, line);
+        snprintf(line, sizeof line, "\n#define KERNEL_NAME_quant_kv %s_quant_kv\n", name);
+        const char *quant = strstr(src, line), *format = strstr(src, cases[i].format);
+        const char *piece = strstr(src, cases[i].piece), *schedule = strstr(src, cases[i].schedule);
+        const char *kernel = strstr(src, " KERNEL_NAME(const ");
+        if (!header || !quant || !format || !piece || !schedule || !kernel)
+            fail_msg("%s: a header line or CUDA file is missing", cases[i].params);
+        if (header > piece || quant > piece || format > piece || piece > schedule || schedule > kernel)
+            fail_msg("%s: not the header, then the pieces, then the schedule", cases[i].params);
+        assert_null(strstr(kernel + 1, " KERNEL_NAME(const "));
+        assert_null(strstr(src, "${"));
+        free(src); free(lp);
+    }
+}
+
 static void test_illegal_knobs_are_named(void **state) {
     gen_expect_invalid(g, "family=nvfp4 head_dim=64 block_n=16", "block_n=16");
     gen_expect_invalid(g, "family=mxfp4 head_dim=64 block_n=16", "multiple of 32");
@@ -355,6 +391,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grid_renders_deterministically),
         cmocka_unit_test(test_illegal_knobs_are_named),
+        cmocka_unit_test(test_sources_are_header_then_cuda_files),
         cmocka_unit_test(test_launch_plan),
         cmocka_unit_test(test_nvrtc_sm90a_emulates_with_bf16_mma),
         cmocka_unit_test(test_nvrtc_sm120a_uses_block_scaled_fp4_mma),
