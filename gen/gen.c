@@ -48,21 +48,29 @@ static int module_name_ok(const char *name, size_t n) {
     return 1;
 }
 
-/* Finds a template module's text, embedded or under template_dir; NULL when
- * there is none.  *owned is what the caller must free. */
-static const char *template_text(mx_gen *g, const char *name, size_t *len, char **owned) {
+/* Finds a template file's text: `rel` under template_dir when one is set, else
+ * the embedded copy called `name`; NULL when there is none.  *owned is what
+ * the caller must free. */
+static const char *find_text(mx_gen *g, const char *name, const char *rel, size_t *len, char **owned) {
     *owned = NULL;
     if (g->template_dir[0]) {
-        char path[1400], rel[256];
-        snprintf(rel, sizeof rel, "%s", name);
-        for (char *p = rel; *p; p++) if (*p == '.') *p = '/';
-        snprintf(path, sizeof path, "%s/%s.lua", g->template_dir, rel);
+        char path[1400];
+        snprintf(path, sizeof path, "%s/%s", g->template_dir, rel);
         *owned = slurp(path, len);
         return *owned;
     }
     for (const mx_embedded_template *t = mx_embedded_templates; t->name; t++)
         if (strcmp(t->name, name) == 0) { *len = t->len; return t->text; }
     return NULL;
+}
+
+/* A template module's text ("blocks.softmax" is blocks/softmax.lua). */
+static const char *template_text(mx_gen *g, const char *name, size_t *len, char **owned) {
+    char rel[256];   /* module_name_ok: at most 200 characters */
+    snprintf(rel, sizeof rel, "%s", name);
+    for (char *p = rel; *p; p++) if (*p == '.') *p = '/';
+    strncat(rel, ".lua", sizeof rel - strlen(rel) - 1);
+    return find_text(g, name, rel, len, owned);
 }
 
 /* require(name), the only loader templates get: it reads modules from the
@@ -138,15 +146,7 @@ static int template_cuda_file(lua_State *L) {
     mx_gen *g = lua_touserdata(L, lua_upvalueindex(1));
     size_t len = 0;
     char *owned = NULL;
-    const char *text = NULL;
-    if (g->template_dir[0]) {
-        char path[1400];
-        snprintf(path, sizeof path, "%s/%s", g->template_dir, name);
-        text = owned = slurp(path, &len);
-    } else {
-        for (const mx_embedded_template *t = mx_embedded_templates; t->name; t++)
-            if (strcmp(t->name, name) == 0) { text = t->text; len = t->len; break; }
-    }
+    const char *text = find_text(g, name, name, &len, &owned);
     if (!text)
         return luaL_error(L, "CUDA file '%s' not found%s%s", name, g->template_dir[0] ? " in " : "",
                           g->template_dir);
