@@ -48,6 +48,11 @@ def config(row):
     return plan.get("config")
 
 
+def load(path):
+    with open(path) as f:
+        return {key(r): r for r in json.load(f) if r.get("tops")}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("old")
@@ -67,10 +72,7 @@ def main():
     args = parser.parse_args()
     if args.vs_cudnn or args.any_config or args.accuracy or args.md:
         return ab(args)
-    with open(args.old) as f:
-        old = {key(r): r for r in json.load(f) if r.get("tops")}
-    with open(args.new) as f:
-        new = {key(r): r for r in json.load(f) if r.get("tops")}
+    old, new = load(args.old), load(args.new)
     wanted = set(args.families.split(",")) if args.families else None
     ratios, changed = [], []
     for k in sorted(set(old) & set(new), key=str):
@@ -91,11 +93,6 @@ def main():
     if changed:
         print(f"{len(changed)} rows ran another kernel configuration (not compared): "
               + ", ".join(sorted({k[0] for k in changed})))
-
-
-def load(path):
-    with open(path) as f:
-        return {key(r): r for r in json.load(f) if r.get("tops")}
 
 
 def cudnn_key(k):
