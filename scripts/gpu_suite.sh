@@ -7,7 +7,8 @@
 #   scripts/gpu_suite.sh ab      bench/attention.py $AB_ARGS on the base revision's library
 #                                (scripts/prepare_ab_base.sh) and on this build, in turns
 #                                (base, new, base, new), then bench/compare_runs.py over the
-#                                second pair (the first pair compiles and warms up)
+#                                second pair (the first pair compiles and warms up); AB_PASSES=1
+#                                runs one pair
 # Logs and results go under $OUT; a short summary prints last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -45,7 +46,8 @@ ab)
   base=$PWD/$B/base
   [ -f "$base/REVISION" ] || { note "no $B/base: run scripts/prepare_ab_base.sh REV here first"; exit 2; }
   note "A/B: base $(cat "$base/REVISION") against $(git rev-parse HEAD 2>/dev/null || echo this tree)"
-  for pass in 1 2; do
+  passes=${AB_PASSES:-2}   # 1: one run each (every row warms up before it is timed)
+  for pass in $(seq 1 "$passes"); do
     MXATTN_LIB=$base/build/libmxattn.so MXATTN_CACHE=/tmp/mxattn-ab-base.db timeout ${AB_TIMEOUT:-200} \
       python3 "$base/bench/attention.py" ${AB_ARGS:-} --out "$OUT/ab-base-$pass" > "$OUT/ab-base-$pass.log" 2>&1
     note "base pass $pass rc=$?"
@@ -53,7 +55,7 @@ ab)
       python3 bench/attention.py ${AB_ARGS:-} --out "$OUT/ab-new-$pass" > "$OUT/ab-new-$pass.log" 2>&1
     note "new pass $pass rc=$?"
   done
-  python3 bench/compare_runs.py "$OUT/ab-base-2/results.json" "$OUT/ab-new-2/results.json" \
+  python3 bench/compare_runs.py "$OUT/ab-base-$passes/results.json" "$OUT/ab-new-$passes/results.json" \
     --any-config --vs-cudnn --accuracy --md "$OUT/ab.md" > "$OUT/ab.txt" 2>&1
   note "compare rc=$?"; tail -3 "$OUT/ab.txt" >> "$S"
   # $OUT brings back eight files: the four runs travel as one archive.

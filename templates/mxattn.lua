@@ -288,7 +288,13 @@ function M.candidates(text, problem)
   local sizes = parse_numbers(problem)
   local t, fam = complete(shape_text, sizes)
   local default_knobs = S.canonical(t, S.KNOB_ROLES)
-  local all = S.enumerate(base)
+  local all = {}
+  -- A legal setting the family says cannot win at these sizes (f16's decode
+  -- schedule for hundreds of query rows: 720 of f16's 1,044 settings at D=64)
+  -- is left out of the list; it can still be named in a configuration.
+  for _, c in ipairs(S.enumerate(base)) do
+    if not fam.candidate or fam.candidate(c, sizes) then all[#all + 1] = c end
+  end
   -- The prior may read the problem's sizes (f16 ranks its decode schedule
   -- first for a few query rows, below the wgmma tiles for many).
   table.sort(all, function(x, y)

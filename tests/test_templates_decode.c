@@ -130,15 +130,24 @@ static void test_candidates_for_decode(void **state) {
     if (decode < 20 || other_splits < 4) fail_msg("first 24 candidates: %d decode, %d with other pieces", decode, other_splits);
     free(list);
     free(first);
-    /* Prefill keeps the wgmma tiles first, and the decode schedule (decoding's
-     * default) is no rival among the first 24 at 1024 rows. */
+    /* Prefill keeps the wgmma tiles first, and the decode schedule is no
+     * candidate at all at 1024 rows: the packed rows (gqa * seq_q) no longer
+     * fit one block of it. */
     list = gen_call(g, "candidates", shape, "batch=4 heads_q=32 heads_kv=8 seq_q=4096 seq_k=4096 head_dim=128 sms=132");
     assert_non_null(strstr(strtok(list, "\n"), "variant=wgmma"));
     free(list);
     list = gen_call(g, "candidates", shape, "batch=2 heads_q=8 heads_kv=2 seq_q=1024 seq_k=1024 head_dim=128 sms=132");
     n = 0;
-    for (char *line = strtok(list, "\n"); line && n < 24; line = strtok(NULL, "\n"), n++)
+    for (char *line = strtok(list, "\n"); line; line = strtok(NULL, "\n"), n++)
         if (strstr(line, "variant=decode")) fail_msg("prefill candidate %d is the decode schedule: %s", n, line);
+    assert_true(n > 24);
+    free(list);
+    /* 16 query rows of a 4-head group pack into 64 rows: one block, still a candidate. */
+    list = gen_call(g, "candidates", shape, "batch=2 heads_q=8 heads_kv=2 seq_q=16 seq_k=8192 head_dim=128 sms=132");
+    assert_non_null(strstr(list, "variant=decode"));
+    free(list);
+    list = gen_call(g, "candidates", shape, "batch=2 heads_q=8 heads_kv=2 seq_q=17 seq_k=8192 head_dim=128 sms=132");
+    assert_null(strstr(list, "variant=decode"));
     free(list);
 }
 

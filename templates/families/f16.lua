@@ -74,6 +74,15 @@ end
 
 -- Cheap analytic prior for ranking candidates before timing: blocks that fit
 -- on an SM times the reuse a tile buys.  Only the order matters.
+-- Whether a legal setting is worth timing for the problem's sizes pr: the
+-- decode schedule packs a KV group's query rows (gqa * seq_q) into one block
+-- of at most 64 rows, so it is a candidate only where they fit.
+function F.candidate(t, pr)
+  if t.variant ~= "decode" or not (pr and pr.seq_q) then return true end
+  local gqa = (pr.heads_q and pr.heads_kv and pr.heads_q // pr.heads_kv) or 1
+  return gqa * pr.seq_q <= 64
+end
+
 function F.prior(t, pr)
   if t.variant == "decode" then return DEC.prior(t, pr) end
   if t.variant == "wgmma" then return WG.prior(t) end
