@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 import traceback
+import zlib
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO_DIR, "python"))
@@ -102,6 +103,10 @@ def parse_args():
     parser.add_argument("--heads", type=int, default=32)
     parser.add_argument("--heads-kv", type=int, default=None, help="default: --heads")
     parser.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="draw each row's inputs from this seed and the row's label, so two runs "
+                             "(two builds in an A/B) see the same inputs and their accuracy columns "
+                             "compare exactly (default: fresh inputs each run)")
     parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
                         help="timing rounds per config; each round times every implementation "
                              "once, in a rotated order, and a row reports the median of its "
@@ -352,15 +357,20 @@ def torch_dtype(cfg):
     return torch.bfloat16 if cfg["dtype"] == "bf16" else torch.float16
 
 
-def make_input_sets(cfg, l2_bytes):
+def make_input_sets(cfg, l2_bytes, seed=None):
     """Enough [B, H, N, D] input sets that together they exceed L2 twice over
     (at least two), within a quarter of free memory (at least one).  Two sets
     of the largest decode row (B16 Hkv32 Nk32768: 4.3 GB of K and V each) are
     9 GB: no shape is multiplied beyond the two that keep L2 cold."""
     dtype = torch_dtype(cfg)
+    generator = None
+    if seed is not None:
+        generator = torch.Generator(device="cuda")
+        generator.manual_seed(seed * 1000003 + zlib.crc32(config_label(cfg).encode()))
 
     def tensor(heads, seq):
-        return torch.randn(cfg["batch"], heads, seq, cfg["head_dim"], dtype=dtype, device="cuda")
+        return torch.randn(cfg["batch"], heads, seq, cfg["head_dim"], dtype=dtype, device="cuda",
+                           generator=generator)
     torch.cuda.empty_cache()  # the last config's cached blocks would count as used
     element = torch.finfo(dtype).bits // 8
     set_bytes = (cfg["heads"] * cfg["seq_q"] + 2 * cfg["heads_kv"] * cfg["seq_k"]) * \
@@ -603,7 +613,7 @@ def context_is_broken():
         return True
 
 
-def run_config(cfg, names, l2_bytes, rounds, clock_log=None, rep_ms=REP_MS, settle_ms=0):
+def run_config(cfg, names, l2_bytes, rounds, clock_log=None, rep_ms=REP_MS, settle_ms=0, seed=None):
     """Rows for every implementation on cfg; failures become rows with error.
 
     The implementations are timed in interleaved rounds (A B C, B C A, ...)
@@ -615,7 +625,7 @@ def run_config(cfg, names, l2_bytes, rounds, clock_log=None, rep_ms=REP_MS, sett
     settle_ms, each timing is preceded by that long of the same
     implementation's untimed load (_settle)."""
     rows, timers, spans = [], {}, {}
-    input_sets = make_input_sets(cfg, l2_bytes)
+    input_sets = make_input_sets(cfg, l2_bytes, seed)
     reference = reference_slice(*input_sets[0], cfg)
     for name in names:
         prepared, error = guarded(name, cfg, lambda: prepare(name, cfg, input_sets, reference))
@@ -915,7 +925,8 @@ def main():
             print(f"{config_label(cfg)} (B={cfg['batch']} H={cfg['heads']} "
                   f"Hkv={cfg['heads_kv']}):", flush=True)
             try:
-                rows += run_config(cfg, names, l2_bytes, args.rounds, clock_log, args.rep_ms, args.settle_ms)
+                rows += run_config(cfg, names, l2_bytes, args.rounds, clock_log, args.rep_ms, args.settle_ms,
+                                  args.seed)
             except ContextBroken as error:
                 print(f"stopping: {error}", flush=True)
                 break

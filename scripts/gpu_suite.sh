@@ -43,23 +43,24 @@ bench)
   fi
   ;;
 ab)
-  base=$PWD/$B/base
-  [ -f "$base/REVISION" ] || { note "no $B/base: run scripts/prepare_ab_base.sh REV here first"; exit 2; }
+  base=$PWD/$B/${AB_BASE:-base}   # AB_BASE: the folder prepare_ab_base.sh REV NAME wrote
+  t=${AB_BASE:-base}
+  [ -f "$base/REVISION" ] || { note "no $base: run scripts/prepare_ab_base.sh REV here first"; exit 2; }
   note "A/B: base $(cat "$base/REVISION") against $(git rev-parse HEAD 2>/dev/null || echo this tree)"
   passes=${AB_PASSES:-2}   # 1: one run each (every row warms up before it is timed)
   for pass in $(seq 1 "$passes"); do
-    MXATTN_LIB=$base/build/libmxattn.so MXATTN_CACHE=/tmp/mxattn-ab-base.db timeout ${AB_TIMEOUT:-200} \
-      python3 "$base/bench/attention.py" ${AB_ARGS:-} --out "$OUT/ab-base-$pass" > "$OUT/ab-base-$pass.log" 2>&1
+    MXATTN_LIB=$base/build/libmxattn.so MXATTN_CACHE=/tmp/mxattn-ab-$t.db timeout ${AB_TIMEOUT:-200} \
+      python3 "$base/bench/attention.py" ${AB_ARGS:-} --out "$OUT/ab-$t-$pass" > "$OUT/ab-$t-$pass.log" 2>&1
     note "base pass $pass rc=$?"
     MXATTN_CACHE=/tmp/mxattn-ab-new.db timeout ${AB_TIMEOUT:-200} \
-      python3 bench/attention.py ${AB_ARGS:-} --out "$OUT/ab-new-$pass" > "$OUT/ab-new-$pass.log" 2>&1
+      python3 bench/attention.py ${AB_ARGS:-} --out "$OUT/ab-$t-new-$pass" > "$OUT/ab-$t-new-$pass.log" 2>&1
     note "new pass $pass rc=$?"
   done
-  python3 bench/compare_runs.py "$OUT/ab-base-$passes/results.json" "$OUT/ab-new-$passes/results.json" \
-    --any-config --vs-cudnn --accuracy --md "$OUT/ab.md" > "$OUT/ab.txt" 2>&1
-  note "compare rc=$?"; tail -3 "$OUT/ab.txt" >> "$S"
-  # $OUT brings back eight files: the four runs travel as one archive.
-  (cd "$OUT" && tar czf ab-runs.tgz ab-base-? ab-new-? ab-*.log && rm -rf ab-base-? ab-new-? ab-*.log)
+  python3 bench/compare_runs.py "$OUT/ab-$t-$passes/results.json" "$OUT/ab-$t-new-$passes/results.json" \
+    --any-config --vs-cudnn --accuracy --md "$OUT/ab-$t.md" > "$OUT/ab-$t.txt" 2>&1
+  note "compare rc=$?"; tail -3 "$OUT/ab-$t.txt" >> "$S"
+  # $OUT brings back a few files only: the four runs travel as one archive.
+  (cd "$OUT" && tar czf "ab-$t-runs.tgz" ab-"$t"-?/ ab-"$t"-new-?/ ab-"$t"-*.log && rm -rf ab-"$t"-?/ ab-"$t"-new-?/ ab-"$t"-*.log)
   ;;
 *) echo "usage: $0 tests|bench|ab" >&2; exit 2 ;;
 esac
