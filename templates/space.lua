@@ -8,6 +8,7 @@
 --   problem fixed by the problem, passed at launch (part of the tuning key only)
 --   knob    chosen by the tuner (or the heuristic default) and compiled in
 local S = {}
+local R = require("rules")
 
 local FAMILIES = { "f16", "int8-f16", "int8-fp8", "nvfp4", "mxfp4", "nvfp4-int8qk" }
 local ARCHS = { "sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_120a" }
@@ -144,136 +145,25 @@ end
 -- characters, and a text cut after it was checked would build another kernel.
 S.MAX_CONFIG_CHARS = 255
 
--- Constraints between parameters.  Each returns nil when satisfied, or a
--- sentence that names the parameters involved.
-S.constraints = {
-  -- A knob that only some families read must keep its default elsewhere, so
-  -- the tuner never times the same kernel twice under two names.
-  function(t)
-    for _, p in ipairs(S.params) do
-      if p.families and not p.families[t.family] and tostring(t[p.name]) ~= tostring(p.default) then
-        return string.format("%s=%s: family %s has no such choice (only %s)", p.name, tostring(t[p.name]),
-                             t.family, tostring(p.default))
-      end
-    end
-  end,
-  -- The decode schedule is f16's (families/f16_decode.lua).
-  function(t)
-    if t.variant == "decode" and t.family ~= "f16" then
-      return string.format("variant=decode: only family f16 has the decode schedule (family %s)", t.family)
-    end
-  end,
-  -- How warps split the query rows is the family's (and its variant's) business.
-  function(t)
-    local fam = require("families." .. S.family_module(t.family))
-    if fam.check then return fam.check(t) end
-    return S.check_rows_per_warp(t)
-  end,
-  -- overlap=3 is the three-consumer ring of int8-fp8's wgmma kernel
-  -- (families/int8_fp8_wgmma.lua, KERNEL_RING).
-  function(t)
-    if t.overlap ~= 3 then return nil end
-    if t.family ~= "int8-fp8" or t.variant ~= "wgmma" then
-      return string.format("overlap=3: only family int8-fp8 with variant=wgmma passes the tensor pipe around three consumer warpgroups (family %s, variant=%s)",
-                           t.family, tostring(t.variant))
-    end
-    if t.block_m ~= 192 or t.warps ~= 12 then
-      return string.format("variant=wgmma: overlap=3 runs three consumer warpgroups and no producer, so it needs block_m=192 and warps=12, not block_m=%d warps=%d",
-                           t.block_m, t.warps)
-    end
-    if t.head_dim > 128 then
-      return string.format("variant=wgmma: overlap=3 needs head_dim<=128 (one P V slice a turn), not head_dim=%d", t.head_dim)
-    end
-  end,
-  -- Four one-warpgroup blocks an SM, not the default's three: more warps to
-  -- interleave the softmax's dependent instructions, for fewer registers.
-  function(t)
-    local n = t.blocks_per_sm or 0
-    if n == 0 then return nil end
-    if t.variant ~= "wgmma" or t.block_m ~= 64 or t.warps ~= 4 or t.overlap ~= 0 then
-      return string.format("blocks_per_sm=%d: only variant=wgmma with one warpgroup a block (block_m=64, warps=4, overlap=0), not variant=%s block_m=%d warps=%d overlap=%d",
-                           n, tostring(t.variant), t.block_m, t.warps, t.overlap or 0)
-    end
-    -- ptxas fits O, S and P in 65536 / (128 * n) = 128 registers without
-    -- spills up to D=64, not above (D=80, 128 keys: 72 bytes of spills).
-    if t.head_dim > 64 then
-      return string.format("blocks_per_sm=%d needs head_dim<=64 (%d registers a thread spill above it), not head_dim=%d",
-                           n, 65536 // (128 * n), t.head_dim)
-    end
-  end,
-  -- The row sums' MMA rides with attend_tile's P V (the wgmma kernels).
-  function(t)
-    if (t.rowsum_mma or 0) == 1 and t.variant ~= "wgmma" then
-      return string.format("rowsum_mma=1: only variant=wgmma, not variant=%s", tostring(t.variant))
-    end
-  end,
-  -- overlap=1 is one schedule of f16's wgmma kernels (blocks/wgmma_overlap.lua):
-  -- two consumer warpgroups that take turns, fed by a producer warpgroup.
-  function(t)
-    if t.overlap ~= 1 then return nil end
-    if t.family ~= "f16" then
-      return string.format("overlap=1: only family f16 ping-pongs two consumer warpgroups (family %s)", t.family)
-    end
-    if t.variant ~= "wgmma" then
-      return "overlap=1: needs variant=wgmma with two consumer warpgroups and a producer (block_m=128, warps=12)"
-    end
-    if t.block_m ~= 128 or t.warps ~= 12 then
-      return string.format("variant=wgmma: overlap=1 ping-pongs two consumer warpgroups behind a producer, so it needs block_m=128 and warps=12, not block_m=%d warps=%d",
-                           t.block_m, t.warps)
-    end
-  end,
-  -- Key tiles that are not a power of two serve the f16 warpgroup kernels,
-  -- whose MMA takes any N that is a multiple of 8: FlashAttention-3 runs 176
-  -- keys at D=128 so that S, P and O just fit the consumers' 240 registers.
-  -- The mma.sync and 8-bit kernels split a tile by powers of two.
-  function(t)
-    local pow2 = t.block_n & (t.block_n - 1) == 0
-    if not pow2 and not (t.family == "f16" and t.variant == "wgmma") then
-      return string.format("block_n=%d: only f16 variant=wgmma takes a key tile that is not a power of two (family %s, variant=%s)",
-                           t.block_n, t.family, tostring(t.variant))
-    end
-  end,
-  function(t)
-    if t.persistent == 1 and t.overlap ~= 1 then
-      return "persistent=1: only the overlap=1 schedule (variant=wgmma, block_m=128, warps=12) loops over work units"
-    end
-  end,
-  -- The split pieces' partials travel through the late-output kernel's
-  -- state (families/f16_wgmma.lua, deferred_output): no causal mask, and the
-  -- packed output must fit beside O and S.
-  function(t)
-    if t.split ~= 1 then return nil end
-    if t.persistent ~= 1 or t.causal == 1 then
-      return "split=1: only the persistent kernel without a causal mask splits its work units (persistent=1 causal=0)"
-    end
-    if not require("families.f16_wgmma").deferred_output(t) then
-      return string.format("split=1: head_dim=%d with block_n=%d leaves no registers for a piece's output beside O and S (head_dim/2 + block_n/2 + 32 <= 160)",
-                           t.head_dim, t.block_n)
-    end
-  end,
-  function(t)
-    if t.head_dim % t.align ~= 0 then
-      return string.format("align=%d does not divide head_dim=%d", t.align, t.head_dim)
-    end
-  end,
-  function(t)
-    local fam = require("families." .. S.family_module(t.family))
-    local need = fam.smem_bytes(t)
-    local limit = S.smem_limit[t.arch]
-    if need > limit then
-      return string.format("block_m=%d block_n=%d stages=%d need %d bytes of shared memory, %s has %d",
-                           t.block_m, t.block_n, t.stages, need, t.arch, limit)
-    end
-  end,
-  function(t)
-    local fam = require("families." .. S.family_module(t.family))
-    local regs = fam.register_estimate(t)
-    if regs > 255 then
-      return string.format("block_m=%d warps=%d block_n=%d head_dim=%d: about %d registers per thread, over 255",
-                           t.block_m, t.warps, t.block_n, t.head_dim, regs)
-    end
-  end,
-}
+-- The rules.  Every family module declares its schedules, one a variant
+-- (F.schedules = { mma = { rule, ... }, wgmma = ... }), each a list of rule
+-- records (rules.lua) that the family's own constants complete; the rules
+-- below bind every table, before and after the schedule's own.
+R.order = {}
+for _, p in ipairs(S.params) do R.order[p.name] = p.index end
+
+local modules = {}
+local function family(t)
+  local m = modules[t.family]
+  if not m then m = require("families." .. S.family_module(t.family)); modules[t.family] = m end
+  return m
+end
+-- The knobs only some families, or some variants, read.
+local by_family, by_variant = {}, {}
+for _, p in ipairs(S.params) do
+  if p.families then by_family[#by_family + 1] = p end
+  if p.variants then by_variant[#by_variant + 1] = p end
+end
 
 -- The mma.sync rule: each warp owns 16 or 32 query rows.
 function S.check_rows_per_warp(t)
@@ -281,6 +171,81 @@ function S.check_rows_per_warp(t)
     return string.format("block_m=%d with warps=%d: each warp owns 16 or 32 query rows (block_m = 16*warps or 32*warps)",
                          t.block_m, t.warps)
   end
+end
+S.ROWS_PER_WARP = { check = S.check_rows_per_warp,
+                    text = "block_m = 16*warps or 32*warps (each warp owns 16 or 32 query rows; warps <= 8)" }
+-- The mma.sync kernels split a key tile by powers of two.
+S.POW2_TILES = { need = { block_n = R.POWER_OF_TWO }, why = "the tile splits by powers of two" }
+
+S.rules_before = {
+  -- A knob that only some families read keeps its default elsewhere, so the
+  -- tuner never times the same kernel twice under two names.
+  { text = "a knob marked for some families keeps its default in the others",
+    check = function(t)
+      for _, p in ipairs(by_family) do
+        if not p.families[t.family] and tostring(t[p.name]) ~= tostring(p.default) then
+          return string.format("%s=%s: family %s has no such choice (only %s)", p.name, tostring(t[p.name]),
+                               t.family, tostring(p.default))
+        end
+      end
+    end },
+  { text = "the variant is one of the family's schedules",
+    check = function(t)
+      local have = family(t).schedules
+      if not have[t.variant] then
+        local names = {}
+        for _, v in ipairs(S.by_name.variant.values) do if have[v] then names[#names + 1] = v end end
+        return string.format("variant=%s: family %s has no such schedule (%s)", tostring(t.variant), t.family,
+                             table.concat(names, "|"))
+      end
+    end },
+  -- Likewise a knob only some variants read (kv_splits: decode; overlap,
+  -- persistent, split: wgmma).
+  { text = "a knob marked for some variants keeps its default under the others",
+    check = function(t)
+      for _, p in ipairs(by_variant) do
+        if not p.variants[t.variant] and tostring(t[p.name]) ~= tostring(p.default) then
+          local only = {}
+          for _, v in ipairs(S.by_name.variant.values) do if p.variants[v] then only[#only + 1] = v end end
+          return string.format("%s=%s: only variant=%s reads it (variant=%s: keep %s=%s)", p.name, tostring(t[p.name]),
+                               table.concat(only, "|"), tostring(t.variant), p.name, tostring(p.default))
+        end
+      end
+    end },
+}
+
+S.rules_after = {
+  { text = "align divides head_dim",
+    check = function(t)
+      if t.head_dim % t.align ~= 0 then
+        return string.format("align=%d does not divide head_dim=%d", t.align, t.head_dim)
+      end
+    end },
+  { text = "the tile set's shared memory <= the arch's per-block limit",
+    check = function(t)
+      local need, limit = family(t).smem_bytes(t), S.smem_limit[t.arch]
+      if need > limit then
+        return string.format("block_m=%d block_n=%d stages=%d need %d bytes of shared memory, %s has %d",
+                             t.block_m, t.block_n, t.stages, need, t.arch, limit)
+      end
+    end },
+  { text = "estimated registers a thread <= 255",
+    check = function(t)
+      local regs = family(t).register_estimate(t)
+      if regs > 255 then
+        return string.format("block_m=%d warps=%d block_n=%d head_dim=%d: about %d registers per thread, over 255",
+                             t.block_m, t.warps, t.block_n, t.head_dim, regs)
+      end
+    end },
+}
+
+-- The message of the first rule `t` breaks, or nil.
+function S.broken(t)
+  local why = R.first_broken(S.rules_before, t)
+  if why then return why end
+  why = R.first_broken(family(t).schedules[t.variant], t, t.family .. " variant=" .. tostring(t.variant))
+  if why then return why end
+  return R.first_broken(S.rules_after, t)
 end
 
 -- Module of a family's template (names with '-' map to '_').
@@ -301,10 +266,8 @@ function S.validate(t)
     if t[p.name] == nil then invalid("parameter %s: missing (%s)", p.name, p.help) end
     check_value(p, t[p.name])
   end
-  for _, c in ipairs(S.constraints) do
-    local why = c(t)
-    if why then invalid("configuration: %s", why) end
-  end
+  local why = S.broken(t)
+  if why then invalid("configuration: %s", why) end
   return t
 end
 
@@ -330,6 +293,26 @@ end
 
 S.SOURCE_ROLES = { shape = true, knob = true }
 S.KNOB_ROLES = { knob = true }
+
+-- The values of knob `k` that the unconditional rules (no `when`, no
+-- `check`) of work's schedule allow; the variant is walked first.
+local narrowed = {}
+local function schedule_values(work, k, values)
+  local rules = family(work).schedules[work.variant]
+  if not rules then return values end
+  local key = work.family .. " " .. work.variant .. " " .. k.name .. " " .. #values
+  if narrowed[key] then return narrowed[key] end
+  local out = {}
+  for _, v in ipairs(values) do
+    local ok = true
+    for _, r in ipairs(rules) do
+      if not r.when and not r.check and r.need[k.name] ~= nil and not R.matches(r.need[k.name], v) then ok = false end
+    end
+    if ok then out[#out + 1] = v end
+  end
+  narrowed[key] = out
+  return out
+end
 
 -- Every legal knob combination for the shape parameters in `t`.
 function S.enumerate(t)
@@ -357,12 +340,7 @@ function S.enumerate(t)
   end
   local work = {}
   for k, v in pairs(t) do work[k] = v end
-  local function legal()
-    for _, c in ipairs(S.constraints) do
-      if c(work) then return false end
-    end
-    return true
-  end
+  local function legal() return S.broken(work) == nil end
   local out = {}
   local function walk(i)
     if i > #knobs then
@@ -377,8 +355,12 @@ function S.enumerate(t)
     -- A knob only some variants read (p.variants) holds its default under
     -- the others (their checks say so): walking it there would multiply
     -- the walk by its values for nothing.  variant is walked before it.
+    -- Likewise the schedule's unconditional demands on a knob (decode's
+    -- warps=4|8, wgmma's q_regs=0, ...) narrow its values before the walk
+    -- goes on: the leaves they would reject are never built.
     local k = knobs[i]
     local values = k.variants and not k.variants[work.variant] and { k.default } or k.values
+    if i > 1 then values = schedule_values(work, k, values) end
     for _, v in ipairs(values) do
       work[k.name] = v
       walk(i + 1)
@@ -401,25 +383,30 @@ function S.help()
     lines[#lines + 1] = string.format("  %-" .. width .. "s %-7s %-28s %s%s", p.name, p.role, legal, p.help, def)
   end
   lines[#lines + 1] = ""
-  lines[#lines + 1] = "Constraints:"
-  lines[#lines + 1] = "  mma: block_m = 16*warps or 32*warps (each warp owns 16 or 32 query rows)"
-  lines[#lines + 1] = "  wgmma (f16, sm_90a): block_m = 64*consumers; warps = 4*consumers (thread 0 issues the TMA"
-  lines[#lines + 1] = "    copies) or 4*consumers+4 (a producer warpgroup, setmaxnreg); align=8, q_regs=0, stages>=2;"
-  lines[#lines + 1] = "    three consumers (block_m=192) only up to head_dim 64 (int8-fp8 without a producer: 128,"
-  lines[#lines + 1] = "    and four, block_m=256 warps=16, up to 64)"
-  lines[#lines + 1] = "  wgmma (int8-fp8, sm_90a): same warpgroup rules; block_n 32|64|128 (<= 64 above head_dim 128)"
-  lines[#lines + 1] = "  overlap=1 (wgmma, f16): block_m=128, warps=12"
-  lines[#lines + 1] = "  overlap=3 (wgmma, int8-fp8): block_m=192, warps=12, head_dim<=128"
-  lines[#lines + 1] = "  rowsum_mma=1 (int8-fp8): variant=wgmma"
-  lines[#lines + 1] = "  blocks_per_sm=4 (wgmma, int8-fp8): block_m=64, warps=4, overlap=0, head_dim<=64"
-  lines[#lines + 1] = "  persistent=1 (f16): overlap=1; block_n 96|160|176|192: f16 variant=wgmma only"
-  lines[#lines + 1] = "  split=1 (f16): persistent=1, causal=0, head_dim/2 + block_n/2 + 32 <= 160"
-  lines[#lines + 1] = "  variant=decode (f16): align=8; block_m 16|32|64 (16 rows a warp) dividing warps 4|8 among row groups;"
-  lines[#lines + 1] = "    block_n / (key warps) a multiple of 16, block_n <= 128; stages >= 2; kv_splits > 1 only here"
-  lines[#lines + 1] = "  knobs marked for some families keep their default in the others"
-  lines[#lines + 1] = "  align divides head_dim"
-  lines[#lines + 1] = "  shared memory of the tile set <= the arch's per-block limit"
-  lines[#lines + 1] = "  estimated registers per thread <= 255"
+  lines[#lines + 1] = "Constraints (the rules validation and the tuner's walk apply):"
+  lines[#lines + 1] = "  every table:"
+  for _, r in ipairs(S.rules_before) do lines[#lines + 1] = "    " .. R.text(r) end
+  for _, r in ipairs(S.rules_after) do lines[#lines + 1] = "    " .. R.text(r) end
+  -- One block a schedule; families whose schedule reads the same (the FP4
+  -- families') share one heading.
+  local blocks, order = {}, {}
+  for _, fam_name in ipairs(FAMILIES) do
+    local fam = require("families." .. S.family_module(fam_name))
+    for _, v in ipairs(S.by_name.variant.values) do
+      if fam.schedules[v] then
+        local body = {}
+        for _, r in ipairs(fam.schedules[v]) do body[#body + 1] = "    " .. R.text(r) end
+        local key = v .. "\n" .. table.concat(body, "\n")
+        if not blocks[key] then blocks[key] = { families = {}, variant = v, body = body }; order[#order + 1] = key end
+        table.insert(blocks[key].families, fam_name)
+      end
+    end
+  end
+  for _, key in ipairs(order) do
+    local b = blocks[key]
+    lines[#lines + 1] = string.format("  %s variant=%s:", table.concat(b.families, ", "), b.variant)
+    for _, l in ipairs(b.body) do lines[#lines + 1] = l end
+  end
   return table.concat(lines, "\n") .. "\n"
 end
 

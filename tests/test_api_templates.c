@@ -56,6 +56,32 @@ static void test_render_and_help(void **state) {
     mxattn_free(help);
 }
 
+/* A rule is declared once (templates/rules.lua): the line help prints for it
+ * and the message of a table that breaks it name the same demands. */
+static void test_help_and_messages_read_the_same_rules(void **state) {
+    static const struct { const char *table, *rule; } cases[] = {
+        {"family=int8-fp8 head_dim=128 variant=wgmma overlap=3 block_m=128 warps=8 block_n=128 stages=3",
+         "overlap=3: head_dim<=128 block_m=192 warps=12"},
+        {"family=f16 head_dim=64 variant=wgmma q_regs=0 overlap=1 block_m=192 warps=16 block_n=128 stages=2",
+         "overlap=1: block_m=128 warps=12"},
+        {"family=f16 head_dim=64 variant=decode block_m=16 warps=12 block_n=64 stages=3", "warps=4|8"},
+        {"family=nvfp4 head_dim=64 variant=wgmma block_m=128 warps=12 block_n=32 stages=2", "block_n=64|128"},
+    };
+    char *help = NULL;
+    assert_int_equal(mxattn_params_help(g_ctx, &help), MXATTN_OK);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *source = NULL;
+        assert_int_equal(mxattn_render(g_ctx, cases[i].table, &source), MXATTN_ERROR_INVALID_VALUE);
+        const char *msg = mxattn_last_error();
+        /* The help line "when: needs (why)" against the message "when: schedule needs needs (why), not ...". */
+        const char *colon = strstr(cases[i].rule, ": ");
+        const char *demand = colon ? colon + 2 : cases[i].rule;
+        if (!strstr(help, cases[i].rule)) fail_msg("help lacks the rule '%s'", cases[i].rule);
+        if (!strstr(msg, demand)) fail_msg("'%s': message '%s' lacks '%s'", cases[i].table, msg, demand);
+    }
+    mxattn_free(help);
+}
+
 static void test_compile_only(void **state) {
     mxattn_compile_options opt;
     mxattn_compile_result r;
@@ -178,6 +204,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resolve_fills_the_defaults),
         cmocka_unit_test(test_render_and_help),
+        cmocka_unit_test(test_help_and_messages_read_the_same_rules),
         cmocka_unit_test(test_compile_only),
         cmocka_unit_test(test_tune_run_compile_only),
         cmocka_unit_test(test_key_block_is_the_templates_answer),

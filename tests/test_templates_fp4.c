@@ -219,7 +219,7 @@ static void test_wgmma_is_the_hopper_default(void **state) {
         if (!strstr(knobs, cases[i].want)) fail_msg("%s: knobs %s, want %s", cases[i].params, knobs, cases[i].want);
         free(knobs);
     }
-    gen_expect_invalid(g, "family=nvfp4 head_dim=256 variant=wgmma", "head_dim 128");
+    gen_expect_invalid(g, "family=nvfp4 head_dim=256 variant=wgmma", "head_dim<=128");
     gen_expect_invalid(g, "family=nvfp4 head_dim=64 arch=sm_80 variant=wgmma", "sm_90a");
     gen_expect_invalid(g, "family=mxfp4 head_dim=64 variant=wgmma block_m=128 warps=8 block_n=128 stages=2", "warps=12");
     gen_expect_invalid(g, "family=nvfp4 head_dim=64 variant=wgmma block_m=128 warps=12 block_n=32 stages=2", "block_n=32");

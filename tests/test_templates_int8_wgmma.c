@@ -647,7 +647,7 @@ static void test_deleted_schedules_are_refused(void **state) {
                        "overlap=2: must be one of 0|1|3");
     /* overlap=1, the ping-pong, is f16's alone. */
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma overlap=1 block_m=128 warps=12 block_n=128 stages=2",
-                       "overlap=1: only family f16");
+                       "needs overlap=0|3");
     /* blocks_per_sm=5 (102 registers a thread) is no value of the knob any more. */
     gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=64 warps=4 block_n=64 stages=3 blocks_per_sm=5",
                        "blocks_per_sm=5: must be one of 0|4");

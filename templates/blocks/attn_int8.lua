@@ -25,6 +25,8 @@
 --   7 corr    f32  [B][Hq][nqp]      (q.mean in base 2, for the LSE)
 -- Padding rows/columns hold code 0 and scale 0, written by the quant kernel.
 local U = require("util")
+local R = require("rules")
+local S = require("space")
 
 local WS_NAMES = { "WS_Q8", "WS_K8", "WS_QSCALE", "WS_KSCALE", "WS_KMEAN", "WS_VSCALE", "WS_V8T", "WS_CORR" }
 
@@ -55,23 +57,16 @@ return function(family, pv_kind)
   local quant_warps = QUANT_KERNELS.warps(per_thread)   -- its launch's block
   local stem = family:gsub("-", "_")
 
-  -- Raises for tables this family cannot build; called from smem_bytes, which
-  -- space.lua's constraints call for every table, so the message reaches the user.
-  local function check(t)
-    if pv_kind == "fp8" then
-      if t.arch == "sm_80" or t.arch == "sm_86" then
-        error(string.format("invalid configuration: %s needs FP8 tensor cores (sm_89 or newer), arch=%s has none",
-                            family, t.arch), 0)
-      end
-      if t.block_n % 32 ~= 0 then
-        error(string.format("invalid configuration: %s needs block_n a multiple of 32 (the FP8 P.V MMA reduces 32 keys), not block_n=%d",
-                            family, t.block_n), 0)
-      end
-    end
+  -- The mma.sync schedule's rules (rules.lua); FP8's P V MMA needs sm_89
+  -- and reduces 32 keys.
+  local rules = { S.POW2_TILES, S.ROWS_PER_WARP }
+  if pv_kind == "fp8" then
+    rules[#rules + 1] = { need = { arch = { "sm_89", "sm_90a", "sm_100a", "sm_120a" } }, why = "FP8 tensor cores" }
+    rules[#rules + 1] = { need = { block_n = R.multiple_of(32) }, why = "the FP8 P V MMA reduces 32 keys" }
   end
+  F.schedules = { mma = rules }
 
   function F.smem_bytes(t)
-    check(t)
     local bn = t.block_n
     return t.block_m * (d32(t) + 16) + t.stages * (bn * (d32(t) + 16) + pv.v_tile_bytes(t) + (per_thread and 4 or bn // 16) * 4)
   end
@@ -101,7 +96,6 @@ return function(family, pv_kind)
   end
 
   function F.render(t, canonical)
-    check(t)
     local name = F.kernel_name(t, canonical)
     local ws = {}
     for i, n in ipairs(WS_NAMES) do ws[#ws + 1] = string.format("%s = %d", n, i - 1) end

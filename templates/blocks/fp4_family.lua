@@ -61,6 +61,8 @@
 -- Code and scale bytes follow numerics/ (mx_fp4_quantize: element 2i in the
 -- low nibble of byte i); padding rows, columns and keys hold code 0, scale 0.
 local U = require("util")
+local R = require("rules")
+local S = require("space")
 -- The mma.sync kernel's CUDA files (cuda/fwd_fp4_mma.cuh and the pieces it
 -- calls, one file per target and QK mode), read here so that they enter the
 -- template hash.
@@ -116,38 +118,26 @@ local function layout(t)
   return L
 end
 
--- Illegal combinations are rejected by name, here, before anything renders.
-local function check(t)
-  local why = wgmma(t) and WG.check(t) or nil
-  if wgmma(t) then
-    if why then error("invalid configuration: " .. why, 0) end
-    return
-  end
-  if t.block_n % PB ~= 0 or t.block_n < 32 then
-    why = string.format("block_n=%d: %s needs a multiple of %d and at least 32 (V^T tiles load 16-byte rows)",
-                        t.block_n, t.family, math.max(PB, 16))
-  elseif native(t) and t.block_n % 64 ~= 0 then
-    why = string.format("block_n=%d with arch=%s: the k64 block-scaled MMA over keys needs a multiple of 64",
-                        t.block_n, t.arch)
-  end
-  if why then error("invalid configuration: " .. why, 0) end
-end
-
--- The rows-per-warp rule (space.lua) for mma.sync tiles; the wgmma kernel's own.
-function F.check(t)
-  if wgmma(t) then return WG.check(t) end
-  return require("space").check_rows_per_warp(t)
-end
+-- The schedules' rules (rules.lua): mma.sync tiles of whole scale blocks
+-- here, the wgmma kernel's in blocks/fp4_wgmma.lua.
+F.schedules = {
+  mma = {
+    S.POW2_TILES, S.ROWS_PER_WARP,
+    { need = { block_n = R.multiple_of(PB) }, why = "whole " .. KIND .. " scale blocks of " .. PB .. " keys" },
+    { need = { block_n = R.at_least(32) }, why = "V^T tiles load 16-byte rows" },
+    { when = { arch = "sm_120a" }, need = { block_n = R.multiple_of(64) },
+      why = "the k64 block-scaled MMA over keys" },
+  },
+  wgmma = WG.rules,
+}
 
 function F.smem_bytes(t)
-  check(t)
   if wgmma(t) then return WG.smem_bytes(t) end
   local L = layout(t)
   return L.q_tile + t.stages * L.slot + L.sq_bytes + L.scratch
 end
 
 function F.register_estimate(t)
-  check(t)
   if wgmma(t) then return WG.register_estimate(t) end
   local m, bn = mt(t), t.block_n
   local q
@@ -200,7 +190,6 @@ local function rows(t)
 end
 
 function F.render(t, canonical)
-  check(t)
   if wgmma(t) then return WG.render(t, F.kernel_name(t, canonical), canonical) end
   local L = layout(t)
   local qrows, krows = rows(t)
@@ -251,7 +240,6 @@ local function align256(x) return U.round_up(x, 256) end
 
 -- Workspace sections and launch geometry for a problem (numbers in `pr`).
 function F.launches(t, pr, canonical)
-  check(t)
   local L = layout(t)
   local qrows, krows = rows(t)
   if wgmma(t) then qrows, krows = WG.rows(t) end

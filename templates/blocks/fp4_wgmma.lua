@@ -26,6 +26,7 @@
 --        stored key-major, the MN-major B operand of P V
 --   1, 3, 5, 6, 7 as in blocks/fp4_family.lua
 local U = require("util")
+local R = require("rules")
 local WC = require("blocks.wgmma_common")
 
 local CUDA = U.cuda("cuda/fwd_fp4_wgmma.cuh")
@@ -60,30 +61,33 @@ function G.rows(t)
   return t.block_m, t.block_n
 end
 
--- The message, or nil.  O, P V's per-tile temporary (s_p1 is applied after
--- the MMA), P and S take D_PAD/2 + D_PAD/2 + BN/4 + BN/2 registers a thread;
--- past D_PAD = 128 that does not fit beside a producer, so those head dims
--- keep variant=mma.
-function G.check(t)
-  if t.arch ~= "sm_90a" then
-    return string.format("variant=wgmma needs arch=sm_90a (warpgroup MMA and TMA), not arch=%s", t.arch)
-  end
-  if d_pad(t) > 128 then
-    return string.format("variant=wgmma: head_dim=%d: the FP4 families' wgmma kernel holds O and a P V temporary in registers up to head_dim 128 (variant=mma above)", t.head_dim)
-  end
-  local three = d_pad(t) <= 64 or (d_pad(t) == 128 and t.block_n == 64)
-  if t.block_m % 64 ~= 0 or t.block_m > 192 or (t.block_m == 192 and not three) then
-    return string.format("variant=wgmma: block_m=%d must be 64 or 128 (192: head_dim <= 64, or 128 with block_n=64): 64 query rows per consumer warpgroup", t.block_m)
-  end
-  if not producer(t) then
-    return string.format("variant=wgmma: block_m=%d needs warps=%d (a TMA producer warpgroup and one warpgroup per 64 rows), not warps=%d",
-                         t.block_m, 4 * consumers(t) + 4, t.warps)
-  end
-  if t.block_n % 64 ~= 0 or t.block_n > 128 then
-    return string.format("variant=wgmma: block_n=%d must be 64 or 128", t.block_n)
-  end
-  if t.stages < 2 then return string.format("variant=wgmma needs stages>=2 (a TMA ring), not stages=%d", t.stages) end
-end
+-- The rules (rules.lua).  O, P V's per-tile temporary (s_p1 is applied
+-- after the MMA), P and S take D_PAD/2 + D_PAD/2 + BN/4 + BN/2 registers a
+-- thread; past D_PAD = 128 that does not fit beside a producer, so those
+-- head dims keep variant=mma.
+G.rules = {
+  { need = { arch = "sm_90a" }, why = "warpgroup MMA and TMA" },
+  { need = { head_dim = R.at_most(128) },
+    why = "O and a P V temporary in registers; variant=mma above" },
+  { text = "block_m=64|128 (192: head_dim <= 64, or 128 with block_n=64): 64 query rows per consumer warpgroup",
+    check = function(t)
+      local three = d_pad(t) <= 64 or (d_pad(t) == 128 and t.block_n == 64)
+      if t.block_m % 64 ~= 0 or t.block_m > 192 or (t.block_m == 192 and not three) then
+        return string.format("variant=wgmma: block_m=%d must be 64 or 128 (192: head_dim <= 64, or 128 with block_n=64): 64 query rows per consumer warpgroup", t.block_m)
+      end
+    end },
+  { text = "warps = 4*consumers + 4 (a TMA producer warpgroup)",
+    check = function(t)
+      if not producer(t) then
+        return string.format("variant=wgmma: block_m=%d needs warps=%d (a TMA producer warpgroup and one warpgroup per 64 rows), not warps=%d",
+                             t.block_m, 4 * consumers(t) + 4, t.warps)
+      end
+    end },
+  { need = { block_n = { 64, 128 } } },
+  { need = { stages = R.at_least(2) }, why = "a TMA ring" },
+}
+
+function G.check(t) return R.first_broken(G.rules, t, t.family .. " variant=wgmma") end
 
 local function layout(t)
   local l = { q = 0, q_bytes = t.block_m * d_pad(t) * 2, kv_bytes = t.block_n * d_pad(t) * 2 }

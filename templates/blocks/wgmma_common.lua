@@ -14,6 +14,8 @@ local C = {}
 -- whose S is 8-bit and whose P V has its own accumulator) fits three up to
 -- D=128 and four (block_m=256) up to D=64; overlap=3's ring fits three up to
 -- D=128 too.  The message, or nil.
+C.WARPGROUP_RULE = "block_m = 64*consumers (at most 3); warps = 4*consumers, or that + 4 (a TMA producer " ..
+                   "warpgroup); three consumers up to head_dim 64 (int8-fp8's shared ring: 128, and four up to 64)"
 function C.check_warpgroups(t, d, shared_ring)
   if t.block_m % 64 ~= 0 or t.block_m > (shared_ring and d <= 64 and 256 or 192) then
     return string.format("variant=wgmma: block_m=%d must be 64, 128 or 192 (64 query rows per consumer warpgroup; 256: int8-fp8's shared ring up to head_dim 64)", t.block_m)

@@ -16,15 +16,13 @@ local DEC = require("families.f16_decode")
 local function d_pad(t) return U.round_up(t.head_dim, 16) end
 local function row_stride(t) return d_pad(t) + 8 end  -- 16-byte pad: ldmatrix rows hit distinct banks
 
-function F.check(t)
-  if t.variant == "decode" then return DEC.check(t) end
-  if t.kv_splits ~= 1 then
-    return string.format("kv_splits=%d: only variant=decode cuts the keys into pieces (variant=%s)", t.kv_splits,
-                         tostring(t.variant))
-  end
-  if t.variant == "wgmma" then return WG.check(t) end
-  return S.check_rows_per_warp(t)
-end
+-- The schedules and their rules (rules.lua): the mma.sync forward here, the
+-- wgmma ones and the decode one in their files.
+F.schedules = {
+  mma = { S.POW2_TILES, S.ROWS_PER_WARP },
+  wgmma = WG.rules,
+  decode = DEC.rules,
+}
 
 function F.smem_bytes(t)
   if t.variant == "decode" then return DEC.smem_bytes(t) end

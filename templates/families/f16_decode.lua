@@ -7,6 +7,7 @@
 -- head), block_n (keys a tile), warps, stages, q_regs, kv_splits (pieces the
 -- keys are cut into).  Called by families/f16.lua for variant=decode.
 local U = require("util")
+local R = require("rules")
 local DEC = {}
 
 local SOURCE = U.cuda("cuda/fwd_decode.cuh")
@@ -42,32 +43,29 @@ local function layout(t)
   return l
 end
 
-function DEC.check(t)
-  if t.align ~= 8 then
-    return string.format("variant=decode needs align=8 (16-byte cp.async rows), not align=%d", t.align)
-  end
-  if t.overlap ~= 0 or t.persistent ~= 0 or t.split ~= 0 then
-    return "variant=decode: overlap, persistent and split are wgmma knobs (keep them 0; kv_splits cuts the keys)"
-  end
-  if t.block_m > 64 then
-    return string.format("variant=decode: block_m=%d packed rows a block, at most 64 (16 a warp)", t.block_m)
-  end
-  if t.warps ~= 4 and t.warps ~= 8 then
-    return string.format("variant=decode needs warps=4 or 8, not warps=%d", t.warps)
-  end
-  if t.warps % row_warps(t) ~= 0 then
-    return string.format("variant=decode: block_m=%d needs %d warps of 16 rows, which must divide warps=%d",
-                         t.block_m, row_warps(t), t.warps)
-  end
-  local kpw = t.block_n // key_warps(t)
-  if kpw < 16 or t.block_n % key_warps(t) ~= 0 or kpw % 16 ~= 0 or t.block_n > 128 then
-    return string.format("variant=decode: block_n=%d split over %d key warps must give each a multiple of 16 keys (block_n <= 128)",
-                         t.block_n, key_warps(t))
-  end
-  if t.stages < 2 then
-    return string.format("variant=decode needs stages>=2 (a cp.async ring), not stages=%d", t.stages)
-  end
-end
+-- The decode schedule's rules (rules.lua).
+DEC.rules = {
+  { need = { align = 8 }, why = "16-byte cp.async rows" },
+  { need = { block_m = R.at_most(64) }, why = "a KV group's packed query rows, 16 a warp" },
+  { need = { warps = { 4, 8 } } },
+  { text = "block_m/16 row warps divide warps",
+    check = function(t)
+      if t.warps % row_warps(t) ~= 0 then
+        return string.format("variant=decode: block_m=%d needs %d warps of 16 rows, which must divide warps=%d",
+                             t.block_m, row_warps(t), t.warps)
+      end
+    end },
+  { text = "block_n <= 128, split over the key warps (warps / (block_m/16)) in multiples of 16 keys",
+    check = function(t)
+      local kpw = t.block_n // key_warps(t)
+      if kpw < 16 or t.block_n % key_warps(t) ~= 0 or kpw % 16 ~= 0 or t.block_n > 128 then
+        return string.format("variant=decode: block_n=%d split over %d key warps must give each a multiple of 16 keys (block_n <= 128)",
+                             t.block_n, key_warps(t))
+      end
+    end },
+  { need = { stages = R.at_least(2) }, why = "a cp.async ring" },
+  { need = { block_n = R.POWER_OF_TWO }, why = "the tile splits by powers of two" },
+}
 
 function DEC.smem_bytes(t) return layout(t).total end
 

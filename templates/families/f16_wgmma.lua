@@ -18,6 +18,8 @@
 -- Called by families/f16.lua for variant=wgmma: check, smem_bytes,
 -- register_estimate, prior, default, render, launches.
 local U = require("util")
+local R = require("rules")
+local WC = require("blocks.wgmma_common")
 local WG = {}
 
 local function d_pad(t) return U.round_up(t.head_dim, 16) end
@@ -33,22 +35,29 @@ local SWIZZLE_MODE = { [64] = 1, [32] = 2, [16] = 3 }   -- descriptor bits 62-63
 
 local function consumers(t) return t.block_m // 64 end
 
-function WG.check(t)
-  if t.arch ~= "sm_90a" then
-    return string.format("variant=wgmma needs arch=sm_90a (warpgroup MMA and TMA), not arch=%s", t.arch)
-  end
-  if t.align ~= 8 then
-    return string.format("variant=wgmma needs align=8 (TMA and wgmma move 16-byte rows), not align=%d", t.align)
-  end
-  if t.q_regs ~= 0 then
-    return "variant=wgmma needs q_regs=0 (the MMA reads Q from shared memory)"
-  end
-  local why = require("blocks.wgmma_common").check_warpgroups(t, d_pad(t))
-  if why then return why end
-  if t.stages < 2 then
-    return string.format("variant=wgmma needs stages>=2 (a TMA ring), not stages=%d", t.stages)
-  end
-end
+-- The f16 wgmma schedules' rules (rules.lua): one-warpgroup blocks, the
+-- producer / consumer ping-pong (overlap=1), its persistent loop and the
+-- key split of a persistent unit.
+WG.rules = {
+  { need = { arch = "sm_90a" }, why = "warpgroup MMA and TMA" },
+  { need = { align = 8 }, why = "TMA and wgmma move 16-byte rows" },
+  { need = { q_regs = 0 }, why = "the MMA reads Q from shared memory" },
+  { text = WC.WARPGROUP_RULE, check = function(t) return WC.check_warpgroups(t, d_pad(t)) end },
+  { need = { stages = R.at_least(2) }, why = "a TMA ring" },
+  { need = { overlap = { 0, 1 } }, why = "1: two consumer warpgroups take turns" },
+  { when = { overlap = 1 }, need = { block_m = 128, warps = 12 },
+    why = "two consumer warpgroups ping-pong behind a producer warpgroup" },
+  { when = { persistent = 1 }, need = { overlap = 1 }, why = "only the ping-pong schedule loops over work units" },
+  { when = { split = 1 }, need = { persistent = 1, causal = 0 },
+    why = "the persistent kernel splits its work units along the keys, without a causal mask" },
+  { when = { split = 1 }, text = "split=1: head_dim/2 + block_n/2 + 32 <= 160 (a piece's output beside O and S)",
+    check = function(t)
+      if not WG.deferred_output(t) then
+        return string.format("split=1: head_dim=%d with block_n=%d leaves no registers for a piece's output beside O and S (head_dim/2 + block_n/2 + 32 <= 160)",
+                             t.head_dim, t.block_n)
+      end
+    end },
+}
 
 -- Layout of the dynamic shared memory, in bytes from a 1024-aligned base.
 local function layout(t)
@@ -141,7 +150,6 @@ end
 -- cuda/fwd_wgmma_persistent.cuh (persistent=1, with or without the deferred
 -- output) and cuda/fwd_wgmma_split.cuh (split=1), over the blocks they call.
 -- render writes the constants they read in a header before them.
-local WC = require("blocks.wgmma_common")
 local PRELUDE, TMA = require("blocks.prelude"), require("blocks.tma_mbarrier")
 local WGMMA, TURNS = require("blocks.wgmma_f16"), require("blocks.wgmma_overlap")
 local SOFTMAX, EPILOGUE = require("blocks.softmax"), require("blocks.epilogue")

@@ -6,7 +6,6 @@
 -- variant=wgmma (sm_90a) is families/int8_fp8_wgmma.lua: the same
 -- quantization kernels and workspace, attention on warpgroup MMAs fed by TMA.
 -- Checked on the H200 (gpu_int8_wgmma), it is the default there.
-local S = require("space")
 local F = require("blocks.attn_int8")("int8-fp8", "fp8")
 
 -- Loaded here so the template hash covers it.
@@ -15,13 +14,13 @@ local WG = require("families.int8_fp8_wgmma")
 local mma = { smem_bytes = F.smem_bytes, register_estimate = F.register_estimate, default = F.default,
               prior = F.prior, render = F.render, launches = F.launches }
 
-function F.check(t)
-  if t.variant == "wgmma" then return WG.check(t) end
-  if t.v_terms ~= 1 then
-    return string.format("v_terms=%d: only variant=wgmma reads V's second E4M3 term (variant=%s)", t.v_terms, t.variant)
-  end
-  return S.check_rows_per_warp(t)
-end
+-- The mma.sync schedule reads none of the wgmma kernel's knobs.
+local mma_rules = {
+  { need = { v_terms = 1 }, why = "only variant=wgmma reads V's second E4M3 term" },
+  { need = { rowsum_mma = 0, blocks_per_sm = 0 }, why = "knobs of variant=wgmma" },
+}
+for _, r in ipairs(F.schedules.mma) do mma_rules[#mma_rules + 1] = r end
+F.schedules = { mma = mma_rules, wgmma = WG.rules }
 
 function F.smem_bytes(t)
   if t.variant == "wgmma" then return WG.smem_bytes(t) end

@@ -18,6 +18,7 @@
 -- Called by families/int8_fp8.lua for variant=wgmma: check, smem_bytes,
 -- register_estimate, prior, default, render, launches.
 local U = require("util")
+local R = require("rules")
 local WC = require("blocks.wgmma_common")
 local WG = {}
 
@@ -83,33 +84,34 @@ end
 local SM_SHARED, BLOCK_EXTRA = 228 * 1024, 2048
 local function blocks_by_smem(t) return SM_SHARED // (layout(t).total + BLOCK_EXTRA) end
 
-function WG.check(t)
-  if t.arch ~= "sm_90a" then
-    return string.format("variant=wgmma needs arch=sm_90a (warpgroup MMA and TMA), not arch=%s", t.arch)
-  end
-  local why = require("blocks.wgmma_common").check_warpgroups(t, d32(t), shares_ring(t))
-  if why then return why end
-  if t.block_n % 32 ~= 0 then
-    return string.format("variant=wgmma needs block_n a multiple of 32 (the k32 FP8 MMA reduces 32 keys; V^T's panel is a tile's keys), not block_n=%d",
-                         t.block_n)
-  end
-  if t.stages < 2 then
-    return string.format("variant=wgmma needs stages>=2 (a TMA ring), not stages=%d", t.stages)
-  end
-  if t.v_terms == 2 and dv(t) > 128 then
-    return string.format("variant=wgmma: v_terms=2 needs head_dim<=128 (V^T's two terms, 2*%d channel rows, are one TMA box of at most 256 rows), not head_dim=%d",
-                         dv(t), t.head_dim)
-  end
-  if d32(t) > 128 and t.block_n > 64 then
-    return string.format("variant=wgmma: head_dim=%d needs block_n<=64 (O and S of block_n=%d overflow the consumers' registers)",
-                         t.head_dim, t.block_n)
-  end
-  local blocks = t.blocks_per_sm or 0
-  if blocks > 0 and blocks_by_smem(t) < blocks then
-    return string.format("variant=wgmma: blocks_per_sm=%d needs %d bytes of shared memory a block or less, not %d (fewer stages or a narrower block_n)",
-                         blocks, SM_SHARED // blocks - BLOCK_EXTRA, layout(t).total)
-  end
-end
+-- The int8-fp8 wgmma schedules' rules (rules.lua): one-warpgroup blocks,
+-- the shared K/V ring of several consumers, the three-consumer ring
+-- (overlap=3) and four one-warpgroup blocks an SM (blocks_per_sm=4).
+WG.rules = {
+  { need = { arch = "sm_90a" }, why = "warpgroup MMA and TMA" },
+  { text = WC.WARPGROUP_RULE, check = function(t) return WC.check_warpgroups(t, d32(t), shares_ring(t)) end },
+  { need = { block_n = { 32, 64, 128 } },
+    why = "the k32 FP8 MMA reduces 32 keys; V^T's panel is a tile's keys, split by powers of two" },
+  { need = { stages = R.at_least(2) }, why = "a TMA ring" },
+  { when = { v_terms = 2 }, need = { head_dim = R.at_most(128) },
+    why = "V^T's two terms, 2*head_dim channel rows, are one TMA box of at most 256 rows" },
+  { when = { head_dim = R.above(128) }, need = { block_n = R.at_most(64) },
+    why = "O and S of wider tiles overflow the consumers' registers" },
+  { need = { overlap = { 0, 3 } }, why = "3: three consumer warpgroups pass the tensor pipe around" },
+  { when = { overlap = 3 }, need = { block_m = 192, warps = 12, head_dim = R.at_most(128) },
+    why = "three consumer warpgroups and no producer, one P V slice a turn" },
+  { when = { blocks_per_sm = 4 }, need = { block_m = 64, warps = 4, overlap = 0, head_dim = R.at_most(64) },
+    why = "one warpgroup a block; 128 registers a thread spill above head_dim 64" },
+  { when = { blocks_per_sm = 4 }, text = "blocks_per_sm=4: four blocks' shared memory fit an SM",
+    check = function(t)
+      if blocks_by_smem(t) < t.blocks_per_sm then
+        return string.format("variant=wgmma: blocks_per_sm=%d needs %d bytes of shared memory a block or less, not %d (fewer stages or a narrower block_n)",
+                             t.blocks_per_sm, SM_SHARED // t.blocks_per_sm - BLOCK_EXTRA, layout(t).total)
+      end
+    end },
+}
+
+function WG.check(t) return R.first_broken(WG.rules, t, "int8-fp8 variant=wgmma") end
 
 -- + 1024: the runtime base is only 16-byte aligned; the kernel rounds it up.
 function WG.smem_bytes(t)
