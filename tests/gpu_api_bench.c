@@ -63,7 +63,7 @@ static void test_benchmark_times_and_checks(void **state) {
 }
 
 /* The accuracy table on the GPU: f16's kernel against fp64 as close as its oracle. */
-static void test_accuracy_table(void **state) {
+static void test_accuracy_table_rows_all_written_above_0999_cosine(void **state) {
     mxattn_accuracy_options o;
     mxattn_accuracy_options_init(&o);
     o.size = 256;
@@ -90,7 +90,7 @@ int main(void) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_benchmark_times_and_checks),
-        cmocka_unit_test(test_accuracy_table),
+        cmocka_unit_test(test_accuracy_table_rows_all_written_above_0999_cosine),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -68,7 +68,7 @@ static gpu_case grid_case(int i, const char *config) {
 }
 
 /* The library's choice for each Nq x Nk, which must be the decode schedule. */
-static void test_default_grid(void **state) {
+static void test_default_grid_plans_match_reference_over_decode_shapes(void **state) {
     int failures = 0;
     for (int i = 0; i < 12; i++) {
         gpu_case c = grid_case(i, NULL);
@@ -147,7 +147,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default_grid),
+        cmocka_unit_test(test_default_grid_plans_match_reference_over_decode_shapes),
         cmocka_unit_test(test_tiles_and_pieces),
         cmocka_unit_test(test_other_head_dims),
     };

@@ -39,7 +39,7 @@ static const int HEAD_DIMS[] = {8, 32, 40, 64, 72, 80, 96, 100, 128, 160, 192, 2
 #define N_HEAD_DIMS (int)(sizeof HEAD_DIMS / sizeof *HEAD_DIMS)
 
 /* Every head dim, each with a different mix of the other dimensions. */
-static void test_head_dims(void **state) {
+static void test_head_dims_each_matches_reference(void **state) {
     static const int seqs[][2] = {{127, 127}, {17, 1000}, {1000, 17}, {1, 127}, {128, 256}, {300, 300}};
     int failures = 0;
     for (int i = 0; i < N_HEAD_DIMS; i++) {
@@ -55,7 +55,7 @@ static void test_head_dims(void **state) {
 }
 
 /* Ragged lengths that fill no tile, Nq != Nk, and both causal alignments. */
-static void test_lengths(void **state) {
+static void test_lengths_ragged_match_reference_under_both_alignments(void **state) {
     static const int lens[] = {1, 17, 127, 1000, 4097};
     int failures = 0, i = 0;
     for (int a = 0; a < 5; a++)
@@ -84,7 +84,7 @@ static void test_gqa_and_alignment(void **state) {
 }
 
 /* One long sequence, big enough for several blocks per head and many key tiles. */
-static void test_long(void **state) {
+static void test_long_causal_sequence_matches_reference(void **state) {
     gpu_case c = {.family = "f16", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 4097, .seq_k = 4097,
                   .head_dim = 128, .causal = MXATTN_CAUSAL_TOP_LEFT, .dtype = MXATTN_BF16,
                   .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
@@ -116,7 +116,7 @@ static void test_mma_sync_tiles(void **state) {
 }
 
 /* Bad input at run time: a specific status and message, no crash. */
-static void test_bad_pointers(void **state) {
+static void test_bad_pointers_null_misaligned_overlapping_host_are_refused(void **state) {
     mxattn_problem p;
     mxattn_plan *plan = NULL;
     mxattn_problem_init(&p, "f16", 64);
@@ -148,11 +148,11 @@ int main(void) {
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_pointers),
-        cmocka_unit_test(test_head_dims),
-        cmocka_unit_test(test_lengths),
+        cmocka_unit_test(test_bad_pointers_null_misaligned_overlapping_host_are_refused),
+        cmocka_unit_test(test_head_dims_each_matches_reference),
+        cmocka_unit_test(test_lengths_ragged_match_reference_under_both_alignments),
         cmocka_unit_test(test_gqa_and_alignment),
-        cmocka_unit_test(test_long),
+        cmocka_unit_test(test_long_causal_sequence_matches_reference),
         cmocka_unit_test(test_mma_sync_tiles),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

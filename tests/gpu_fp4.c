@@ -91,7 +91,7 @@ static int check_case(const gpu_case *c, uint64_t seed) {
 
 /* ---- attention ---------------------------------------------------------- */
 
-static void test_head_dims(void **state) {
+static void test_head_dims_each_matches_reference_in_every_fp4_family(void **state) {
     static const int dims[] = {64, 80, 96, 128, 256};
     static const int seqs[][2] = {{127, 127}, {17, 300}, {300, 17}, {1, 129}, {200, 200}};
     int failures = 0;
@@ -625,7 +625,7 @@ int main(void) {
         cmocka_unit_test(test_wgmma_shapes_nvfp4),
         cmocka_unit_test(test_wgmma_shapes_mxfp4),
         cmocka_unit_test(test_wgmma_shapes_int8qk),
-        cmocka_unit_test(test_head_dims),
+        cmocka_unit_test(test_head_dims_each_matches_reference_in_every_fp4_family),
         cmocka_unit_test(test_lengths_and_gqa),
         cmocka_unit_test(test_two_level_beats_direct),
     };

@@ -325,7 +325,7 @@ static int check_case(const gpu_case *c, uint64_t seed) {
 
 static const char *FAMILIES[] = {"int8-f16", "int8-fp8"};
 
-static void test_head_dims(void **state) {
+static void test_head_dims_each_matches_reference_in_both_families(void **state) {
     static const int dims[] = {64, 80, 96, 128, 256};
     static const int seqs[][2] = {{127, 127}, {17, 1000}, {1000, 17}, {300, 300}, {128, 256}};
     int failures = 0;
@@ -357,7 +357,7 @@ static void test_lengths_and_causal(void **state) {
     assert_int_equal(failures, 0);
 }
 
-static void test_gqa(void **state) {
+static void test_gqa_grouped_heads_match_reference_in_both_families(void **state) {
     static const int gqa[] = {1, 4, 8};
     int failures = 0;
     for (int f = 0; f < 2; f++)
@@ -479,9 +479,9 @@ int main(void) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantizers_bit_exact),
-        cmocka_unit_test(test_head_dims),
+        cmocka_unit_test(test_head_dims_each_matches_reference_in_both_families),
         cmocka_unit_test(test_lengths_and_causal),
-        cmocka_unit_test(test_gqa),
+        cmocka_unit_test(test_gqa_grouped_heads_match_reference_in_both_families),
         cmocka_unit_test(test_pdl_matches_plain_launches),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -246,7 +246,8 @@ static int check_case(const gpu_case *c, const char *config, uint64_t seed) {
         return 1;
     }
     /* No allowance for the key count: each key tile's P V is added to O in
-     * fp32 (test_long_rows says why), so long rows meet the same bound. */
+     * fp32 (test_long_rows_of_16k_keys_do_not_drift_from_reference says
+     * why), so long rows meet the same bound. */
     double pipe_tol = c->dtype == MXATTN_BF16 ? PIPE_REL_L1_BF16 : PIPE_REL_L1_F16;
     long rows = (long)c->batch * c->heads_q * c->seq_q;
     int ok_pipe = r.unwritten == 0 && r.pipe.rel_l1 < pipe_tol && r.pipe.cosine > PIPE_COS &&
@@ -277,7 +278,7 @@ static const char *config_for(int d, int i) {
 
 /* The smallest cases first: one tile and one warpgroup (no producer), then
  * two consumers and a producer over a few tiles, then D=64's 64-byte panels. */
-static void test_smoke(void **state) {
+static void test_smoke_one_tile_then_producer_kernels_match_reference(void **state) {
     gpu_case c = {.family = "int8-fp8", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 64, .seq_k = 64,
                   .head_dim = 128, .dtype = MXATTN_BF16, .layout = MXATTN_LAYOUT_BHND, .lse = 1};
     int failures = check_case(&c, WG "block_m=64 warps=4 block_n=64 stages=2", 1);
@@ -293,7 +294,7 @@ static const int HEAD_DIMS[] = {64, 80, 96, 128, 144, 256};
 
 /* Every head dim (Q8/K8 panels of 64, 32, 32, 128, 32 and 2 x 128 bytes; P V
  * in two column slices above 128), each with its own mix of the rest. */
-static void test_head_dims(void **state) {
+static void test_head_dims_each_panel_width_matches_reference(void **state) {
     int failures = 0;
     for (int i = 0; i < N_HEAD_DIMS; i++)
         for (int rep = 0; rep < 3; rep++) {
@@ -313,7 +314,7 @@ static void test_lengths_and_causal(void **state) {
 }
 
 /* Grouped-query heads with batch, both layouts, padded strides, bottom-right causal. */
-static void test_gqa(void **state) {
+static void test_gqa_grouped_heads_match_reference(void **state) {
     static const int gqa[] = {1, 4, 8};
     int failures = 0;
     for (int i = 0; i < 3; i++) {
@@ -327,7 +328,7 @@ static void test_gqa(void **state) {
 
 /* One longer causal sequence: many blocks per head and many key tiles per block
  * (the ring wraps many times; mbarrier parities flip). */
-static void test_long(void **state) {
+static void test_long_sequence_wrapping_the_ring_matches_reference(void **state) {
     gpu_case c = {.family = "int8-fp8", .batch = 1, .heads_q = 2, .heads_kv = 1, .seq_q = 2049, .seq_k = 2049,
                   .head_dim = 128, .causal = MXATTN_CAUSAL_TOP_LEFT, .dtype = MXATTN_BF16,
                   .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
@@ -371,7 +372,7 @@ static void speed_sweep(const char *label, const char *const *configs, size_t n_
 }
 
 /* wgmma configurations against the default plan. */
-static void test_speed(void **state) {
+static void test_speed_prints_wgmma_configs_beside_the_default(void **state) {
     static const char *configs[] = {NULL, WG "block_m=128 warps=12 block_n=128 stages=2",
                                     WG "block_m=128 warps=12 block_n=128 stages=3",
                                     WG "block_m=128 warps=12 block_n=64 stages=3",
@@ -388,7 +389,7 @@ static void test_speed(void **state) {
  * 2.8e-3 that way on the H200 (2026-11-29), 2.4e-4 with each tile's P V added
  * in fp32; the mma.sync tile 1.9e-4 accumulating in place.  The row sums
  * by MMA (rowsum_mma=1) start from zero on every tile for the same reason. */
-static void test_long_rows(void **state) {
+static void test_long_rows_of_16k_keys_do_not_drift_from_reference(void **state) {
     static const char *configs[] = {NULL, "variant=wgmma block_m=64 warps=4 block_n=64 stages=2",
                                     WG "block_m=128 warps=12 block_n=128 stages=2", "variant=mma", NULL,
                                     WG "block_m=64 warps=4 block_n=128 stages=3 blocks_per_sm=4 rowsum_mma=1"};
@@ -413,7 +414,7 @@ static void test_long_rows(void **state) {
  * both key tiles and its own mix of causal alignment, GQA, layout, padding,
  * dtype and LSE; then ragged lengths.  Only the launch bounds differ from
  * overlap=0's kernel, so a failure here is the compiler's register squeeze. */
-static void test_more_blocks(void **state) {
+static void test_more_blocks_per_sm_kernels_match_reference(void **state) {
     static const int dims[] = {32, 40, 48, 56, 64};
     int failures = 0;
     for (int i = 0; i < 5; i++)
@@ -454,7 +455,7 @@ static int check_config_sweep(const char *const *configs, const int *dims, int n
  * slices above D=128), every causal mode, GQA, both layouts, LSE.  The
  * reference sums P as E4M3 (l_from_p_hat): its plain form reads ~2e-3 away
  * on f16, the tolerance, so a kernel that summed the exponentials fails. */
-static void test_rowsum_mma(void **state) {
+static void test_rowsum_mma_matches_the_e4m3_summed_reference(void **state) {
     static const char *configs[] = {WG "block_m=64 warps=4 block_n=128 stages=2 rowsum_mma=1",
                                     WG "block_m=64 warps=4 block_n=128 stages=3 blocks_per_sm=4 rowsum_mma=1",
                                     WG "block_m=64 warps=4 block_n=64 stages=3 rowsum_mma=1",
@@ -472,7 +473,7 @@ static void test_rowsum_mma(void **state) {
  * watchdog).  D=128 and 64 first (the lengths cases: tails, causal, rows
  * that see no key, the LSE), then D=96 with V in two terms, D=40, rowsum
  * off, two stages. */
-static void test_ring(void **state) {
+static void test_ring_overlap3_matches_reference_without_a_hang(void **state) {
 #define RING WG "overlap=3 block_m=192 warps=12 "
     static const char *configs[] = {RING "block_n=128 stages=3 rowsum_mma=1", RING "block_n=128 stages=3 rowsum_mma=1",
                                     RING "block_n=64 stages=3", RING "block_n=128 stages=2"};
@@ -489,7 +490,7 @@ static void test_ring(void **state) {
  * warpgroups past the queries, causal, the LSE) and a ring that wraps over
  * 18 key tiles with a last row block (rows 1920-2111 of 1930) whose last two
  * warpgroups have no rows. */
-static void test_shared_ring(void **state) {
+static void test_shared_ring_matches_reference_without_a_hang(void **state) {
     static const char *configs[] = {WG "block_m=192 warps=12 block_n=128 stages=3 rowsum_mma=1",
                                     WG "block_m=256 warps=16 block_n=128 stages=3 rowsum_mma=1",
                                     WG "block_m=192 warps=12 block_n=64 stages=2",
@@ -507,7 +508,7 @@ static void test_shared_ring(void **state) {
  * same two terms, across tiles, schedules, tails, causal and GQA; and on the
  * same inputs it must cut the error against fp64 well below one term's (the
  * CPU reference: rel-L1 0.037 -> 0.026 at D=128, V's share gone). */
-static void test_v_terms(void **state) {
+static void test_v_terms_2_matches_reference_and_cuts_fp64_error(void **state) {
     static const char *configs[] = {WG "block_m=64 warps=4 block_n=128 stages=2", WG "block_m=64 warps=4 block_n=64 stages=3",
                                     WG "block_m=128 warps=12 block_n=64 stages=2",
                                     WG "block_m=192 warps=12 block_n=128 stages=2"};
@@ -545,7 +546,7 @@ static void test_v_terms(void **state) {
 /* block_m=192 (three consumer warpgroups on one K/V stream, D <= 64), with
  * and without the producer: row counts that leave a block's last warpgroups
  * without rows, every causal mode, GQA, both layouts, V in two terms. */
-static void test_three_consumers(void **state) {
+static void test_three_consumers_match_reference_with_idle_warpgroups(void **state) {
     static const char *configs[] = {WG "block_m=192 warps=16 block_n=128 stages=2", WG "block_m=192 warps=12 block_n=128 stages=3",
                                     WG "block_m=192 warps=16 block_n=64 stages=3", WG "block_m=192 warps=12 block_n=64 stages=2"};
     static const int seq_q[] = {333, 200, 1000, 129}, seq_k[] = {1000, 777, 130, 2049}, dims[] = {64, 64, 48, 64};
@@ -576,19 +577,19 @@ int main(int argc, char **argv) {
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_smoke),
-        cmocka_unit_test(test_head_dims),
+        cmocka_unit_test(test_smoke_one_tile_then_producer_kernels_match_reference),
+        cmocka_unit_test(test_head_dims_each_panel_width_matches_reference),
         cmocka_unit_test(test_lengths_and_causal),
-        cmocka_unit_test(test_gqa),
-        cmocka_unit_test(test_long),
-        cmocka_unit_test(test_speed),
-        cmocka_unit_test(test_more_blocks),
-        cmocka_unit_test(test_rowsum_mma),
-        cmocka_unit_test(test_ring),
-        cmocka_unit_test(test_shared_ring),
-        cmocka_unit_test(test_long_rows),
-        cmocka_unit_test(test_v_terms),
-        cmocka_unit_test(test_three_consumers),
+        cmocka_unit_test(test_gqa_grouped_heads_match_reference),
+        cmocka_unit_test(test_long_sequence_wrapping_the_ring_matches_reference),
+        cmocka_unit_test(test_speed_prints_wgmma_configs_beside_the_default),
+        cmocka_unit_test(test_more_blocks_per_sm_kernels_match_reference),
+        cmocka_unit_test(test_rowsum_mma_matches_the_e4m3_summed_reference),
+        cmocka_unit_test(test_ring_overlap3_matches_reference_without_a_hang),
+        cmocka_unit_test(test_shared_ring_matches_reference_without_a_hang),
+        cmocka_unit_test(test_long_rows_of_16k_keys_do_not_drift_from_reference),
+        cmocka_unit_test(test_v_terms_2_matches_reference_and_cuts_fp64_error),
+        cmocka_unit_test(test_three_consumers_match_reference_with_idle_warpgroups),
     };
     int rc = gpu_run_tests("gpu_int8_wgmma", tests, sizeof tests / sizeof tests[0], argc, argv);
     mxattn_destroy(g_ctx);

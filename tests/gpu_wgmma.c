@@ -84,7 +84,7 @@ static const char *config_for(int d, int i) {
 /* ---- tests ---- */
 
 /* The smallest case first: one tile, one warpgroup, no masking but the tail. */
-static void test_smoke(void **state) {
+static void test_smoke_one_tile_then_two_warpgroups_match_reference(void **state) {
     gpu_case c = {.family = "f16", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 64, .seq_k = 64, .head_dim = 64,
                   .dtype = MXATTN_BF16, .layout = MXATTN_LAYOUT_BHND, .lse = 1};
     assert_int_equal(check_case(&c, WG "block_m=64 warps=4 block_n=64 stages=2", 1), 0);
@@ -96,7 +96,7 @@ static const int HEAD_DIMS[] = {64, 72, 80, 96, 128, 192, 256};
 #define N_HEAD_DIMS (int)(sizeof HEAD_DIMS / sizeof *HEAD_DIMS)
 
 /* Every head dim (all three swizzle widths), each with its own mix of the rest. */
-static void test_head_dims(void **state) {
+static void test_head_dims_each_swizzle_width_matches_reference(void **state) {
     int failures = 0;
     for (int i = 0; i < N_HEAD_DIMS; i++)
         for (int rep = 0; rep < 3; rep++) {
@@ -107,7 +107,7 @@ static void test_head_dims(void **state) {
 }
 
 /* Ragged lengths that fill no tile, Nq != Nk, and both causal alignments. */
-static void test_lengths(void **state) {
+static void test_lengths_ragged_match_reference_under_both_alignments(void **state) {
     int failures = 0;
     gpu_case c;
     for (int i = 0; gpu_lengths_case("f16", 5, i, &c); i++)
@@ -116,7 +116,7 @@ static void test_lengths(void **state) {
 }
 
 /* Grouped-query heads with batch, both layouts, padded strides, bottom-right causal. */
-static void test_gqa(void **state) {
+static void test_gqa_grouped_heads_match_reference(void **state) {
     static const int gqa[] = {1, 4, 8};
     int failures = 0;
     for (int i = 0; i < 3; i++) {
@@ -129,7 +129,7 @@ static void test_gqa(void **state) {
 }
 
 /* Every key-tile width and ring depth at D=128, causal, over several tiles. */
-static void test_configs(void **state) {
+static void test_configs_every_tile_width_and_depth_match_reference(void **state) {
     static const char *configs[] = {
         WG "block_m=128 warps=8 block_n=16 stages=2", WG "block_m=128 warps=8 block_n=32 stages=3",
         WG "block_m=128 warps=8 block_n=64 stages=3", WG "block_m=128 warps=8 block_n=128 stages=2",
@@ -148,7 +148,7 @@ static void test_configs(void **state) {
 /* block_m=192 (three consumer warpgroups on one K/V stream, D <= 64), with
  * and without the producer: row counts that leave a block's last warpgroups
  * without rows, every causal mode, GQA. */
-static void test_three_consumers(void **state) {
+static void test_three_consumers_match_reference_with_idle_warpgroups(void **state) {
     static const char *configs[] = {WG "block_m=192 warps=16 block_n=128 stages=2", WG "block_m=192 warps=12 block_n=128 stages=3",
                                     WG "block_m=192 warps=16 block_n=64 stages=3"};
     static const int seq_q[] = {333, 200, 1000}, seq_k[] = {1000, 777, 130};
@@ -164,7 +164,7 @@ static void test_three_consumers(void **state) {
 }
 
 /* One long causal sequence: many blocks per head and many key tiles per block. */
-static void test_long(void **state) {
+static void test_long_causal_sequence_matches_reference(void **state) {
     gpu_case c = {.family = "f16", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 4097, .seq_k = 4097,
                   .head_dim = 128, .causal = MXATTN_CAUSAL_TOP_LEFT, .dtype = MXATTN_BF16,
                   .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
@@ -173,10 +173,10 @@ static void test_long(void **state) {
 }
 
 /* B=4 H=32 N=4096 D=128 bf16: TOPS = 4 B H N^2 D / t (halved for causal), wgmma vs the default plan. */
-static void test_speed(void **state) {
+static void test_speed_prints_wgmma_tops_beside_the_default(void **state) {
     const int B = 4, H = 32, N = 4096, D = 128;
     void *buf[4];
-    watch(300, "test_speed", NULL);
+    watch(300, "test_speed_prints_wgmma_tops_beside_the_default", NULL);
     gpu_gaussian_buffers(&g_dev, 4, (size_t)B * H * N * D, buf);
     for (int causal = 0; causal < 2; causal++) {
         mxattn_problem p;
@@ -214,7 +214,7 @@ static const char *pp_config_for(int d, int i) {
 
 /* One key tile (both warpgroups take one turn), then a few, then the kernel
  * the tuner will try first at D=128. */
-static void test_overlap_smoke(void **state) {
+static void test_overlap_smoke_one_turn_then_many_match_reference(void **state) {
     gpu_case c = {.family = "f16", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 128, .seq_k = 64, .head_dim = 128,
                   .dtype = MXATTN_BF16, .layout = MXATTN_LAYOUT_BHND, .lse = 1};
     assert_int_equal(check_case(&c, PP "block_n=128 stages=3", 1), 0);
@@ -239,7 +239,7 @@ static void test_overlap_head_dims(void **state) {
 
 /* Ragged lengths (blocks with no key tile at all under bottom-right causal,
  * one tile, many), Nq != Nk, both causal alignments, always with the LSE. */
-static void test_overlap_lengths(void **state) {
+static void test_overlap_lengths_ragged_match_reference_with_lse(void **state) {
     int failures = 0;
     gpu_case c;
     for (int i = 0; gpu_lengths_case("f16", 5, i, &c); i++)
@@ -248,7 +248,7 @@ static void test_overlap_lengths(void **state) {
 }
 
 /* Grouped-query heads with batch, both layouts, padded strides, both causal alignments. */
-static void test_overlap_gqa(void **state) {
+static void test_overlap_gqa_grouped_heads_match_reference(void **state) {
     static const int gqa[] = {1, 4, 8};
     int failures = 0;
     for (int i = 0; i < 6; i++) {
@@ -263,7 +263,7 @@ static void test_overlap_gqa(void **state) {
 }
 
 /* Every key-tile width and ring depth at D=128, causal both ways, many turns. */
-static void test_overlap_configs(void **state) {
+static void test_overlap_configs_every_tile_and_depth_match_reference(void **state) {
     static const char *configs[] = {PP "block_n=16 stages=2", PP "block_n=16 stages=3", PP "block_n=32 stages=2",
                                     PP "block_n=32 stages=3", PP "block_n=64 stages=2", PP "block_n=64 stages=3",
                                     PP "block_n=128 stages=2", PP "block_n=128 stages=3"};
@@ -276,7 +276,7 @@ static void test_overlap_configs(void **state) {
 }
 
 /* One long causal sequence: many blocks per head, up to 33 turns per block. */
-static void test_overlap_long(void **state) {
+static void test_overlap_long_sequence_of_many_turns_matches_reference(void **state) {
     gpu_case c = {.family = "f16", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 4097, .seq_k = 4097,
                   .head_dim = 128, .causal = MXATTN_CAUSAL_TOP_LEFT, .dtype = MXATTN_BF16,
                   .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
@@ -305,7 +305,7 @@ static void test_wide_key_tiles(void **state) {
  * several, and the ring, Q's buffer and the turns carry over), units whose
  * rows see no key (bottom-right causal, Nq > Nk), a unit of one key tile;
  * each plan run three times, the last one checked. */
-static void test_persistent(void **state) {
+static void test_persistent_units_across_repeat_runs_match_reference(void **state) {
 #define PS PP "persistent=1 "
     static const struct { gpu_case c; const char *config; } cases[] = {
         {{.batch = 2, .heads_q = 8, .heads_kv = 2, .seq_q = 1100, .seq_k = 900, .head_dim = 128},
@@ -378,7 +378,7 @@ static void test_candidates_start_with_the_plans_default(void **state) {
 
 /* B=4 H=32 D=128 bf16 at N=4096 and 16384, causal and not: each overlap=1
  * tile beside the same tile with overlap=0 (the D=128 winner first). */
-static void test_overlap_speed(void **state) {
+static void test_overlap_speed_prints_each_tile_beside_overlap_0(void **state) {
     const int B = 4, H = 32, D = 128, NMAX = 16384;
     void *buf[4];
     gpu_gaussian_buffers(&g_dev, 4, (size_t)B * H * NMAX * D, buf);
@@ -394,7 +394,7 @@ static void test_overlap_speed(void **state) {
                 for (int overlap = 0; overlap < 2; overlap++) {
                     char config[160], used[320] = "";
                     snprintf(config, sizeof config, WG "overlap=%d block_m=128 warps=12 %s", overlap, tiles[i]);
-                    watch(300, "test_overlap_speed", config);
+                    watch(300, "test_overlap_speed_prints_each_tile_beside_overlap_0", config);
                     double ms = gpu_time_plan(g_ctx, &g_dev, &p, config, buf[0], buf[1], buf[2], buf[3], used, sizeof used);
                     printf("speed B=%d H=%d N=%d D=%d causal=%d overlap=%d [%s]: %.3f ms, %.1f TOPS\n", B, H, n, D,
                            causal, overlap, used, ms, ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0);
@@ -421,24 +421,24 @@ int main(int argc, char **argv) {
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_smoke),
-        cmocka_unit_test(test_head_dims),
-        cmocka_unit_test(test_lengths),
-        cmocka_unit_test(test_gqa),
-        cmocka_unit_test(test_configs),
-        cmocka_unit_test(test_long),
-        cmocka_unit_test(test_speed),
-        cmocka_unit_test(test_overlap_smoke),
+        cmocka_unit_test(test_smoke_one_tile_then_two_warpgroups_match_reference),
+        cmocka_unit_test(test_head_dims_each_swizzle_width_matches_reference),
+        cmocka_unit_test(test_lengths_ragged_match_reference_under_both_alignments),
+        cmocka_unit_test(test_gqa_grouped_heads_match_reference),
+        cmocka_unit_test(test_configs_every_tile_width_and_depth_match_reference),
+        cmocka_unit_test(test_long_causal_sequence_matches_reference),
+        cmocka_unit_test(test_speed_prints_wgmma_tops_beside_the_default),
+        cmocka_unit_test(test_overlap_smoke_one_turn_then_many_match_reference),
         cmocka_unit_test(test_overlap_head_dims),
-        cmocka_unit_test(test_overlap_lengths),
-        cmocka_unit_test(test_overlap_gqa),
-        cmocka_unit_test(test_overlap_configs),
-        cmocka_unit_test(test_overlap_long),
+        cmocka_unit_test(test_overlap_lengths_ragged_match_reference_with_lse),
+        cmocka_unit_test(test_overlap_gqa_grouped_heads_match_reference),
+        cmocka_unit_test(test_overlap_configs_every_tile_and_depth_match_reference),
+        cmocka_unit_test(test_overlap_long_sequence_of_many_turns_matches_reference),
         cmocka_unit_test(test_wide_key_tiles),
-        cmocka_unit_test(test_persistent),
-        cmocka_unit_test(test_three_consumers),
+        cmocka_unit_test(test_persistent_units_across_repeat_runs_match_reference),
+        cmocka_unit_test(test_three_consumers_match_reference_with_idle_warpgroups),
         cmocka_unit_test(test_candidates_start_with_the_plans_default),
-        cmocka_unit_test(test_overlap_speed),
+        cmocka_unit_test(test_overlap_speed_prints_each_tile_beside_overlap_0),
     };
     int rc = gpu_run_tests("gpu_wgmma", tests, sizeof tests / sizeof tests[0], argc, argv);
     alarm(0);

@@ -44,7 +44,7 @@ static void test_good_problem_passes(void **state) {
     expect(p, MXATTN_OK, NULL);
 }
 
-static void test_bad_shapes(void **state) {
+static void test_problem_check_refuses_each_bad_field_by_name(void **state) {
     mxattn_problem p = base(); p.head_dim = 0; expect(p, MXATTN_ERROR_INVALID_VALUE, "head_dim");
     p = base(); p.head_dim = 257; expect(p, MXATTN_ERROR_INVALID_VALUE, "head_dim");
     p = base(); p.head_dim = -4; expect(p, MXATTN_ERROR_INVALID_VALUE, "head_dim");
@@ -76,7 +76,7 @@ static void test_strides_that_do_not_fit(void **state) {
     expect(p, MXATTN_OK, NULL);
 }
 
-static void test_null_arguments(void **state) {
+static void test_null_arguments_and_unknown_tune_policy_are_refused(void **state) {
     mxattn_ctx *ctx = NULL;
     mxattn_plan *plan = (mxattn_plan *)0x1;
     assert_int_equal(mxattn_create(NULL, NULL), MXATTN_ERROR_NULL_POINTER);
@@ -320,7 +320,7 @@ static void test_candidates_leave_strtok_alone(void **state) {
     mxattn_destroy(ctx);
 }
 
-static void test_status_strings(void **state) {
+static void test_status_strings_name_every_status_and_version_matches(void **state) {
     for (int s = MXATTN_OK; s <= MXATTN_ERROR_INTERNAL; s++)
         assert_string_not_equal(mxattn_status_string((mxattn_status)s), "unknown status");
     assert_string_equal(mxattn_status_string((mxattn_status)999), "unknown status");
@@ -330,14 +330,14 @@ static void test_status_strings(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_problem_passes),
-        cmocka_unit_test(test_bad_shapes),
+        cmocka_unit_test(test_problem_check_refuses_each_bad_field_by_name),
         cmocka_unit_test(test_strides_that_do_not_fit),
-        cmocka_unit_test(test_null_arguments),
+        cmocka_unit_test(test_null_arguments_and_unknown_tune_policy_are_refused),
         cmocka_unit_test(test_plan_without_gpu_is_a_clear_error),
         cmocka_unit_test(test_candidates_without_gpu),
         cmocka_unit_test(test_candidates_leave_strtok_alone),
         cmocka_unit_test(test_v_terms_option),
-        cmocka_unit_test(test_status_strings),
+        cmocka_unit_test(test_status_strings_name_every_status_and_version_matches),
         cmocka_unit_test(test_every_field_is_checked),
         cmocka_unit_test(test_problem_check_agrees_with_candidates),
         cmocka_unit_test(test_config_grammar_is_strict),

@@ -18,7 +18,7 @@ static const mxattn_accuracy_figure *find(const mxattn_accuracy_report *r, const
     return NULL;
 }
 
-static void test_tables(void **state) {
+static void test_accuracy_tables_in_order_match_the_notes_and_repeat(void **state) {
     mxattn_accuracy_options o;
     assert_int_equal(mxattn_accuracy_options_init(&o), MXATTN_OK);
     assert_int_equal(o.size, 1024);
@@ -99,7 +99,7 @@ static void test_gpu_table_arguments(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tables),
+        cmocka_unit_test(test_accuracy_tables_in_order_match_the_notes_and_repeat),
         cmocka_unit_test(test_inputs_are_the_seed_s),
         cmocka_unit_test(test_gpu_table_arguments),
     };

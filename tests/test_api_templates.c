@@ -82,7 +82,7 @@ static void test_help_and_messages_read_the_same_rules(void **state) {
     mxattn_free(help);
 }
 
-static void test_compile_only(void **state) {
+static void test_compile_only_reports_usage_and_ptx_from_whole_module(void **state) {
     mxattn_compile_options opt;
     mxattn_compile_result r;
     assert_int_equal(mxattn_compile_options_init(&opt), MXATTN_OK);
@@ -205,7 +205,7 @@ int main(void) {
         cmocka_unit_test(test_resolve_fills_the_defaults),
         cmocka_unit_test(test_render_and_help),
         cmocka_unit_test(test_help_and_messages_read_the_same_rules),
-        cmocka_unit_test(test_compile_only),
+        cmocka_unit_test(test_compile_only_reports_usage_and_ptx_from_whole_module),
         cmocka_unit_test(test_tune_run_compile_only),
         cmocka_unit_test(test_key_block_is_the_templates_answer),
     };

@@ -171,13 +171,13 @@ static void test_the_copy_works(void **state) {
     mx_gen_close(g);
 }
 
-static void test_os_execute(void **state) {
+static void test_os_execute_in_a_template_is_refused(void **state) {
     (void)state;
     plant("mxattn.lua", "os.execute('touch MARKER')");
     expect_create_refused("os");
 }
 
-static void test_io_open(void **state) {
+static void test_io_open_in_a_template_is_refused(void **state) {
     (void)state;
     plant("mxattn.lua", "io.open('MARKER', 'w'):close()");
     expect_create_refused("io");
@@ -274,14 +274,14 @@ static void test_require_of_a_path(void **state) {
     mx_gen_close(g);
 }
 
-static void test_dofile(void **state) {
+static void test_dofile_of_a_script_outside_is_refused(void **state) {
     (void)state;
     write_outside_script();
     plant("mxattn.lua", "dofile('ROOT/outside.lua')");
     expect_create_refused("dofile");
 }
 
-static void test_loadfile(void **state) {
+static void test_loadfile_of_a_script_outside_is_refused(void **state) {
     (void)state;
     write_outside_script();
     plant("mxattn.lua", "loadfile('ROOT/outside.lua')()");
@@ -349,7 +349,7 @@ static void test_bytecode_template_file(void **state) {
  * that leaves the directory, an absolute one or another extension is
  * refused even where the file exists; a file read at load time is in the
  * template hash, so editing it makes new tuning keys. */
-static void test_cuda_file(void **state) {
+static void test_cuda_file_reads_only_template_cuda_files_into_hash(void **state) {
     (void)state;
     char path[512];
     snprintf(path, sizeof path, "%s/cuda", g_tdir);
@@ -380,20 +380,20 @@ static void test_cuda_file(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_the_copy_works, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_os_execute, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_io_open, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_os_execute_in_a_template_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_io_open_in_a_template_is_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_os_execute_in_a_block, setup, teardown),
         cmocka_unit_test_setup_teardown(test_io_open_in_a_family, setup, teardown),
         cmocka_unit_test_setup_teardown(test_require_of_a_c_module, setup, teardown),
         cmocka_unit_test_setup_teardown(test_require_through_lua_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_require_from_the_working_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_require_of_a_path, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_dofile, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_loadfile, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dofile_of_a_script_outside_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_loadfile_of_a_script_outside_is_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_of_a_binary_chunk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_string_dump_and_load, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bytecode_template_file, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cuda_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cuda_file_reads_only_template_cuda_files_into_hash, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -156,7 +156,7 @@ static void test_persistent_grid_is_one_wave(void **state) {
 
 /* pdl: a kernel may start before the one before it has finished; the first
  * kernel has none before it. */
-static void test_pdl(void **state) {
+static void test_pdl_marks_later_kernels_and_is_refused_on_the_first(void **state) {
     mx_launch_plan lp;
     plan_of("return { workspace = 0, kernels = { " K("stats") ", { name = 'quant', grid = {4, 8, 2}, block = 256,"
             " smem = 0, pdl = true }, { name = 'attn', grid = {16, 32, 4}, block = 384, smem = 0, pdl = true } } }", &lp);
@@ -202,7 +202,7 @@ int main(void) {
         cmocka_unit_test(test_reads_every_field),
         cmocka_unit_test(test_malformed_tables_name_the_field),
         cmocka_unit_test(test_persistent_grid_is_one_wave),
-        cmocka_unit_test(test_pdl),
+        cmocka_unit_test(test_pdl_marks_later_kernels_and_is_refused_on_the_first),
         cmocka_unit_test(test_every_family_plan_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

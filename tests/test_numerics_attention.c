@@ -118,14 +118,14 @@ static void check_against_naive(int batch, int hq, int hkv, int sq, int sk, int 
     release(&p);
 }
 
-static void test_reference_plain(void **state) {
+static void test_reference_plain_heads_match_naive_attention(void **state) {
     (void)state;
     check_against_naive(2, 3, 3, 17, 17, 16, MXATTN_CAUSAL_NONE, 0);
     check_against_naive(1, 1, 1, 1, 1, 8, MXATTN_CAUSAL_NONE, 0);
     check_against_naive(1, 2, 2, 5, 33, 7, MXATTN_CAUSAL_NONE, 0.3);   /* odd head_dim */
 }
 
-static void test_reference_gqa(void **state) {
+static void test_reference_gqa_and_multi_query_match_naive_attention(void **state) {
     (void)state;
     check_against_naive(2, 8, 2, 9, 12, 16, MXATTN_CAUSAL_NONE, 0);
     check_against_naive(1, 6, 1, 4, 4, 8, MXATTN_CAUSAL_TOP_LEFT, 0);  /* multi-query */
@@ -162,7 +162,7 @@ static void test_fully_masked_rows(void **state) {
 
 /* q = 0: every visible key weighs the same, so O is the mean of visible V and
  * LSE = log(number visible). */
-static void test_uniform_attention(void **state) {
+static void test_uniform_attention_gives_mean_of_visible_v_and_log_lse(void **state) {
     (void)state;
     problem p = make(1, 1, 1, 3, 3, 2, MXATTN_CAUSAL_TOP_LEFT, 5);
     memset(p.q, 0, p.nq_elems * sizeof(float));
@@ -225,7 +225,7 @@ static void test_pipeline_families_close(void **state) {
         }
 }
 
-static void test_family_table(void **state) {
+static void test_family_table_maps_each_family_to_its_rounding(void **state) {
     (void)state;
     mx_ref_config c;
     assert_int_equal(mx_ref_family_config("f16", 0, 1, MXATTN_BF16, &c), MXATTN_OK);
@@ -533,7 +533,7 @@ static void test_parallel_reference_is_the_serial_one(void **state) {
     release(&p);
 }
 
-static void test_bad_shapes(void **state) {
+static void test_bad_shapes_and_configs_are_refused_by_the_reference(void **state) {
     (void)state;
     problem p = make(1, 3, 2, 4, 4, 8, MXATTN_CAUSAL_NONE, 1);
     assert_int_equal(mx_ref_attention(&p.s, p.q, p.k, p.v, p.o, p.lse), MXATTN_ERROR_INVALID_VALUE);
@@ -672,7 +672,7 @@ static void test_inf_poisons_quantized_blocks(void **state) {
 /* The exact reference: a NaN in Q row 3 makes row 3 NaN (its max was -inf
  * before, as if it saw no key, and O came out 0); a NaN in V[5][2] makes
  * column 2 NaN in the rows that see key 5, even where P is 0. */
-static void test_reference_nan(void **state) {
+static void test_reference_nan_poisons_exactly_the_rows_that_see_it(void **state) {
     (void)state;
     problem p = make(1, 1, 1, 12, 12, 8, MXATTN_CAUSAL_TOP_LEFT, 61);
     p.q[3 * 8 + 1] = NAN;
@@ -691,24 +691,24 @@ static void test_reference_nan(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reference_plain),
-        cmocka_unit_test(test_reference_gqa),
+        cmocka_unit_test(test_reference_plain_heads_match_naive_attention),
+        cmocka_unit_test(test_reference_gqa_and_multi_query_match_naive_attention),
         cmocka_unit_test(test_reference_causal_alignments),
         cmocka_unit_test(test_fully_masked_rows),
-        cmocka_unit_test(test_uniform_attention),
+        cmocka_unit_test(test_uniform_attention_gives_mean_of_visible_v_and_log_lse),
         cmocka_unit_test(test_pipeline_exact_is_reference),
         cmocka_unit_test(test_pipeline_families_close),
-        cmocka_unit_test(test_family_table),
+        cmocka_unit_test(test_family_table_maps_each_family_to_its_rounding),
         cmocka_unit_test(test_pipeline_smooth_k),
         cmocka_unit_test(test_pipeline_v_two_terms),
         cmocka_unit_test(test_pipeline_p_fold),
         cmocka_unit_test(test_pipeline_l_from_p_hat),
         cmocka_unit_test(test_pipeline_int8_per_thread),
         cmocka_unit_test(test_parallel_reference_is_the_serial_one),
-        cmocka_unit_test(test_bad_shapes),
+        cmocka_unit_test(test_bad_shapes_and_configs_are_refused_by_the_reference),
         cmocka_unit_test(test_nan_follows_exact_attention),
         cmocka_unit_test(test_inf_poisons_quantized_blocks),
-        cmocka_unit_test(test_reference_nan),
+        cmocka_unit_test(test_reference_nan_poisons_exactly_the_rows_that_see_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -259,7 +259,7 @@ static void test_f16_matches_compiler(void **state) {
 #endif
 
 /* ---- census and listing ------------------------------------------------ */
-static void test_census(void **state) {
+static void test_census_counts_each_format_magnitudes_and_codes(void **state) {
     (void)state;
     assert_int_equal(mx_format_distinct_magnitudes(MX_FMT_E4M3, 0, INFINITY), 127);
     assert_int_equal(mx_format_distinct_magnitudes(MX_FMT_E4M3, 0, 0.167), 35);
@@ -294,7 +294,7 @@ int main(void) {
 #ifdef __FLT16_MAX__
         cmocka_unit_test(test_f16_matches_compiler),
 #endif
-        cmocka_unit_test(test_census),
+        cmocka_unit_test(test_census_counts_each_format_magnitudes_and_codes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

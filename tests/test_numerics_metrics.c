@@ -10,7 +10,7 @@
 #define assert_near(a, b, tol) do { double a_ = (a), b_ = (b);                        \
         if (!(fabs(a_ - b_) <= (tol))) { print_error("%s = %.17g, expected %.17g\n", #a, a_, b_); fail(); } } while (0)
 
-static void test_cosine(void **state) {
+static void test_cosine_of_orthogonal_parallel_opposite_and_zero(void **state) {
     (void)state;
     const double a[2] = {1, 0}, b[2] = {0, 1}, c[3] = {1, 2, 3}, c2[3] = {2, 4, 6}, cm[3] = {-1, -2, -3};
     const double z[3] = {0, 0, 0};
@@ -23,7 +23,7 @@ static void test_cosine(void **state) {
     assert_near(mx_cosine(a, d, 2), 1 / sqrt(2.0), 1e-15);
 }
 
-static void test_errors(void **state) {
+static void test_errors_rel_l1_rmse_max_abs_match_hand_values(void **state) {
     (void)state;
     const double a[3] = {1, 2, 3}, b[3] = {1, 2, 5}, r[2] = {2, 2}, t[2] = {1, 2};
     assert_near(mx_rel_l1(t, r, 2), 0.25, 0);             /* |1-2| / (2+2) */
@@ -43,7 +43,7 @@ static void test_errors(void **state) {
     assert_near(sf.cosine, s.cosine, 0);
 }
 
-static void test_entropy(void **state) {
+static void test_entropy_is_one_uniform_zero_one_hot_and_averages(void **state) {
     (void)state;
     const double p[3 * 4] = {0.25, 0.25, 0.25, 0.25,   /* uniform: 1 */
                              1, 0, 0, 0,               /* one-hot: 0 */
@@ -55,14 +55,14 @@ static void test_entropy(void **state) {
     assert_near(mx_mean_normalized_entropy(p, 1, 1), 0, 0);
 }
 
-static void test_distinct(void **state) {
+static void test_distinct_magnitudes_merge_signs_and_zeros(void **state) {
     (void)state;
     const double x[6] = {1, -1, 2, 0, -0.0, 0.5};
     assert_int_equal(mx_count_distinct_magnitudes(x, 6), 4);
     assert_int_equal(mx_count_distinct_magnitudes(x, 0), 0);
 }
 
-static void test_rng(void **state) {
+static void test_rng_repeats_per_seed_with_gaussian_moments_and_range(void **state) {
     (void)state;
     mx_rng a, b, c;
     mx_rng_seed(&a, 1234);
@@ -93,11 +93,11 @@ static void test_rng(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cosine),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_entropy),
-        cmocka_unit_test(test_distinct),
-        cmocka_unit_test(test_rng),
+        cmocka_unit_test(test_cosine_of_orthogonal_parallel_opposite_and_zero),
+        cmocka_unit_test(test_errors_rel_l1_rmse_max_abs_match_hand_values),
+        cmocka_unit_test(test_entropy_is_one_uniform_zero_one_hot_and_averages),
+        cmocka_unit_test(test_distinct_magnitudes_merge_signs_and_zeros),
+        cmocka_unit_test(test_rng_repeats_per_seed_with_gaussian_moments_and_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

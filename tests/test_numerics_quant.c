@@ -106,7 +106,7 @@ static void test_nvfp4_padding_and_strides(void **state) {
 /* MXFP4: scale 2^(floor(log2 amax) - 2) (OCP).
  * amax 7 -> floor(2.81) - 2 = 0 -> 2^0, code 127 (0x7F): 7 saturates to 6 (7);
  * -1 (A); 0.5 (1); 1.5 (3) -> bytes 0xA7, 0x31. */
-static void test_mxfp4_block(void **state) {
+static void test_mxfp4_block_scale_and_codes_follow_ocp(void **state) {
     (void)state;
     float x[32] = {7, -1, 0.5f, 1.5f};
     uint8_t codes[16], scale;
@@ -365,7 +365,7 @@ static void test_sampled_channel_mean(void **state) {
     assert_int_equal(mx_kmean_step(1 << 20), 8);
 }
 
-static void test_bad_arguments(void **state) {
+static void test_bad_arguments_to_fp4_quantize_are_refused(void **state) {
     (void)state;
     float x[16] = {0};
     uint8_t codes[8], scale;
@@ -479,7 +479,7 @@ int main(void) {
         cmocka_unit_test(test_nvfp4_scale_rounded_down_saturates),
         cmocka_unit_test(test_nvfp4_zero_and_subnormal_scales),
         cmocka_unit_test(test_nvfp4_padding_and_strides),
-        cmocka_unit_test(test_mxfp4_block),
+        cmocka_unit_test(test_mxfp4_block_scale_and_codes_follow_ocp),
         cmocka_unit_test(test_mxfp4_scale_rules),
         cmocka_unit_test(test_packing_round_trip),
         cmocka_unit_test(test_p_two_level_and_direct),
@@ -490,7 +490,7 @@ int main(void) {
         cmocka_unit_test(test_e4m3x2_per_channel_by_hand),
         cmocka_unit_test(test_smooth_k_is_exact),
         cmocka_unit_test(test_sampled_channel_mean),
-        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_bad_arguments_to_fp4_quantize_are_refused),
         cmocka_unit_test(test_nan_poisons_its_fp4_block),
         cmocka_unit_test(test_nan_poisons_its_int8_block),
         cmocka_unit_test(test_nan_poisons_its_e4m3_channel),

@@ -73,7 +73,7 @@ static void test_candidates_start_with_the_default(void **state) {
     free(cands); free(knobs);
 }
 
-static void test_launch_geometry(void **state) {
+static void test_launch_geometry_is_row_blocks_heads_batch_and_smem(void **state) {
     char *lp = gen_call(g, "launch", "family=f16 head_dim=64 block_m=64 warps=4 block_n=64 stages=2",
                     "batch=3 heads_q=5 heads_kv=1 seq_q=1000 seq_k=17");
     gen_plan_kernel k;
@@ -233,7 +233,7 @@ int main(void) {
         cmocka_unit_test(test_f16_grid_renders_deterministically),
         cmocka_unit_test(test_invalid_tables_name_the_parameter),
         cmocka_unit_test(test_candidates_start_with_the_default),
-        cmocka_unit_test(test_launch_geometry),
+        cmocka_unit_test(test_launch_geometry_is_row_blocks_heads_batch_and_smem),
         cmocka_unit_test(test_mma_source_is_header_then_cuda_file),
         cmocka_unit_test(test_nvrtc_sm90a_ptx_has_tensor_core_mma),
         cmocka_unit_test(test_sm90a_default_is_wgmma),

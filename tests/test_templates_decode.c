@@ -81,7 +81,7 @@ static void test_default_for_a_few_rows(void **state) {
 /* Grid: pieces x row tiles, KV heads, batch; the combine kernel (one warp a
  * (batch, head, query) row) as a programmatic dependent, and the pieces'
  * fp32 rows and LSEs in the workspace.  One piece: no combine, no workspace. */
-static void test_launch_plan(void **state) {
+static void test_launch_plan_adds_combine_and_workspace_only_when_split(void **state) {
     char *lp = gen_call(g, "launch", "family=f16 head_dim=128 causal=1 " DEC " kv_splits=16",
                         "batch=8 heads_q=32 heads_kv=8 seq_q=4 seq_k=32768");
     gen_plan_kernel k[2];
@@ -210,7 +210,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_renders_deterministically),
         cmocka_unit_test(test_default_for_a_few_rows),
-        cmocka_unit_test(test_launch_plan),
+        cmocka_unit_test(test_launch_plan_adds_combine_and_workspace_only_when_split),
         cmocka_unit_test(test_invalid_tables_name_the_knob),
         cmocka_unit_test(test_candidates_for_decode),
         cmocka_unit_test(test_nvrtc_compiles_lean),

@@ -100,7 +100,7 @@ static void test_illegal_knobs_are_named(void **state) {
 }
 
 /* Launch plan: kmean (smooth-K), quant_kv, quant_q, attention; eight 256-aligned sections. */
-static void test_launch_plan(void **state) {
+static void test_launch_plan_quantizes_first_into_256_aligned_sections(void **state) {
     char *lp = gen_call(g, "launch", "family=nvfp4 head_dim=80 lse=1 block_m=64 warps=4 block_n=32 stages=2",
                     "batch=2 heads_q=8 heads_kv=2 seq_q=100 seq_k=70");
     gen_plan_kernel k[4];
@@ -392,7 +392,7 @@ int main(void) {
         cmocka_unit_test(test_grid_renders_deterministically),
         cmocka_unit_test(test_illegal_knobs_are_named),
         cmocka_unit_test(test_sources_are_header_then_cuda_files),
-        cmocka_unit_test(test_launch_plan),
+        cmocka_unit_test(test_launch_plan_quantizes_first_into_256_aligned_sections),
         cmocka_unit_test(test_nvrtc_sm90a_emulates_with_bf16_mma),
         cmocka_unit_test(test_nvrtc_sm120a_uses_block_scaled_fp4_mma),
         cmocka_unit_test(test_wgmma_is_the_hopper_default),

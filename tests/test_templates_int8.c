@@ -59,7 +59,7 @@ static void test_illegal_tables_say_why(void **state) {
     free(cands);
 }
 
-static void test_launch_plan(void **state) {
+static void test_launch_plan_sizes_quant_grids_workspace_and_pdl_chain(void **state) {
     char *lp = gen_call(g, "launch", "family=int8-fp8 head_dim=80 block_m=64 warps=4 block_n=32 stages=2",
                     "batch=2 heads_q=6 heads_kv=2 seq_q=100 seq_k=17");
     gen_plan_kernel k[5];
@@ -291,7 +291,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grid_renders_deterministically),
         cmocka_unit_test(test_illegal_tables_say_why),
-        cmocka_unit_test(test_launch_plan),
+        cmocka_unit_test(test_launch_plan_sizes_quant_grids_workspace_and_pdl_chain),
         cmocka_unit_test(test_every_pdl_kernel_waits),
         cmocka_unit_test(test_every_kernel_has_its_compile_guard),
         cmocka_unit_test(test_mma_source_is_header_then_cuda_files),

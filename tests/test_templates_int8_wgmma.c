@@ -403,7 +403,8 @@ static void test_more_blocks_validates(void **state) {
     gen_expect_invalid(g, "family=f16 head_dim=64 " ONE_WG "block_n=64 stages=2 blocks_per_sm=4", "blocks_per_sm");
     /* The default up to D=64 (four blocks measured 5% faster), not above, and
      * not for a table that names its own tile or schedule; without a mask
-     * and sizes, the shared ring's four consumers instead (test_shared_ring). */
+     * and sizes, the shared ring's four consumers instead
+     * (test_shared_ring_releases_slots_by_count_with_no_barrier). */
     static const struct { const char *params; int four; } defaults[] = {
         {"family=int8-fp8 head_dim=64 causal=1", 1}, {"family=int8-fp8 head_dim=40 causal=1", 1},
         {"family=int8-fp8 head_dim=64", 0},
@@ -458,7 +459,7 @@ static int compile_twins(int d, const char *knobs, const char *knob, char (*plai
 }
 
 
-static void test_rowsum_mma(void **state) {
+static void test_rowsum_mma_trades_adds_for_n8_wgmmas_keeping_occupancy(void **state) {
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=mma block_m=128 warps=8 block_n=64 stages=2 rowsum_mma=1",
                        "variant=wgmma");
     gen_expect_invalid(g, "family=int8-f16 head_dim=128 rowsum_mma=1", "rowsum_mma");
@@ -505,7 +506,7 @@ static void test_rowsum_mma(void **state) {
  * block barrier (the set-up's), three bar.arrive sites (the kick-off, the
  * pass after a turn's S, the last turn's) and the empty mbarriers' arrives. */
 #define RING "variant=wgmma overlap=3 block_m=192 warps=12 "
-static void test_ring(void **state) {
+static void test_ring_overlap3_compiles_lean_with_named_barrier_turns(void **state) {
     gen_expect_invalid(g, "family=f16 head_dim=128 " RING "block_n=128 stages=3", "overlap=3");
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=wgmma overlap=3 block_m=128 warps=8 block_n=128 stages=3",
                        "block_m=192");
@@ -538,7 +539,7 @@ static void test_ring(void **state) {
  * family, at D <= 64 only (160 registers a consumer beside a producer, 168
  * without); both kernels compile lean for sm_90a, the producer's giving
  * 24 + 3 x 160. */
-static void test_three_consumers(void **state) {
+static void test_three_consumers_legal_to_d64_and_compile_lean(void **state) {
     gen_expect_invalid(g, "family=int8-fp8 head_dim=96 variant=wgmma block_m=192 warps=16 block_n=128 stages=2",
                        "head_dim <= 64");
     gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=192 warps=8 block_n=128 stages=2", "warps");
@@ -563,7 +564,7 @@ static int last_kernel_has_barrier_after(const char *ptx, const char *mark) {
     const char *k = last_entry(ptx), *m = strstr(k, mark);
     return m && strstr(m, "bar.sync") != NULL;
 }
-static void test_shared_ring(void **state) {
+static void test_shared_ring_releases_slots_by_count_with_no_barrier(void **state) {
     gen_expect_invalid(g, "family=int8-fp8 head_dim=136 variant=wgmma block_m=192 warps=12 block_n=64 stages=2",
                        "head_dim <= 128");
     gen_expect_invalid(g, "family=f16 head_dim=128 variant=wgmma block_m=192 warps=12 block_n=64 stages=2",
@@ -604,7 +605,7 @@ static int count_in_kernel(const char *ptx, const char *what) {
  * up to D=128; the P V k-loop runs twice (twice the e4m3 wgmmas in the PTX)
  * over a V^T box of twice the rows, one warpgroup or behind a producer, without
  * spills. */
-static void test_v_terms(void **state) {
+static void test_v_terms_2_doubles_pv_wgmmas_and_v_box_up_to_d128(void **state) {
     gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=mma v_terms=2 block_m=128 warps=8 block_n=64 stages=2",
                        "v_terms");
     gen_expect_invalid(g, "family=int8-fp8 head_dim=192 variant=wgmma v_terms=2 block_m=64 warps=8 block_n=64 stages=3",
@@ -703,13 +704,13 @@ int main(void) {
         cmocka_unit_test(test_candidates_start_with_the_default),
         cmocka_unit_test(test_more_blocks_validates),
         cmocka_unit_test(test_more_blocks_compile_lean),
-        cmocka_unit_test(test_rowsum_mma),
-        cmocka_unit_test(test_v_terms),
+        cmocka_unit_test(test_rowsum_mma_trades_adds_for_n8_wgmmas_keeping_occupancy),
+        cmocka_unit_test(test_v_terms_2_doubles_pv_wgmmas_and_v_box_up_to_d128),
         cmocka_unit_test(test_deleted_schedules_are_refused),
-        cmocka_unit_test(test_three_consumers),
-        cmocka_unit_test(test_shared_ring),
+        cmocka_unit_test(test_three_consumers_legal_to_d64_and_compile_lean),
+        cmocka_unit_test(test_shared_ring_releases_slots_by_count_with_no_barrier),
         cmocka_unit_test(test_candidates_put_rivals_next),
-        cmocka_unit_test(test_ring),
+        cmocka_unit_test(test_ring_overlap3_compiles_lean_with_named_barrier_turns),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -180,7 +180,7 @@ static void test_overlap0_kernels_have_their_structure(void **state) {
 
 /* overlap=1 renders deterministically, differently from overlap=0 (another
  * kernel name, so another cache key), with the turn-taking pieces. */
-static void test_overlap_renders(void **state) {
+static void test_overlap_renders_deterministically_under_its_own_name(void **state) {
     static const char *extra[] = {"block_n=128 stages=3", "block_n=64 stages=2 causal=1 lse=1",
                                   "block_n=32 stages=3 dtype=f16 out_dtype=f16"};
     for (int i = 0; i < N_DIMS; i++)
@@ -278,7 +278,7 @@ static void test_turns_wait_for_pv_where_ptxas_keeps_it(void **state) {
 
 /* Compiles to two warpgroups that take turns through named barriers (not 0,
  * 256 threads) with no spills and no serialized MMAs. */
-static void test_overlap_compiles(void **state) {
+static void test_overlap_compiles_to_turn_taking_warpgroups_lean(void **state) {
     static const struct { int d; const char *extra; } cases[] = {
         {128, "block_n=128 stages=3"}, {128, "block_n=128 stages=2 causal=1 lse=1"},
         {128, "block_n=64 stages=3 dtype=f16 out_dtype=f16"}, {64, "block_n=128 stages=3 causal=1"},
@@ -353,7 +353,7 @@ static void test_wgmma_sources_are_header_then_cuda_file(void **state) {
  * overlap=1 schedule takes it, the canonical text names it as every knob the
  * family reads, its launch line names every unit along x with one resident
  * block per SM, and it compiles lean. */
-static void test_persistent(void **state) {
+static void test_persistent_needs_overlap_and_launches_one_block_an_sm(void **state) {
     char *plain = gen_call(g, "render", "family=f16 head_dim=128 " PP "block_n=128 stages=3", NULL);
     assert_non_null(strstr(plain, " persistent=0 split=0 "));
     assert_null(strstr(plain, "set_work"));
@@ -407,7 +407,7 @@ static void test_persistent(void **state) {
 /* block_m=192: three consumer warpgroups share one K/V stream, at D <= 64
  * only (160 registers a consumer beside a producer, 168 without); both
  * kernels compile lean for sm_90a, the producer's giving 24 + 3 x 160. */
-static void test_three_consumers(void **state) {
+static void test_three_consumers_legal_to_d64_and_compile_lean(void **state) {
     gen_expect_invalid(g, "family=f16 head_dim=128 variant=wgmma q_regs=0 block_m=192 warps=16 block_n=128 stages=2",
                        "head_dim <= 64");
     gen_expect_invalid(g, "family=f16 head_dim=64 variant=wgmma q_regs=0 block_m=192 warps=8 block_n=128 stages=2",
@@ -459,7 +459,7 @@ static void test_default_reads_the_queries(void **state) {
  * pieces of a unit's key tiles, masked and loaded from their first tile, a
  * piece's partial through the workspace; the launch asks for 8 blocks a unit.
  * The default takes it where the row blocks leave half of the SMs idle. */
-static void test_split(void **state) {
+static void test_split_is_persistent_noncausal_and_default_when_sms_idle(void **state) {
     char *src = gen_call(g, "render", "family=f16 head_dim=128 " PP "persistent=1 split=1 block_n=128 stages=3", NULL);
     assert_non_null(strstr(src, "finish_piece(o, row_max"));
     assert_non_null(strstr(src, "load_kv_at(tile0 + t, slot)"));
@@ -528,16 +528,16 @@ int main(void) {
         cmocka_unit_test(test_invalid_tables_name_the_parameter),
         cmocka_unit_test(test_nvrtc_sm90a_emits_wgmma_and_tma),
         cmocka_unit_test(test_overlap0_kernels_have_their_structure),
-        cmocka_unit_test(test_overlap_renders),
+        cmocka_unit_test(test_overlap_renders_deterministically_under_its_own_name),
         cmocka_unit_test(test_overlap_needs_two_consumers_and_a_producer),
         cmocka_unit_test(test_overlap_ranks_above_its_plain_tile),
-        cmocka_unit_test(test_overlap_compiles),
+        cmocka_unit_test(test_overlap_compiles_to_turn_taking_warpgroups_lean),
         cmocka_unit_test(test_turns_wait_for_pv_where_ptxas_keeps_it),
-        cmocka_unit_test(test_persistent),
+        cmocka_unit_test(test_persistent_needs_overlap_and_launches_one_block_an_sm),
         cmocka_unit_test(test_wgmma_sources_are_header_then_cuda_file),
-        cmocka_unit_test(test_three_consumers),
+        cmocka_unit_test(test_three_consumers_legal_to_d64_and_compile_lean),
         cmocka_unit_test(test_default_reads_the_queries),
-        cmocka_unit_test(test_split),
+        cmocka_unit_test(test_split_is_persistent_noncausal_and_default_when_sms_idle),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

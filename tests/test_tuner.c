@@ -174,7 +174,7 @@ static void test_tolerance_follows_p_format(void **state) {
     }
 }
 
-static void test_compare_tolerance(void **state) {
+static void test_compare_fails_nan_outlier_and_bias_but_passes_noise(void **state) {
     enum { N = 4096 };
     static float ref[N], got[N];
     mx_tune_tolerance f16;
@@ -254,7 +254,7 @@ static void test_all_failed_has_no_winner(void **state) {
     assert_int_equal(mx_tune_choose_winner(m, 0, DEFAULT_CFG), -1);
 }
 
-static void test_ties(void **state) {
+static void test_ties_within_1pct_keep_default_and_break_stably(void **state) {
     /* Within 1% of the fastest, the default keeps its place. */
     mx_measurement near[] = {
         meas("block_m=64", MX_MEASURE_OK, 0.995, 0.01),
@@ -584,12 +584,12 @@ int main(void) {
         cmocka_unit_test(test_split_candidates_keeps_default_first_and_caps),
         cmocka_unit_test(test_prune_by_resources),
         cmocka_unit_test(test_stats_median_and_spread),
-        cmocka_unit_test(test_compare_tolerance),
+        cmocka_unit_test(test_compare_fails_nan_outlier_and_bias_but_passes_noise),
         cmocka_unit_test(test_tolerance_follows_p_format),
         cmocka_unit_test(test_winner_is_fastest_ok),
         cmocka_unit_test(test_failed_candidates_never_win),
         cmocka_unit_test(test_all_failed_has_no_winner),
-        cmocka_unit_test(test_ties),
+        cmocka_unit_test(test_ties_within_1pct_keep_default_and_break_stably),
         cmocka_unit_test(test_tops_and_input_sets),
         cmocka_unit_test_setup_teardown(test_measuring_without_gpu_says_so, make_dir, remove_dir),
         cmocka_unit_test_setup_teardown(test_resume_of_finished_run_needs_no_gpu, make_dir, remove_dir),
