@@ -159,13 +159,14 @@ static void test_overlap0_kernels_have_their_structure(void **state) {
         assert_null(strstr(a, "sched_wait"));
         assert_non_null(strstr(a, "attend_tile(o, row_max, row_sum"));
         assert_non_null(strstr(a, cases[i].producer ? "constexpr bool PRODUCER = true;" : "constexpr bool PRODUCER = false;"));
-        assert_non_null(strstr(a, "init_ring(bar_q, map_q, map_k, map_v);"));
+        assert_non_null(strstr(a, "const GridBlock b = grid_block_start(smem, a);"));
+        assert_non_null(strstr(a, "init_ring(b.bar_q, b.map_q, b.map_k, b.map_v);"));
         assert_non_null(strstr(a, "mbar_init(bar_q + 8 * (1 + s), 1);"));
         assert_non_null(strstr(a, "mbar_init(bar_q + 8 * (1 + STAGES + s), 1);"));
         assert_non_null(strstr(a, "mbar_init(bar_q + 8 * (1 + 2 * STAGES + s), CONSUMERS * 128);"));
         assert_non_null(strstr(a, "if (PRODUCER && warp < 4) {"));
         assert_non_null(strstr(a, "setmaxnreg.dec.sync.aligned.u32"));
-        assert_non_null(strstr(a, "mbar_wait(bar_empty(slot)"));
+        assert_non_null(strstr(a, "mbar_wait(b.bar_empty(slot)"));
         assert_non_null(strstr(a, "__syncthreads();               // every warpgroup is done with this slot"));
         const char *header = strstr(a, "#define KERNEL_NAME mxattn_f16_d"), *kernel = strstr(a, "KERNEL_NAME(const __grid_constant__");
         assert_non_null(header);

@@ -147,8 +147,9 @@ MX_INLINE void pack_p(u32 (&pa)[BN / 32][4], const float (&s)[1][NT][4]) {
 // it for FP8 GEMMs; SageAttention2 accumulates P V the same two-level way),
 // so O accumulated in place across a row drifts from the reference: on the
 // H200 at 16384 keys, 2.8e-3 rel-L1 in place vs 2.4e-4 this way (f16 output;
-// gpu_int8_wgmma test_long_rows).  The mma.sync variant keeps accumulating in
-// place: its m16n8k32 FP8 MMA measured 1.9e-4 there, no drift.
+// gpu_int8_wgmma test_long_rows_of_16k_keys_do_not_drift_from_reference).
+// The mma.sync variant keeps accumulating in place: its m16n8k32 FP8 MMA
+// measured 1.9e-4 there, no drift.
 //
 // With V_TERMS = 2 the tile's V^T holds a second term's DV rows after the
 // first's (the first's rounding error, on the same channel scale): its k32

@@ -28,73 +28,18 @@ MX_INLINE u32 release_slot(u32 counter) {
 // Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query blocks first.
 extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __grid_constant__ mx_kernel_args a) {
   extern __shared__ __align__(1024) u8 smem[];
-  // Swizzled tiles need 1024-byte alignment (the 128B pattern spans 8 rows).
-  const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
-  const u32 sQ = base + SM_Q, sK = base + SM_K, sV = base + SM_V;
-  const u32 bar_q = base + SM_BAR;     // then full_k[STAGES], full_v[STAGES], empty[STAGES]
-  auto bar_k = [&](int s) { return bar_q + 8 * (1 + s); };
-  auto bar_v = [&](int s) { return bar_q + 8 * (1 + STAGES + s); };
-  auto bar_empty = [&](int s) { return bar_q + 8 * (1 + 2 * STAGES + s); };
-  // From lane 0: a uniform branch (cuda/fwd_int8_fp8_wgmma.cuh says why).
-  const int warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
-  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
-  const int m0 = m_block * BM;
-  const int nqp = pad_q(a.seq_q), nkp = pad_k(a.seq_k);
-  const i64 qh = (i64)batch * a.heads_q + head, kh = (i64)batch * a.heads_kv + kv_head;
-  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
-
-  const int n_tiles = key_tiles(m0, a);   // all keys, or (causal) up to the last row's diagonal
-
-  // V^T of tile `tile`: one box (V_TERMS * DV channel rows x BN keys).
-  auto load_v = [&](int tile) {
-    const int s = tile % V_SLOTS;
-    mbar_expect_tx(bar_v(s), V_BYTES);
-    tma_load_4d(sV + s * V_BYTES, map_v, tile * BN, 0, kv_head, batch, bar_v(s));
-  };
-  // K8 of tile `tile` into ring slot tile % STAGES, a box per K panel, and its V^T.
-  auto load_kv = [&](int tile) {
-    const int s = tile % STAGES;
-    mbar_expect_tx(bar_k(s), K_BYTES);
-#pragma unroll
-    for (int p = 0; p < PANELS_QK; p++)
-      tma_load_4d(sK + s * K_BYTES + p * BN * WQK, map_k, p * WQK, tile * BN, kv_head, batch, bar_k(s));
-    if (V_SLOTS == STAGES) load_v(tile);
-  };
-  auto load_q = [&]() {
-    mbar_expect_tx(bar_q, Q_BYTES);
-#pragma unroll
-    for (int p = 0; p < PANELS_QK; p++) tma_load_4d(sQ + p * BM * WQK, map_q, p * WQK, m0, head, batch, bar_q);
-  };
-  // rowsum_mma's B tile, fenced for the async proxy before the block barrier.
-  if (ROWSUM_MMA) {
-    const u32 ones = base + SM_ONES;
-    for (int i = threadIdx.x; i < ONES_BYTES / 16; i += THREADS)
-      asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" :: "r"(ones + 16 * i), "r"(16 * i < BN ? 0x38383838u : 0u)
-                   : "memory");
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  }
-
-  if (threadIdx.x == 0) {
-    tma_prefetch_map(map_q); tma_prefetch_map(map_k); tma_prefetch_map(map_v);
-    mbar_init(bar_q, 1);
-    for (int s = 0; s < STAGES; s++) {
-      mbar_init(bar_k(s), 1);
-      mbar_init(bar_v(s), 1);
-      mbar_init(bar_empty(s), CONSUMERS * 128);   // every consumer thread releases the slot
-    }
-    mbar_init_fence();
-  }
-  __syncthreads();
-  wait_for_previous_kernel();          // the quant kernels' Q8, K8, V^T and scales (a "pdl" launch)
+  const Block b = block_start(smem, a);   // cuda/int8_fp8_block.cuh: tiles, barriers, copies
+  const u32 base = b.base, sQ = b.sQ, sK = b.sK, sV = b.sV, bar_q = b.bar_q;
+  const int warp = b.warp, head = b.head, batch = b.batch, m0 = b.m0, nqp = b.nqp, nkp = b.nkp, n_tiles = b.n_tiles;
+  const i64 qh = b.qh, kh = b.kh;
 
   const u32 released = base + SM_RELEASED;     // a u32 a slot: warps done with the slot's current tile
   if (threadIdx.x < STAGES) asm volatile("st.shared.u32 [%0], 0;" :: "r"(released + 4 * threadIdx.x) : "memory");
   __syncthreads();
   const int live = min(CONSUMERS, (a.seq_q - m0 + 63) / 64);   // >= 1: m0 < seq_q
   if (warp == 0 && elect_one()) {
-    load_q();
-    for (int s = 0; s < STAGES && s < n_tiles; s++) load_kv(s);
+    b.load_q();
+    for (int s = 0; s < STAGES && s < n_tiles; s++) b.load_kv(s);
   }
   if (warp / 4 >= live) return;                // rows past the queries (never warpgroup 0, whose warp 0 loads)
   const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
@@ -125,9 +70,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
   for (int t = 0; t < n_tiles; t++) {
     const int slot = t % STAGES;
     attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * (K_BYTES / 16), desc_v + slot * (V_BYTES / 16),
-                bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, qscale, ks, desc_ones, a);
+                b.bar_k(slot), b.bar_v(slot), (t / STAGES) & 1, t, warp_row0, qscale, ks, desc_ones, a);
     if (t + STAGES < n_tiles && elect_one() && release_slot(released + 4 * slot) == last_count)
-      load_kv(t + STAGES);
+      b.load_kv(t + STAGES);
     if (slot == STAGES - 1) last_count += 4 * live;
   }
   finish_rows(o, row_max, row_sum, a, qh, kh, nqp, batch, head, warp_row0);

@@ -32,90 +32,28 @@
 // Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query blocks first.
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) KERNEL_NAME(const __grid_constant__ mx_kernel_args a) {
   extern __shared__ __align__(1024) u8 smem[];
-  // Swizzled tiles need 1024-byte alignment (the 128B pattern spans 8 rows).
-  const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
-  const u32 sQ = base + SM_Q, sK = base + SM_K, sV = base + SM_V;
-  const u32 bar_q = base + SM_BAR;     // then full_k[STAGES], full_v[STAGES], empty[STAGES]
-  auto bar_k = [&](int s) { return bar_q + 8 * (1 + s); };
-  auto bar_v = [&](int s) { return bar_q + 8 * (1 + STAGES + s); };
-  auto bar_empty = [&](int s) { return bar_q + 8 * (1 + 2 * STAGES + s); };
-  // Broadcast from lane 0 so that the compiler knows it is the same in every
-  // lane: a branch on it is then a uniform branch, which the warps that fail
-  // it jump over whole (the copies' issue below).
-  const int warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
-  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
-  const int m0 = m_block * BM;
-  const int nqp = pad_q(a.seq_q), nkp = pad_k(a.seq_k);
-  const i64 qh = (i64)batch * a.heads_q + head, kh = (i64)batch * a.heads_kv + kv_head;
-  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
-
-  const int n_tiles = key_tiles(m0, a);   // all keys, or (causal) up to the last row's diagonal
-
-  // V^T of tile `tile` into V slot tile % V_SLOTS: one box (V_TERMS * DV
-  // channel rows x BN keys).  The workspace is padded to whole tiles, so
-  // every box is in bounds and brings all its bytes.
-  auto load_v = [&](int tile) {
-    const int s = tile % V_SLOTS;
-    mbar_expect_tx(bar_v(s), V_BYTES);
-    tma_load_4d(sV + s * V_BYTES, map_v, tile * BN, 0, kv_head, batch, bar_v(s));
-  };
-  // K8 of tile `tile` into ring slot tile % STAGES, a box per K panel, and
-  // its V^T into the same slot when V has one per stage.
-  auto load_kv = [&](int tile) {
-    const int s = tile % STAGES;
-    mbar_expect_tx(bar_k(s), K_BYTES);
-#pragma unroll
-    for (int p = 0; p < PANELS_QK; p++)
-      tma_load_4d(sK + s * K_BYTES + p * BN * WQK, map_k, p * WQK, tile * BN, kv_head, batch, bar_k(s));
-    if (V_SLOTS == STAGES) load_v(tile);
-  };
+  const Block b = block_start(smem, a);   // cuda/int8_fp8_block.cuh: tiles, barriers, copies
+  const u32 base = b.base, sQ = b.sQ, sK = b.sK, sV = b.sV, bar_q = b.bar_q;
+  const int warp = b.warp, head = b.head, batch = b.batch, m0 = b.m0, nqp = b.nqp, nkp = b.nkp, n_tiles = b.n_tiles;
+  const i64 qh = b.qh, kh = b.kh;
   // The copies at the top of iteration t of the one-warpgroup kernel: K (and
   // V) of tile t + STAGES - 1; with one V slot, also V of tile t itself into
   // the slot that the last iteration's block barrier has just freed.  Its
   // copy then runs under S(t) = Q K(t)^T and the softmax.
   auto load_next = [&](int t, int n_tiles) {
-    if (t + STAGES - 1 < n_tiles) load_kv(t + STAGES - 1);
-    if (V_SLOTS == 1) load_v(t);
+    if (t + STAGES - 1 < n_tiles) b.load_kv(t + STAGES - 1);
+    if (V_SLOTS == 1) b.load_v(t);
   };
-  auto load_q = [&]() {
-    mbar_expect_tx(bar_q, Q_BYTES);
-#pragma unroll
-    for (int p = 0; p < PANELS_QK; p++) tma_load_4d(sQ + p * BM * WQK, map_q, p * WQK, m0, head, batch, bar_q);
-  };
-  // rowsum_mma's B tile (ONES_BYTES in the header says why row 0 only):
-  // written here by the generic proxy, read by wgmma through the async one,
-  // so each writer fences before the block barrier below.
-  if (ROWSUM_MMA) {
-    const u32 ones = base + SM_ONES;
-    for (int i = threadIdx.x; i < ONES_BYTES / 16; i += THREADS)
-      asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" :: "r"(ones + 16 * i), "r"(16 * i < BN ? 0x38383838u : 0u)
-                   : "memory");
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  }
-
-  if (threadIdx.x == 0) {
-    tma_prefetch_map(map_q); tma_prefetch_map(map_k); tma_prefetch_map(map_v);
-    mbar_init(bar_q, 1);
-    for (int s = 0; s < STAGES; s++) {
-      mbar_init(bar_k(s), 1);
-      mbar_init(bar_v(s), 1);
-      mbar_init(bar_empty(s), CONSUMERS * 128);   // every consumer thread releases the slot
-    }
-    mbar_init_fence();
-  }
-  __syncthreads();
-  wait_for_previous_kernel();          // the quant kernels' Q8, K8, V^T and scales (a "pdl" launch)
 
   if constexpr (PRODUCER) {
     if (warp < 4) {                    // producer warpgroup
       if (REGS_PRODUCER) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS_PRODUCER));
       if (threadIdx.x == 0) {
-        load_q();
+        b.load_q();
         for (int t = 0; t < n_tiles; t++) {
           const int slot = t % STAGES;
-          if (t >= STAGES) mbar_wait(bar_empty(slot), (t / STAGES - 1) & 1);   // tile t - STAGES released
-          load_kv(t);
+          if (t >= STAGES) mbar_wait(b.bar_empty(slot), (t / STAGES - 1) & 1);   // tile t - STAGES released
+          b.load_kv(t);
         }
       }
       return;
@@ -126,8 +64,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) KERNEL_NAME(co
     // compiler predicated the issuing code (with a loop that makes the copy's
     // operands uniform) in every warp, ~55 of ~640 instructions a warp and a
     // tile, and 11% of the stall samples (H200, 2026-11-29).
-    load_q();
-    for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) load_kv(s);
+    b.load_q();
+    for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) b.load_kv(s);
   }
   const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
   const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;  // a 16-row group: one Q scale
@@ -153,8 +91,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) KERNEL_NAME(co
     }
     const int slot = t % STAGES, v_slot = PRODUCER ? slot : slot % V_SLOTS;
     attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * K_BYTES / 16, desc_v + v_slot * V_BYTES / 16,
-                bar_k(slot), bar_v(v_slot), (t / STAGES) & 1, t, warp_row0, qscale, ks, desc_ones, a);
-    if constexpr (PRODUCER) mbar_arrive(bar_empty(slot));   // this thread's MMAs on the slot are complete
+                b.bar_k(slot), b.bar_v(v_slot), (t / STAGES) & 1, t, warp_row0, qscale, ks, desc_ones, a);
+    if constexpr (PRODUCER) mbar_arrive(b.bar_empty(slot));   // this thread's MMAs on the slot are complete
     else __syncthreads();                                   // every warpgroup is done with this slot
   }
   finish_rows(o, row_max, row_sum, a, qh, kh, nqp, batch, head, warp_row0);

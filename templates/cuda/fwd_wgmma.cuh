@@ -62,52 +62,26 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
 extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __grid_constant__ mx_kernel_args a) {
   // Shared memory: Q, then the ring's K and V slots, then the barriers.
   extern __shared__ __align__(1024) u8 smem[];
-  // Swizzled tiles need 1024-byte alignment (the 128B pattern spans 8 rows).
-  const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
-  const u32 sQ = base + SM_Q, sK = base + SM_K, sV = base + SM_V;
-  const u32 bar_q = base + SM_BAR;     // then full_k[STAGES], full_v[STAGES], empty[STAGES]
-  auto bar_k = [&](int s) { return bar_q + 8 * (1 + s); };
-  auto bar_v = [&](int s) { return bar_q + 8 * (1 + STAGES + s); };
-  auto bar_empty = [&](int s) { return bar_q + 8 * (1 + 2 * STAGES + s); };
-  // Broadcast from lane 0 so that the compiler knows it is the same in every
-  // lane: a branch on it is then a uniform branch, which the warps that fail
-  // it jump over whole (the copies' issue below).
-  const int warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
-
-  // Which block this is, and how many key tiles it sees.
-  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
-  const int m0 = m_block * BM;
-  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
-
-  const int n_tiles = key_tiles(m0, a);   // all keys, or (causal) up to the last row's diagonal
-
-  // Load K and V tile `tile` into ring slot tile % STAGES: one box per panel.
-  auto load_kv = [&](int tile) {
-    const int s = tile % STAGES;
-    load_kv_tile(bar_k(s), bar_v(s), sK, sV, map_k, map_v, tile, s, kv_head, batch);
-  };
-  auto load_q = [&]() { load_q_tile(bar_q, sQ, map_q, m0, head, batch); };
-
-  init_ring(bar_q, map_q, map_k, map_v);   // the ring's barriers, then the block sees them
-  __syncthreads();
+  const GridBlock b = grid_block_start(smem, a);   // cuda/wgmma_ring.cuh: tiles, barriers, copies
+  const u32 sQ = b.sQ, sK = b.sK, sV = b.sV, bar_q = b.bar_q;
+  const int warp = b.warp, head = b.head, batch = b.batch, m0 = b.m0, n_tiles = b.n_tiles;
 
   if (PRODUCER && warp < 4) {          // producer warpgroup (step 2)
     if (REGS_PRODUCER) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS_PRODUCER));
     if (threadIdx.x == 0) {
-      load_q();
+      b.load_q();
       for (int t = 0; t < n_tiles; t++) {
         const int slot = t % STAGES;
-        if (t >= STAGES) mbar_wait(bar_empty(slot), (t / STAGES - 1) & 1);   // tile t - STAGES released
-        load_kv(t);
+        if (t >= STAGES) mbar_wait(b.bar_empty(slot), (t / STAGES - 1) & 1);   // tile t - STAGES released
+        b.load_kv(t);
       }
     }
   } else {                             // consumer warpgroups
     if constexpr (PRODUCER) {
       if (REGS_CONSUMER) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS_CONSUMER));
     } else if (warp == 0 && elect_one()) {   // step 1: Q and the ring's first STAGES - 1 tiles
-      load_q();
-      for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) load_kv(s);
+      b.load_q();
+      for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) b.load_kv(s);
     }
     const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
     const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;
@@ -124,12 +98,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
       // Step 1: the copy of the tile STAGES - 1 ahead, into the slot the
       // last iteration's block barrier freed.
       if constexpr (!PRODUCER)
-        if (warp == 0 && t + STAGES - 1 < n_tiles && elect_one()) load_kv(t + STAGES - 1);
+        if (warp == 0 && t + STAGES - 1 < n_tiles && elect_one()) b.load_kv(t + STAGES - 1);
       const int slot = t % STAGES;
       attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * KV_BYTES / 16, desc_v + slot * KV_BYTES / 16,
-                  bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, a);
+                  b.bar_k(slot), b.bar_v(slot), (t / STAGES) & 1, t, warp_row0, a);
       if constexpr (PRODUCER)
-        mbar_arrive(bar_empty(slot));  // this thread's MMAs on the slot are complete
+        mbar_arrive(b.bar_empty(slot));  // this thread's MMAs on the slot are complete
       else
         __syncthreads();               // every warpgroup is done with this slot
     }

@@ -30,44 +30,18 @@
 extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __grid_constant__ mx_kernel_args a) {
   // Shared memory: Q, then the ring's K and V slots, then the barriers.
   extern __shared__ __align__(1024) u8 smem[];
-  // Swizzled tiles need 1024-byte alignment (the 128B pattern spans 8 rows).
-  const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
-  const u32 sQ = base + SM_Q, sK = base + SM_K, sV = base + SM_V;
-  const u32 bar_q = base + SM_BAR;     // then full_k[STAGES], full_v[STAGES], empty[STAGES]
-  auto bar_k = [&](int s) { return bar_q + 8 * (1 + s); };
-  auto bar_v = [&](int s) { return bar_q + 8 * (1 + STAGES + s); };
-  auto bar_empty = [&](int s) { return bar_q + 8 * (1 + 2 * STAGES + s); };
-  // Broadcast from lane 0 so that the compiler knows it is the same in every
-  // lane: a branch on it is then a uniform branch, which the warps that fail
-  // it jump over whole (the copies' issue below).
-  const int warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
-
-  // Which block this is, and how many key tiles it sees.
-  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
-  const int m0 = m_block * BM;
-  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
-
-  const int n_tiles = key_tiles(m0, a);   // all keys, or (causal) up to the last row's diagonal
-
-  // Load K and V tile `tile` into ring slot tile % STAGES: one box per panel.
-  auto load_kv = [&](int tile) {
-    const int s = tile % STAGES;
-    load_kv_tile(bar_k(s), bar_v(s), sK, sV, map_k, map_v, tile, s, kv_head, batch);
-  };
-  auto load_q = [&]() { load_q_tile(bar_q, sQ, map_q, m0, head, batch); };
-
-  init_ring(bar_q, map_q, map_k, map_v);   // the ring's barriers, then the block sees them
-  __syncthreads();
+  const GridBlock b = grid_block_start(smem, a);   // cuda/wgmma_ring.cuh: tiles, barriers, copies
+  const u32 sQ = b.sQ, sK = b.sK, sV = b.sV, bar_q = b.bar_q;
+  const int warp = b.warp, head = b.head, batch = b.batch, m0 = b.m0, n_tiles = b.n_tiles;
 
   if (warp < 4) {                      // producer warpgroup
     if (REGS_PRODUCER) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS_PRODUCER));
     if (threadIdx.x == 0) {
-      load_q();
+      b.load_q();
       for (int t = 0; t < n_tiles; t++) {
         const int slot = t % STAGES;
-        if (t >= STAGES) mbar_wait(bar_empty(slot), (t / STAGES - 1) & 1);   // tile t - STAGES released
-        load_kv(t);
+        if (t >= STAGES) mbar_wait(b.bar_empty(slot), (t / STAGES - 1) & 1);   // tile t - STAGES released
+        b.load_kv(t);
       }
     }
   } else {                             // consumer warpgroups, taking turns
@@ -89,7 +63,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
       if (wg == 1) sched_pass(wg);     // kick-off: warpgroup 0 takes the first turn
 
       // Turn 0: S(0) only.
-      mbar_wait(bar_k(0), 0);
+      mbar_wait(b.bar_k(0), 0);
       sched_wait(wg);
       issue_qk(s, desc_q, desc_k);
       if (wg == 0 || n_tiles > 1) sched_pass(wg);   // warpgroup 1 does not pass after its last turn
@@ -106,12 +80,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
         wgmma_wait<0>();
         reg_fence(o);
         if (t > 1) {
-          mbar_arrive(bar_empty((t - 2) % STAGES));   // this thread's MMAs on that slot are complete
+          mbar_arrive(b.bar_empty((t - 2) % STAGES));   // this thread's MMAs on that slot are complete
         }
         rescale_o(o, alpha);
         pack_p(pa, s);
-        mbar_wait(bar_k(slot), (t / STAGES) & 1);
-        mbar_wait(bar_v(prev), ((t - 1) / STAGES) & 1);
+        mbar_wait(b.bar_k(slot), (t / STAGES) & 1);
+        mbar_wait(b.bar_v(prev), ((t - 1) / STAGES) & 1);
         sched_wait(wg);
         issue_qk(s, desc_q, desc_k + slot * KV_BYTES / 16);                 // S(t) = Q K(t)^T
         issue_pv(o, pa, desc_v + prev * KV_BYTES / 16);                     // O += P(t-1) V(t-1)
@@ -126,16 +100,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
       wgmma_wait<0>();
       reg_fence(o);
       if (n_tiles > 1) {
-        mbar_arrive(bar_empty((n_tiles - 2) % STAGES));   // this thread's MMAs on that slot are complete
+        mbar_arrive(b.bar_empty((n_tiles - 2) % STAGES));   // this thread's MMAs on that slot are complete
       }
       rescale_o(o, alpha);
       pack_p(pa, s);
       const int last = (n_tiles - 1) % STAGES;
-      mbar_wait(bar_v(last), ((n_tiles - 1) / STAGES) & 1);
+      mbar_wait(b.bar_v(last), ((n_tiles - 1) / STAGES) & 1);
       issue_pv(o, pa, desc_v + last * KV_BYTES / 16);
       wgmma_wait<0>();
       reg_fence(o);
-      mbar_arrive(bar_empty(last));
+      mbar_arrive(b.bar_empty(last));
     }
     u16 *o_head = (u16 *)a.o + batch * a.o_sb + head * a.o_sh;
     float *lse_head = a.lse + ((i64)batch * a.heads_q + head) * a.seq_q;

@@ -42,3 +42,47 @@ MX_INLINE void load_q_tile(u32 bar_q, u32 sQ, const void *map_q, int m0, int hea
 #pragma unroll
   for (int p = 0; p < PANELS; p++) tma_load_4d(sQ + p * BM * ROW_BYTES, map_q, p * W, m0, head, batch, bar_q);
 }
+
+// A block of the grid kernels (cuda/fwd_wgmma.cuh, fwd_wgmma_pingpong.cuh):
+// where its tiles and barriers sit in shared memory, which query rows, head
+// and keys it owns, and the copies that fill its ring.  grid_block_start
+// also initialises the ring's barriers and lets the block see them.  Reads
+// SM_Q, SM_K, SM_V, SM_BAR and CAUSAL besides the constants above.
+struct GridBlock {
+  u32 base, sQ, sK, sV, bar_q;
+  int warp;                  // from lane 0: a uniform branch (grid_block_start says why)
+  int head, batch, kv_head, m0;
+  int n_tiles;               // all keys, or (causal) up to the last row's diagonal
+  const void *map_q, *map_k, *map_v;
+
+  MX_INLINE u32 bar_k(int s) const { return bar_q + 8 * (1 + s); }
+  MX_INLINE u32 bar_v(int s) const { return bar_q + 8 * (1 + STAGES + s); }
+  MX_INLINE u32 bar_empty(int s) const { return bar_q + 8 * (1 + 2 * STAGES + s); }
+  // K and V tile `tile` into ring slot tile % STAGES: one box per panel.
+  MX_INLINE void load_kv(int tile) const {
+    const int s = tile % STAGES;
+    load_kv_tile(bar_k(s), bar_v(s), sK, sV, map_k, map_v, tile, s, kv_head, batch);
+  }
+  MX_INLINE void load_q() const { load_q_tile(bar_q, sQ, map_q, m0, head, batch); }
+};
+
+// Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query blocks first.
+MX_INLINE GridBlock grid_block_start(u8 *smem, const mx_kernel_args &a) {
+  GridBlock b;
+  // Swizzled tiles need 1024-byte alignment (the 128B pattern spans 8 rows).
+  b.base = (smem_addr(smem) + 1023u) & ~1023u;
+  b.sQ = b.base + SM_Q, b.sK = b.base + SM_K, b.sV = b.base + SM_V;
+  b.bar_q = b.base + SM_BAR;
+  // Broadcast from lane 0 so that the compiler knows it is the same in every
+  // lane: a branch on it is then a uniform branch, which the warps that fail
+  // it jump over whole (the copies' issue).
+  b.warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
+  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  b.head = blockIdx.y, b.batch = blockIdx.z, b.kv_head = b.head / a.gqa;
+  b.m0 = m_block * BM;
+  b.map_q = &a.tmap[0], b.map_k = &a.tmap[1], b.map_v = &a.tmap[2];
+  b.n_tiles = key_tiles(b.m0, a);
+  init_ring(b.bar_q, b.map_q, b.map_k, b.map_v);
+  __syncthreads();
+  return b;
+}

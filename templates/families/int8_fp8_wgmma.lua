@@ -229,6 +229,7 @@ function WG.kernel_name(t, canonical) return MMA.kernel_name(t, canonical) end
 -- The schedules, one CUDA file each (the header below picks one), and the
 -- per-tile device functions they share.
 local ATTEND = U.cuda("cuda/attend_int8_fp8.cuh")
+local BLOCK = U.cuda("cuda/int8_fp8_block.cuh")   -- the block's tiles, barriers and copies
 local KERNEL = { one = U.cuda("cuda/fwd_int8_fp8_wgmma.cuh"), shared = U.cuda("cuda/fwd_int8_fp8_ring.cuh"),
                  ring = U.cuda("cuda/fwd_int8_fp8_ring3.cuh") }
 local function schedule(t)
@@ -302,6 +303,7 @@ enum { ${WS} };                         // workspace sections
     require("blocks.softmax")(t, { split = true }),   -- rescale_o
     require("blocks.epilogue")(t),
     ATTEND,
+    BLOCK,
     KERNEL[schedule(t)],
   }, "\n")
 end
