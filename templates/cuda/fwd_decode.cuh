@@ -365,3 +365,12 @@ MX_INLINE void decode_combine(const mx_kernel_args &a) {
   const i64 row = (i64)blockIdx.x * COMBINE_WARPS + threadIdx.x / 32;
   if (row < total) combine_row(a, row, total, threadIdx.x % 32);
 }
+
+// The module's two kernels; KERNEL_NAME and COMBINE_NAME are their symbols
+// (the header defines them).
+extern "C" __global__ void __launch_bounds__(THREADS) KERNEL_NAME(const __grid_constant__ mx_kernel_args a) {
+  decode_attend(a);
+}
+extern "C" __global__ void __launch_bounds__(COMBINE_WARPS * 32) COMBINE_NAME(const __grid_constant__ mx_kernel_args a) {
+  decode_combine(a);
+}

@@ -148,18 +148,11 @@ end
 
 -- The kernels' entry points: the schedule's device functions under the
 -- names the launch plan gives.
-local ENTRY = [[
-extern "C" __global__ void __launch_bounds__(THREADS) ${NAME}(const __grid_constant__ mx_kernel_args a) {
-  decode_attend(a);
-}
-extern "C" __global__ void __launch_bounds__(COMBINE_WARPS * 32) ${NAME}_combine(const __grid_constant__ mx_kernel_args a) {
-  decode_combine(a);
-}
-]]
-
 function DEC.render(t, canonical)
   local l = layout(t)
   local constants = U.fill([[
+#define KERNEL_NAME ${NAME}
+#define COMBINE_NAME ${NAME}_combine
 constexpr int D = ${D}, D_PAD = ${D_PAD}, RS = ${RS};
 constexpr int BM = ${BM}, BN = ${BN}, WARPS = ${WARPS}, THREADS = WARPS * 32, STAGES = ${STAGES};
 constexpr int ROW_WARPS = BM / 16;            // warps of 16 packed rows
@@ -176,7 +169,7 @@ constexpr int RED_STRIDE = ${RED_STRIDE};
 constexpr int SM_RED_O = ${SM_RED_O}, SM_RED_M = ${SM_RED_M}, SM_RED_L = ${SM_RED_L};
 constexpr int SM_ROW_LSE = ${SM_ROW_LSE}, SM_ROW_OFF = ${SM_ROW_OFF}, SM_ROW_IDX = ${SM_ROW_IDX};
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, Q_REGS = ${Q_REGS}, OUT_BF16 = ${OUT_BF16};
-]], { D = t.head_dim, D_PAD = d_pad(t), RS = row_stride(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps,
+]], { NAME = DEC.kernel_name(t, canonical), D = t.head_dim, D_PAD = d_pad(t), RS = row_stride(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps,
       STAGES = t.stages, SPLITS = t.kv_splits, COMBINE_WARPS = COMBINE_WARPS, TILE = l.tile,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, RED_STRIDE = l.red_stride, SM_RED_O = l.red_o, SM_RED_M = l.red_m,
       SM_RED_L = l.red_l, SM_ROW_LSE = l.row_lse, SM_ROW_OFF = l.row_off, SM_ROW_IDX = l.row_idx,
@@ -187,7 +180,6 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, Q_REGS = ${Q_REGS}, OUT_B
     constants,
     require("blocks.mma_sync")(t),
     SOURCE,
-    U.fill(ENTRY, { NAME = DEC.kernel_name(t, canonical) }),
   }, "\n")
 end
 
