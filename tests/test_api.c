@@ -11,22 +11,13 @@
 #include <limits.h>
 #include <math.h>
 #include "mxattn.h"
+#include "support/fixtures.h"
 
 static mxattn_problem base(void) {
     mxattn_problem p;
     mxattn_problem_init(&p, "f16", 128);
     p.batch = 2; p.heads_q = 8; p.heads_kv = 2; p.seq_q = 100; p.seq_k = 300;
     return p;
-}
-
-/* A context with no database: these tests must leave no file behind. */
-static mxattn_ctx *cacheless_ctx(void) {
-    mxattn_ctx *ctx = NULL;
-    mxattn_options o;
-    mxattn_options_init(&o);
-    o.no_cache = 1;
-    assert_int_equal(mxattn_create(&ctx, &o), MXATTN_OK);
-    return ctx;
 }
 
 static void expect(mxattn_problem p, mxattn_status want, const char *needle) {

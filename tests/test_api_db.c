@@ -12,6 +12,7 @@
 #include "mxattn.h"
 #include "cache/cache.h"
 #include "support/temp_dir.h"
+#include "support/fixtures.h"
 
 static char g_dir[256];
 
@@ -31,14 +32,7 @@ static void put(const char *db, const char *gpu, int head_dim, int causal, const
     mx_cache *c;
     assert_int_equal(mx_cache_open(db, &c), MXATTN_OK);
     mx_tune_key k;
-    memset(&k, 0, sizeof k);
-    snprintf(k.gpu_name, sizeof k.gpu_name, "%s", gpu);
-    k.sm_count = 132;
-    k.compute_capability = 90;
-    k.driver_version = 12040;
-    k.nvrtc_version = 12040;
-    strcpy(k.mxattn_version, "0.1.0");
-    strcpy(k.family, "f16");
+    tune_key_h200(&k, gpu);
     k.head_dim = head_dim;
     strcpy(k.dtype, "bf16");
     strcpy(k.out_dtype, "bf16");

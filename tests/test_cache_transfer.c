@@ -19,6 +19,7 @@
 #include "cache/sign.h"
 #include "util/err.h"
 #include "support/temp_dir.h"
+#include "support/fixtures.h"
 #include "util/sha256.h"
 
 static char g_dir[64];
@@ -70,14 +71,7 @@ static mx_cache *open_db(const char *name) {
 
 static mx_tune_key key_named(const char *gpu, int seq_bucket) {
     mx_tune_key k;
-    memset(&k, 0, sizeof k);
-    snprintf(k.gpu_name, sizeof k.gpu_name, "%s", gpu);
-    k.sm_count = 132;
-    k.compute_capability = 90;
-    k.driver_version = 12040;
-    k.nvrtc_version = 12040;
-    strcpy(k.mxattn_version, "0.1.0");
-    strcpy(k.family, "f16");
+    tune_key_h200(&k, gpu);
     k.head_dim = 128;
     strcpy(k.dtype, "f16");
     strcpy(k.out_dtype, "f16");
@@ -133,6 +127,15 @@ static mx_cache *make_source(mx_kernel_record kernels[2]) {
     return src;
 }
 
+/* make_source, exported to `file` as mx_cache_export is asked to; the source
+ * stays open for the caller. Most tests start from such an export. */
+static mx_cache *exported_source(mx_kernel_record kernels[2], const char *file, int with_kernels,
+                                 const mx_sign_secret *signer) {
+    mx_cache *src = make_source(kernels);
+    assert_int_equal(mx_cache_export(src, in_dir(file), with_kernels, signer), MXATTN_OK);
+    return src;
+}
+
 /* Everything a failed import must leave unchanged. */
 static char *snapshot(mx_cache *c) {
     char *json;
@@ -146,13 +149,21 @@ static char *snapshot(mx_cache *c) {
     return all;
 }
 
+/* Asserts that `dst` still matches `before` (a snapshot), then frees it:
+ * the end of every check that a refused import changed nothing. */
+static void expect_unchanged(mx_cache *dst, char *before) {
+    char *after = snapshot(dst);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+}
+
 /* ---- round trips --------------------------------------------------------- */
 
 static void test_export_import_round_trip(void **state) {
     (void)state;
     mx_kernel_record kernels[2];
-    mx_cache *src = make_source(kernels);
-    assert_int_equal(mx_cache_export(src, in_dir("tunes.mxdb"), 0, NULL), MXATTN_OK);
+    mx_cache *src = exported_source(kernels, "tunes.mxdb", 0, NULL);
     assert_int_equal(mx_cache_export(src, in_dir("full.mxdb"), 1, &g_signer), MXATTN_OK);
     assert_int_equal(access(in_dir("tunes.mxdb-journal"), F_OK), -1);
     mx_cache_close(src);
@@ -181,9 +192,8 @@ static void test_export_import_round_trip(void **state) {
 static void test_import_replaces_merge_keeps_the_faster(void **state) {
     (void)state;
     mx_kernel_record kernels[2];
-    mx_cache *src = make_source(kernels); /* 1024: 1.0 ms, 4096: 3.0 ms, 16384: 9.0 ms */
-    assert_int_equal(mx_cache_export(src, in_dir("ex.mxdb"), 0, NULL), MXATTN_OK);
-    mx_cache_close(src);
+    /* 1024: 1.0 ms, 4096: 3.0 ms, 16384: 9.0 ms */
+    mx_cache_close(exported_source(kernels, "ex.mxdb", 0, NULL));
 
     mx_cache *dst = open_db("target.db");
     put(dst, "NVIDIA H200", 1024, "ours slower", 2.0);
@@ -215,9 +225,7 @@ static void tamper(const char *name, const char *sql) {
 /* A target with content, and a good full export to spoil. */
 static mx_cache *prepare(void) {
     mx_kernel_record kernels[2];
-    mx_cache *src = make_source(kernels);
-    assert_int_equal(mx_cache_export(src, in_dir("ex.mxdb"), 1, &g_signer), MXATTN_OK);
-    mx_cache_close(src);
+    mx_cache_close(exported_source(kernels, "ex.mxdb", 1, &g_signer));
     mx_cache *dst = open_db("target.db");
     put(dst, "NVIDIA H200", 1024, "ours", 5.0);
     put(dst, "NVIDIA B200", 1024, "other gpu", 0.5);
@@ -234,10 +242,24 @@ static void expect_rejected(mx_cache *dst, const char *file, int with_kernels, m
         fail_msg("message '%s' lacks '%s'", mx_error_message(), message_part);
     assert_non_null(strstr(mx_error_message(), "unchanged"));
     assert_int_equal(rep.tune_rows_taken, 0);
-    char *after = snapshot(dst);
-    assert_string_equal(before, after);
-    free(before);
-    free(after);
+    expect_unchanged(dst, before);
+}
+
+/* One spoiled export: the SQL run on `file`, and how its import must fail. */
+struct spoil {
+    const char *file, *sql;
+    int with_kernels;
+    mxattn_status expected;
+    const char *message_part;
+};
+
+/* Runs each spoil in order on the same target, expecting each import
+ * rejected with nothing changed: the tests of hostile exports share it. */
+static void expect_each_rejected(mx_cache *dst, const struct spoil *spoils, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        tamper(spoils[i].file, spoils[i].sql);
+        expect_rejected(dst, spoils[i].file, spoils[i].with_kernels, spoils[i].expected, spoils[i].message_part);
+    }
 }
 
 static void test_sql_in_names_is_stored_verbatim(void **state) {
@@ -285,13 +307,15 @@ static void test_wrong_hash_rejects_everything(void **state) {
 
 static void test_malformed_fields_are_rejected(void **state) {
     (void)state;
+    static const struct spoil spoils[] = {
+        {"ex.mxdb", "UPDATE kernels SET key = 'not hex' WHERE rowid = 1", 1, MXATTN_ERROR_INVALID_VALUE, "malformed"},
+        {"ex.mxdb", "DELETE FROM kernels; UPDATE tune_results SET gpu_name = printf('%.300c', 'G')", 0,
+         MXATTN_ERROR_INVALID_VALUE, "too long"},
+        {"ex.mxdb", "UPDATE tune_results SET gpu_name = 'ok', sm_count = 'many'", 0, MXATTN_ERROR_INVALID_VALUE,
+         "wrong type"},
+    };
     mx_cache *dst = prepare();
-    tamper("ex.mxdb", "UPDATE kernels SET key = 'not hex' WHERE rowid = 1");
-    expect_rejected(dst, "ex.mxdb", 1, MXATTN_ERROR_INVALID_VALUE, "malformed");
-    tamper("ex.mxdb", "DELETE FROM kernels; UPDATE tune_results SET gpu_name = printf('%.300c', 'G')");
-    expect_rejected(dst, "ex.mxdb", 0, MXATTN_ERROR_INVALID_VALUE, "too long");
-    tamper("ex.mxdb", "UPDATE tune_results SET gpu_name = 'ok', sm_count = 'many'");
-    expect_rejected(dst, "ex.mxdb", 0, MXATTN_ERROR_INVALID_VALUE, "wrong type");
+    expect_each_rejected(dst, spoils, sizeof spoils / sizeof spoils[0]);
     mx_cache_close(dst);
 }
 
@@ -309,13 +333,14 @@ static void test_not_a_database_is_rejected(void **state) {
 
 static void test_foreign_schema_is_rejected(void **state) {
     (void)state;
+    static const struct spoil spoils[] = {
+        {"foreign.mxdb", "CREATE TABLE tune_results(a, b); PRAGMA user_version = 2;", 0, MXATTN_ERROR_INVALID_VALUE,
+         "foreign schema"},
+        {"ex.mxdb", "CREATE TABLE evil(x)", 0, MXATTN_ERROR_INVALID_VALUE, "evil"},
+        {"ex.mxdb", "DROP TABLE evil; PRAGMA user_version = 7;", 0, MXATTN_ERROR_UNSUPPORTED, "version 7"}, /* a newer mxattn's */
+    };
     mx_cache *dst = prepare();
-    tamper("foreign.mxdb", "CREATE TABLE tune_results(a, b); PRAGMA user_version = 2;");
-    expect_rejected(dst, "foreign.mxdb", 0, MXATTN_ERROR_INVALID_VALUE, "foreign schema");
-    tamper("ex.mxdb", "CREATE TABLE evil(x)");
-    expect_rejected(dst, "ex.mxdb", 0, MXATTN_ERROR_INVALID_VALUE, "evil");
-    tamper("ex.mxdb", "DROP TABLE evil; PRAGMA user_version = 7;");
-    expect_rejected(dst, "ex.mxdb", 0, MXATTN_ERROR_UNSUPPORTED, "version 7");   /* a newer mxattn's */
+    expect_each_rejected(dst, spoils, sizeof spoils / sizeof spoils[0]);
     /* A view posing as a table would run the exporter's SQL in our process. */
     tamper("view.mxdb", "CREATE TABLE kernels(key, arch, nvrtc_version, kernel_names, cubin, cubin_sha256,"
                         " compile_ms, registers, shared_bytes, spill_bytes, created_at);"
@@ -363,8 +388,10 @@ static const char *key_of_row(int rowid) {
     return key;
 }
 
-static void copy_file(const char *from, const char *to) {
-    FILE *in = fopen(in_dir(from), "rb"), *out = fopen(in_dir(to), "wb");
+/* Copies the file at path `from` to path `to`: for copies inside the test
+ * directory (copy_file) and for bringing a corpus file into it. */
+static void copy_path(const char *from, const char *to) {
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
     assert_non_null(in);
     assert_non_null(out);
     char buf[4096];
@@ -372,6 +399,10 @@ static void copy_file(const char *from, const char *to) {
     while ((n = fread(buf, 1, sizeof buf, in)) > 0) assert_int_equal(fwrite(buf, 1, n, out), n);
     fclose(in);
     fclose(out);
+}
+
+static void copy_file(const char *from, const char *to) {
+    copy_path(in_dir(from), in_dir(to));
 }
 
 /* Each attack on a signed export is refused naming the kernel and why, and
@@ -420,10 +451,7 @@ static void test_kernels_need_a_trusted_signature(void **state) {
     mx_import_options nobody = g_trusting;
     nobody.n_trusted = 0;
     assert_int_equal(mx_cache_import(dst, in_dir("ex.mxdb"), &nobody, NULL), MXATTN_ERROR_UNTRUSTED);
-    char *after = snapshot(dst);
-    assert_string_equal(before, after);
-    free(before);
-    free(after);
+    expect_unchanged(dst, before);
 
     /* The good file, with the signer among other trusted keys, imports. */
     mx_import_options both = g_trusting;
@@ -440,8 +468,7 @@ static void test_kernels_need_a_trusted_signature(void **state) {
 static void test_unsigned_export_brings_no_kernels(void **state) {
     (void)state;
     mx_kernel_record kernels[2];
-    mx_cache *src = make_source(kernels);
-    assert_int_equal(mx_cache_export(src, in_dir("unsigned.mxdb"), 1, NULL), MXATTN_OK);
+    mx_cache *src = exported_source(kernels, "unsigned.mxdb", 1, NULL);
     /* Signing only means something for kernels. */
     assert_int_equal(mx_cache_export(src, in_dir("odd.mxdb"), 0, &g_signer), MXATTN_ERROR_INVALID_VALUE);
     mx_cache_close(src);
@@ -493,6 +520,18 @@ static int refuse_stages(void *arg, const mx_tune_key *key, const mx_tune_result
     return 0;
 }
 
+/* Imports ex.mxdb into `dst` with refuse_stages as the caller's row check;
+ * returns how many rows the check was asked about. */
+static int import_refusing_stages(mx_cache *dst, mx_import_report *rep) {
+    int calls = 0;
+    mx_import_options opt;
+    mx_import_options_init(&opt);
+    opt.row_check = refuse_stages;
+    opt.row_check_arg = &calls;
+    assert_int_equal(mx_cache_import(dst, in_dir("ex.mxdb"), &opt, rep), MXATTN_OK);
+    return calls;
+}
+
 static void test_impossible_rows_are_refused(void **state) {
     (void)state;
     mx_kernel_record kernels[2];
@@ -534,12 +573,7 @@ static void test_impossible_rows_are_refused(void **state) {
     tamper("ex.mxdb", "UPDATE tune_results SET head_dim = 128, seq_bucket = 4096, q_bucket = 4096 WHERE seq_bucket = 1000;"
                       "UPDATE tune_results SET head_dim = 128, default_ms = 2, config = 'block_m=64', tops = 1;");
     tamper("ex.mxdb", "UPDATE tune_results SET config = 'block_m=64 stages=3' WHERE seq_bucket = 16384");
-    int calls = 0;
-    mx_import_options opt;
-    mx_import_options_init(&opt);
-    opt.row_check = refuse_stages;
-    opt.row_check_arg = &calls;
-    assert_int_equal(mx_cache_import(dst, in_dir("ex.mxdb"), &opt, &rep), MXATTN_OK);
+    int calls = import_refusing_stages(dst, &rep);
     assert_int_equal(calls, 4);
     assert_int_equal(rep.tune_rows_refused, 1);
     assert_int_equal(rep.tune_rows_taken, 3);
@@ -659,12 +693,7 @@ static void test_impossible_measurements_are_refused(void **state) {
      * config) and only those: a failed candidate has nothing to run. */
     tamper("ex.mxdb", "DELETE FROM measurements WHERE config LIKE '%bad%' OR config LIKE '%' || char(10);"
                       "UPDATE measurements SET config = config || ' stages=3';");
-    int calls = 0;
-    mx_import_options opt;
-    mx_import_options_init(&opt);
-    opt.row_check = refuse_stages;
-    opt.row_check_arg = &calls;
-    assert_int_equal(mx_cache_import(dst, in_dir("ex.mxdb"), &opt, &rep), MXATTN_OK);
+    int calls = import_refusing_stages(dst, &rep);
     assert_int_equal(calls, 3 + 2);   /* three tuning rows, two "ok" measurements */
     assert_int_equal(rep.measurements_refused, 2);
     assert_int_equal(rep.measurements_taken, 1);
@@ -748,23 +777,12 @@ static void test_merge_keeps_the_faster_measurement(void **state) {
  * is a bad input, not a failure of our database. */
 static void test_unreadable_schema_is_an_invalid_file(void **state) {
     (void)state;
-    FILE *in = fopen(MXATTN_SOURCE_DIR "/tests/fuzz/corpus/import/regress-schema-unreadable", "rb");
-    FILE *out = fopen(in_dir("unreadable.mxdb"), "wb");
-    assert_non_null(in);
-    assert_non_null(out);
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, in)) > 0) assert_int_equal(fwrite(buf, 1, n, out), n);
-    fclose(in);
-    fclose(out);
+    copy_path(MXATTN_SOURCE_DIR "/tests/fuzz/corpus/import/regress-schema-unreadable", in_dir("unreadable.mxdb"));
     mx_cache *dst = prepare();
     expect_rejected(dst, "unreadable.mxdb", 1, MXATTN_ERROR_INVALID_VALUE, "not a usable export");
     char *before = snapshot(dst);
     assert_int_equal(mx_cache_merge(dst, in_dir("unreadable.mxdb"), NULL, NULL), MXATTN_ERROR_INVALID_VALUE);
-    char *after = snapshot(dst);
-    assert_string_equal(before, after);
-    free(before);
-    free(after);
+    expect_unchanged(dst, before);
     mx_cache_close(dst);
 
     /* A target that cannot be written keeps its own status. */

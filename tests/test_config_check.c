@@ -14,20 +14,12 @@
 #include "api/problem.h"
 #include "gen/gen.h"
 #include "util/err.h"
+#include "support/fixtures.h"
 
 /* cache/cache.h's mx_tune_row_check, spelled out: mx_cache_import and merge
  * take the validator through it, so its signature must be exactly this. */
 typedef int (*row_check_fn)(void *arg, const mx_tune_key *key, const mx_tune_result *r, char *why, size_t why_cap);
 static const row_check_fn validator = mx_api_check_tune_row;
-
-static mxattn_ctx *cacheless_ctx(void) {
-    mxattn_ctx *ctx = NULL;
-    mxattn_options o;
-    mxattn_options_init(&o);
-    o.no_cache = 1;
-    assert_int_equal(mxattn_create(&ctx, &o), MXATTN_OK);
-    return ctx;
-}
 
 /* The key a D=64 causal bf16 problem gets on an H200. */
 static mx_tune_key d64_causal_key(void) {
