@@ -109,3 +109,19 @@ void gen_params_with(char *out, size_t cap, const char *family, int head_dim, co
     }
     snprintf(out, cap, "family=%s head_dim=%d%s %s", family, head_dim, kept, extra);
 }
+
+char *gen_render_stable(mx_gen *g, const char *params, const char *family) {
+    char *canon = gen_call(g, "validate", params, NULL);
+    char *a = gen_call(g, "render", params, NULL), *b = gen_call(g, "render", canon, NULL);
+    char *c = gen_call(g, "render", params, NULL);
+    assert_string_equal(a, b);
+    assert_string_equal(a, c);
+    char needle[64];
+    snprintf(needle, sizeof needle, "params: family=%s ", family);
+    if (!strstr(a, needle)) fail_msg("'%s': the source's params line does not name family %s", params, family);
+    assert_null(strstr(a, "#include"));
+    free(b);
+    free(c);
+    free(canon);
+    return a;
+}

@@ -13,6 +13,11 @@ void gen_params_with(char *out, size_t cap, const char *family, int head_dim, co
                      const char *extra);
 /* mx_gen_call(g, fn, a1, a2), failing the test on error; the caller frees the result. */
 char *gen_call(mx_gen *g, const char *fn, const char *a1, const char *a2);
+/* Renders `params`, its canonical text and `params` again, asserts the three
+ * sources are the same text, name `family` in their params line and include
+ * no header; returns the source (the caller frees it) for the caller's own
+ * structure checks.  Every template test's determinism check. */
+char *gen_render_stable(mx_gen *g, const char *params, const char *family);
 /* A launch plan's kernel lines ("kernel NAME GX GY GZ THREADS SMEM [RESIDENT]
  * ..."), in launch order: fills out[0..max-1], fails the test on a malformed
  * line and returns how many kernels the plan names.  resident: a persistent
