@@ -57,11 +57,14 @@ local function demands(tbl, order)
   return table.concat(out, " ")
 end
 
+-- "overlap=1: " for a rule with a `when`, else "".
+local function when_text(rule, order) return rule.when and demands(rule.when, order) .. ": " or "" end
+local function why_text(rule) return rule.why and " (" .. rule.why .. ")" or "" end
+
 -- The line `mxattn params` prints for a rule.
 function R.text(rule, order)
-  local when = rule.when and demands(rule.when, order) .. ": " or ""
   if rule.check then return rule.text end
-  return when .. demands(rule.need, order) .. (rule.why and " (" .. rule.why .. ")" or "")
+  return when_text(rule, order) .. demands(rule.need, order) .. why_text(rule)
 end
 
 -- The message of a table `t` that breaks `rule` of schedule `where`, or nil.
@@ -77,9 +80,8 @@ function R.broken(rule, t, where, order)
     if not matches(rule.need[k], t[k]) then bad[#bad + 1] = k .. "=" .. tostring(t[k]) end
   end
   if #bad == 0 then return nil end
-  local when = rule.when and demands(rule.when, order) .. ": " or ""
-  return string.format("%s%s needs %s%s, not %s", when, where, demands(rule.need, order),
-                       rule.why and " (" .. rule.why .. ")" or "", table.concat(bad, " "))
+  return string.format("%s%s needs %s%s, not %s", when_text(rule, order), where, demands(rule.need, order),
+                       why_text(rule), table.concat(bad, " "))
 end
 
 -- The first rule of `rules` that `t` breaks: its message, or nil.

@@ -11,6 +11,7 @@
 #include "runtime/cuda.h"
 #include "runtime/device.h"
 #include "util/err.h"
+#include "support/fixtures.h"
 
 static void expect_no_driver(mxattn_status s, const char *what) {
     if (s != MXATTN_ERROR_NO_DRIVER)
@@ -104,11 +105,7 @@ static void arch_names_follow_compute_capability(void **state) {
  * legal request gets NO_DRIVER, with the driver's message (the old code
  * checked only the names of config keys first, so these were NO_DRIVER). */
 static void plan_values_come_before_the_driver(void **state) {
-    mxattn_ctx *ctx = NULL;
-    mxattn_options o;
-    mxattn_options_init(&o);
-    o.no_cache = 1;
-    assert_int_equal(mxattn_create(&ctx, &o), MXATTN_OK);
+    mxattn_ctx *ctx = cacheless_ctx();
     mxattn_problem p;
     mxattn_problem_init(&p, "f16", 64);
     mxattn_plan *plan = NULL;

@@ -70,17 +70,15 @@ function F.default(t, pr)
   return { variant = "mma", q_regs = 1, block_m = 64, block_n = 32, warps = 4, stages = 2 }
 end
 
--- Cheap analytic prior for ranking candidates before timing: blocks that fit
--- on an SM times the reuse a tile buys.  Only the order matters.
--- Whether a legal setting is worth timing for the problem's sizes pr: the
--- decode schedule packs a KV group's query rows (gqa * seq_q) into one block
--- of at most 64 rows, so it is a candidate only where they fit.
+-- Whether a legal setting is worth timing for the problem's sizes pr (the
+-- decode schedule's own test; every other schedule always is).
 function F.candidate(t, pr)
-  if t.variant ~= "decode" or not (pr and pr.seq_q) then return true end
-  local gqa = (pr.heads_q and pr.heads_kv and pr.heads_q // pr.heads_kv) or 1
-  return gqa * pr.seq_q <= 64
+  if t.variant == "decode" then return DEC.candidate(t, pr) end
+  return true
 end
 
+-- Cheap analytic prior for ranking candidates before timing: blocks that fit
+-- on an SM times the reuse a tile buys.  Only the order matters.
 function F.prior(t, pr)
   if t.variant == "decode" then return DEC.prior(t, pr) end
   if t.variant == "wgmma" then return WG.prior(t) end

@@ -8,6 +8,7 @@
 -- keys are cut into).  Called by families/f16.lua for variant=decode.
 local U = require("util")
 local R = require("rules")
+local S = require("space")
 local DEC = {}
 
 local SOURCE = U.cuda("cuda/fwd_decode.cuh")
@@ -43,10 +44,20 @@ local function layout(t)
   return l
 end
 
+-- A block's packed query rows at most: 16 a warp, four row warps.
+DEC.MAX_ROWS = 64
+
+-- A problem's packed query rows: a KV group's query heads times seq_q
+-- (pr: the problem's sizes; gqa from the table where it names one).
+local function packed_rows(t, pr)
+  local gqa = t.gqa or (pr and pr.heads_q and pr.heads_kv and pr.heads_q // pr.heads_kv) or 1
+  return gqa * ((pr and pr.seq_q) or 1)
+end
+
 -- The decode schedule's rules (rules.lua).
 DEC.rules = {
   { need = { align = 8 }, why = "16-byte cp.async rows" },
-  { need = { block_m = R.at_most(64) }, why = "a KV group's packed query rows, 16 a warp" },
+  { need = { block_m = R.at_most(DEC.MAX_ROWS) }, why = "a KV group's packed query rows, 16 a warp" },
   { need = { warps = { 4, 8 } } },
   { text = "block_m/16 row warps divide warps",
     check = function(t)
@@ -64,8 +75,15 @@ DEC.rules = {
       end
     end },
   { need = { stages = R.at_least(2) }, why = "a cp.async ring" },
-  { need = { block_n = R.POWER_OF_TWO }, why = "the tile splits by powers of two" },
+  S.POW2_TILES,
 }
+
+-- Worth timing only where the problem's packed rows fit one block: above
+-- that the decode schedule cannot win (the tuner's list leaves it out).
+function DEC.candidate(t, pr)
+  if not (pr and pr.seq_q) then return true end
+  return packed_rows(t, pr) <= DEC.MAX_ROWS
+end
 
 function DEC.smem_bytes(t) return layout(t).total end
 
@@ -119,8 +137,7 @@ end
 -- 3.58 and 3.81 TB/s at Nk 8192 and 32768, where 8 warps and 3 stages (one
 -- block: 121 KB) read 2.64 and 2.48.
 function DEC.default(t, pr)
-  local gqa = t.gqa or (pr and pr.heads_q and pr.heads_kv and pr.heads_q // pr.heads_kv) or 1
-  local rows = gqa * ((pr and pr.seq_q) or 1)
+  local rows = packed_rows(t, pr)
   local bm = rows <= 16 and 16 or rows <= 32 and 32 or 64
   local knobs = { variant = "decode", q_regs = d_pad(t) <= 128 and 1 or 0, block_m = bm, block_n = 64, warps = 4,
                   stages = 3 }
