@@ -12,6 +12,12 @@ function U.fill(text, vars)
   end))
 end
 
+-- The first lines of every rendered source: what it is, and the canonical
+-- configuration it was rendered from.
+function U.banner(canonical)
+  return "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n"
+end
+
 -- `text` with `by` before every non-empty line (a block of C nested deeper).
 function U.indent(text, by) return (text:gsub("([^\n]+)", by .. "%1")) end
 

@@ -321,7 +321,7 @@ static void test_wgmma_sources_are_header_then_cuda_file(void **state) {
         {"family=f16 head_dim=128 causal=1 " PP "persistent=1 block_n=128 stages=3",
          "// The persistent ping-pong (families/f16_wgmma.lua, persistent=1; sm_90a)", "constexpr bool DEFERRED = false;"},
         {"family=f16 head_dim=128 " PP "persistent=1 split=1 block_n=128 stages=3",
-         "// The persistent ping-pong with split work units", "constexpr int MAX_SPLIT = 8, MAX_PIECES = 160;"},
+         "// The persistent ping-pong (families/f16_wgmma.lua, persistent=1; sm_90a)", "constexpr bool SPLIT = true;"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *src = gen_call(g, "render", cases[i].params, NULL);
@@ -449,20 +449,22 @@ static void test_default_reads_the_queries(void **state) {
     free(plain);
 }
 
-/* split=1: the persistent kernel without a causal mask whose units split
- * along the keys when a problem has fewer of them than the launch has blocks:
- * pieces of a unit's key tiles, masked and loaded from their first tile, a
- * piece's partial through the workspace; the launch asks for 8 blocks a unit.
- * The default takes it where the row blocks leave half of the SMs idle. */
+/* split=1: the persistent kernel (its SPLIT) without a causal mask, whose
+ * units split along the keys when a problem has fewer of them than the launch
+ * has blocks: pieces of a unit's key tiles, masked and loaded from their first
+ * tile, a piece's partial through the workspace, with the pieces' limits in
+ * the header; the launch asks for 8 blocks a unit.  The default takes it
+ * where the row blocks leave half of the SMs idle. */
 static void test_split_is_persistent_noncausal_and_default_when_sms_idle(void **state) {
     char *src = gen_call(g, "render", "family=f16 head_dim=128 " PP "persistent=1 split=1 block_n=128 stages=3", NULL);
+    assert_non_null(strstr(src, "constexpr bool SPLIT = true;"));
+    assert_non_null(strstr(src, "constexpr int MAX_SPLIT = 8, MAX_PIECES = 160;"));
     assert_non_null(strstr(src, "finish_piece(o, row_max"));
-    assert_non_null(strstr(src, "load_kv_at(tile0 + t, slot)"));
+    assert_non_null(strstr(src, "tile0 + t, slot, b.kv_head, b.batch)"));
     assert_non_null(strstr(src, "mask_tile(s, tile0 + t, warp_row0, a)"));
     free(src);
     char *plain = gen_call(g, "render", "family=f16 head_dim=128 " PP "persistent=1 block_n=128 stages=3", NULL);
-    assert_null(strstr(plain, "finish_piece"));
-    assert_null(strstr(plain, "tile0"));
+    assert_non_null(strstr(plain, "constexpr bool SPLIT = false;"));
     free(plain);
     gen_expect_invalid(g, "family=f16 head_dim=128 causal=1 " PP "persistent=1 split=1 block_n=128 stages=3", "split=1");
     gen_expect_invalid(g, "family=f16 head_dim=128 " PP "split=1 block_n=128 stages=3", "split=1");

@@ -28,7 +28,11 @@ local U = require("util")
 local R = require("rules")
 local S = require("space")
 
+-- The sections as the kernels' enum, the wgmma variant's too (F.WS_ENUM).
 local WS_NAMES = { "WS_Q8", "WS_K8", "WS_QSCALE", "WS_KSCALE", "WS_KMEAN", "WS_VSCALE", "WS_V8T", "WS_CORR" }
+local WS_ENUM = {}
+for i, n in ipairs(WS_NAMES) do WS_ENUM[i] = string.format("%s = %d", n, i - 1) end
+WS_ENUM = table.concat(WS_ENUM, ", ")
 
 local function d32(t) return U.round_up(t.head_dim, 32) end
 local function dv(t) return U.round_up(t.head_dim, 16) end
@@ -48,7 +52,7 @@ local PV = {
 }
 
 return function(family, pv_kind)
-  local F = {}
+  local F = { WS_ENUM = WS_ENUM }
   local pv = PV[pv_kind]
   -- int8-fp8 quantizes Q and K in SageAttention2's per-thread groups (as
   -- accurate as 16-row/16-key blocks or better on the CPU reference, and one
@@ -97,8 +101,6 @@ return function(family, pv_kind)
 
   function F.render(t, canonical)
     local name = F.kernel_name(t, canonical)
-    local ws = {}
-    for i, n in ipairs(WS_NAMES) do ws[#ws + 1] = string.format("%s = %d", n, i - 1) end
     local header = U.fill([[
 #define KERNEL_NAME ${NAME}
 constexpr int D = ${D}, D32 = ${D32}, DV = ${DV}, D_PAD = DV;
@@ -118,12 +120,12 @@ constexpr int KS_TILE = PER_THREAD ? 4 : BN / 16;   // K scales of a key tile in
 enum { ${WS} };                         // workspace sections
 ]], { NAME = name, D = t.head_dim, D32 = d32(t), DV = dv(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps,
       STAGES = t.stages, VTB = pv.v_tile_bytes(t), CAUSAL = t.causal == 1, LSE = t.lse == 1,
-      SMOOTH_K = t.smooth_k == 1, FP8_V = pv_kind == "fp8", PER_THREAD = per_thread, WS = table.concat(ws, ", ") })
+      SMOOTH_K = t.smooth_k == 1, FP8_V = pv_kind == "fp8", PER_THREAD = per_thread, WS = WS_ENUM })
     local mma = { dtype = "f16" }   -- ldmatrix, and the fp16 MMA of int8-f16's P.V
     -- The quant kernels' constants come with them (quant_kernels(...)), so
     -- the helpers and quant kernels read as in int8-fp8's wgmma source.
     local parts = {
-      "// mxattn generated kernels. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
+      U.banner(canonical),
       header .. MMA.constants(mma) .. QUANT.constants(t) .. LOAD.constants(t) .. EPILOGUE.constants(t),
       PRELUDE.text,
       MMA.text,

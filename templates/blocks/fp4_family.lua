@@ -219,11 +219,7 @@ constexpr int D_PAD = DV;
   local name = F.kernel_name(t, canonical)
   local qk_block = QK == "int8" and CU.qk_int8 or native(t) and CU.qk_native or CU.qk_emulated
   return table.concat({
-    "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
-    require("blocks.prelude")(t),
-    constants .. "#define KERNEL_NAME " .. name .. "\n",
-    require("blocks.fp4_formats")(p),
-    require("blocks.fp4_quant")(p, name),
+    require("blocks.fp4_quant").source_start(t, p, constants, name, canonical),
     require("blocks.mma_sync")({ dtype = "bf16" }),
     require("blocks.fp4_mma")(p),
     CU.tiles,

@@ -20,4 +20,13 @@ function M.constants(name)
                 "#define KERNEL_NAME_quant_q ${NAME}_quant_q\n", { NAME = name })
 end
 function M.text(p) return COMMON .. "\n" .. (p.qk == "int8" and INT8_ROWS or FP4_ROWS) end
-return setmetatable(M, { __call = function(_, p, name) return M.constants(name) .. M.text(p) end })
+setmetatable(M, { __call = function(_, p, name) return M.constants(name) .. M.text(p) end })
+
+-- What both FP4 attention kernels' sources (blocks/fp4_family.lua's mma
+-- variant, blocks/fp4_wgmma.lua) begin with: the banner, the prelude, the
+-- kernel's constants and symbol, the formats and these quantization kernels.
+function M.source_start(t, p, constants, name, canonical)
+  return table.concat({ U.banner(canonical), require("blocks.prelude")(t), constants .. "#define KERNEL_NAME " .. name .. "\n",
+                        require("blocks.fp4_formats")(p), M(p, name) }, "\n")
+end
+return M

@@ -29,6 +29,8 @@ local U = require("util")
 local R = require("rules")
 local WC = require("blocks.wgmma_common")
 
+local BLOCK, RING = U.cuda("cuda/tma_block.cuh"), U.cuda("cuda/wgmma_ring.cuh")   -- the block, its copies
+local TILE = U.cuda("cuda/wgmma_f16_tile.cuh")   -- issue_qk, pack_p
 local CUDA = U.cuda("cuda/fwd_fp4_wgmma.cuh")
 local ENTRY = U.cuda("cuda/fwd_fp4_wgmma_entry.cuh")   -- the extern "C" kernel that calls it
 
@@ -147,6 +149,7 @@ constexpr int QROWS = ${QROWS}, KROWS = ${KROWS};   // workspace rows are padded
 constexpr int IBQ = ${IBQ}, IBK = ${IBK};           // INT8 scale blocks (nvfp4-int8qk)
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, SMOOTH_K = ${SMOOTH}, TWO_LEVEL = ${TWO_LEVEL};
 constexpr bool INT8_QK = ${INT8}, BF16_OPS = true;  // the quantization pass writes bf16 operands
+constexpr bool MMA_BF16 = true;        // so the products take bf16 (cuda/wgmma_f16_tile.cuh)
 constexpr bool PV_HALVES = ${HALVES};  // P V by 64-column panels (three consumers at D_PAD = 128)
 ]], { D = t.head_dim, D_PAD = d_pad(t), DP = dp(t), SPK = spk(t), BM = t.block_m, BN = t.block_n,
       WARPS = t.warps, STAGES = t.stages, REGS_P = regs_p, REGS_C = regs_c, W = w,
@@ -155,15 +158,14 @@ constexpr bool PV_HALVES = ${HALVES};  // P V by 64-column panels (three consume
       CAUSAL = t.causal == 1, LSE = t.lse == 1, SMOOTH = t.smooth_k == 1, TWO_LEVEL = t.p_scale == "two-level",
       INT8 = QK == "int8", HALVES = pv_halves(t) })
   return table.concat({
-    "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
-    require("blocks.prelude")(t),
-    constants .. "#define KERNEL_NAME " .. name .. "\n",
-    require("blocks.fp4_formats")(p),
-    require("blocks.fp4_quant")(p, name),
+    require("blocks.fp4_quant").source_start(t, p, constants, name, canonical),
     require("blocks.tma_mbarrier")(t),
     require("blocks.wgmma_f16")({ dtype = "bf16", bn = t.block_n, d_pad = d_pad(t), swizzle_mode = SWIZZLE_MODE[w] }),
     require("blocks.softmax")(t),
     require("blocks.epilogue")(t),
+    BLOCK,
+    RING,
+    TILE,
     CUDA,
     ENTRY,
   }, "\n")

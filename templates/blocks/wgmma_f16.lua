@@ -75,9 +75,9 @@ MX_INLINE void %s(float (&d)[1][%d][4], const u32 (&a)[4], u64 desc_b) {
     regs + 4, acc_constraints(n // 8))
 end
 
--- The fixed text: the descriptor and the pin of a packed register
--- (cuda/wgmma_f16.cuh, reading SWIZZLE_MODE), the fences and waits
--- (cuda/wgmma_sync.cuh, shared with the 8-bit wgmma block).
+-- The fixed text: the descriptor (cuda/wgmma_f16.cuh, reading SWIZZLE_MODE),
+-- the fences, waits and register pins (cuda/wgmma_sync.cuh, shared with the
+-- 8-bit wgmma block).
 -- The two products' wrappers are written here because their asm lists one
 -- operand per accumulator register, N/2 of them, which CUDA cannot spell by a
 -- constant (CUTLASS writes out every N instead).

@@ -25,8 +25,7 @@ MX_INLINE void write_output(const float (&o)[MT][DT][4], const float (&row_max)[
   for (int mt = 0; mt < MT; mt++)
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-      const float l = quad_sum(row_sum[mt][h]);
-      const float inv = l != 0.f ? 1.f / l : 0.f;   // a row that saw no key is all zeros; a NaN l stays NaN
+      const float l = quad_sum(row_sum[mt][h]), inv = inverse_sum(l);
       const int row = row0 + mt * 16 + lane / 4 + 8 * h;
       if (row >= seq_q) continue;
       u16 *out = o_head + row * o_ss;

@@ -12,8 +12,7 @@ MX_INLINE void pack_output(u32 (&packed)[2][DT], float (&lse)[2], const float (&
   for (int h = 0; h < 2; h++) sums[h] = quad_sum(row_sum[0][h]);
 #pragma unroll
   for (int h = 0; h < 2; h++) {
-    const float l = sums[h];
-    const float inv = l != 0.f ? 1.f / l : 0.f;   // a row that saw no key is all zeros; a NaN l stays NaN
+    const float l = sums[h], inv = inverse_sum(l);
 #pragma unroll
     for (int dt = 0; dt < DT; dt++) packed[h][dt] = pack_out(o[0][dt][2 * h] * inv, o[0][dt][2 * h + 1] * inv);
     lse[h] = WRITE_LSE ? row_lse(row_max[0][h], l) : 0.f;

@@ -27,8 +27,7 @@ MX_INLINE void pv_product(float (&o)[MT][DT][4], const POperand &pa, const float
       ldsm_x4(b, smem_addr(vt + (dd * 16 + lane % 8 + (lane / 16) * 8) * RSV + kk * 16 + ((lane / 8) % 2) * 8));
 #pragma unroll
       for (int mt = 0; mt < MT; mt++) {
-        mma_16816(acc[mt][0], pa[mt][kk], b[0], b[1]);
-        mma_16816(acc[mt][1], pa[mt][kk], b[2], b[3]);
+        mma_16816_x2(acc[mt][0], acc[mt][1], pa[mt][kk], b);
       }
     }
 #pragma unroll

@@ -39,8 +39,7 @@ MX_INLINE void qk_product(float (&s)[MT][NT][4], const QOperand &q, const Slot &
       ldsm_x4(b, smem_addr(kt + (nn * 16 + lane % 8 + (lane / 16) * 8) * RS + kd * 16 + ((lane / 8) % 2) * 8));
 #pragma unroll
       for (int mt = 0; mt < MT; mt++) {
-        mma_16816(s[mt][2 * nn], qf[mt], b[0], b[1]);
-        mma_16816(s[mt][2 * nn + 1], qf[mt], b[2], b[3]);
+        mma_16816_x2(s[mt][2 * nn], s[mt][2 * nn + 1], qf[mt], b);
       }
     }
   }

@@ -79,8 +79,7 @@ MX_INLINE void decode_scores(float (&s)[NT][4], const u32 (&qf)[KD][4], u32 q_la
     for (int nn = 0; nn < KPW / 16; nn++) {
       u32 b[4];
       ldsm_x4(b, kt + (nn * 16 * RS + kd * 16) * 2);
-      mma_16816(s[2 * nn], qk, b[0], b[1]);
-      mma_16816(s[2 * nn + 1], qk, b[2], b[3]);
+      mma_16816_x2(s[2 * nn], s[2 * nn + 1], qk, b);
     }
   }
 }
@@ -136,8 +135,7 @@ MX_INLINE void decode_pv(float (&o)[DT][4], const float (&s)[NT][4], u32 vt) {
     for (int dd = 0; dd < D_PAD / 16; dd++) {
       u32 b[4];
       ldsm_x4_trans(b, vt + (kk * 16 * RS + dd * 16) * 2);
-      mma_16816(o[2 * dd], p, b[0], b[1]);
-      mma_16816(o[2 * dd + 1], p, b[2], b[3]);
+      mma_16816_x2(o[2 * dd], o[2 * dd + 1], p, b);
     }
   }
 }
@@ -187,7 +185,7 @@ MX_INLINE void decode_finish(const float (&o)[DT][4], const float (&row_max)[2],
     float l = 0.f;
 #pragma unroll
     for (int w = 0; w < KEY_WARPS; w++) l += red_l[w * BM + r] * fast_exp2(red_m[w * BM + r] - base);
-    const float inv = l != 0.f ? 1.f / l : 0.f;   // a row that saw no key is all zeros; a NaN l stays NaN
+    const float inv = inverse_sum(l);
 #pragma unroll
     for (int w = 0; w < KEY_WARPS; w++) red_m[w * BM + r] = fast_exp2(red_m[w * BM + r] - base) * inv;
     row_lse[r] = l != 0.f ? base + fast_log2(l) : MX_NEG_INF;
@@ -249,7 +247,7 @@ MX_INLINE void combine_row(const mx_kernel_args &a, i64 row, i64 total, int lane
   for (int s = lane; s < SPLITS; s += 32) l += fast_exp2(ld_cg(part_lse + s * total + row) - base);
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
-  const float inv = l != 0.f ? 1.f / l : 0.f;
+  const float inv = inverse_sum(l);
   const int q = (int)(row % a.seq_q), head = (int)(row / a.seq_q % a.heads_q), batch = (int)(row / a.seq_q / a.heads_q);
   u16 *out = (u16 *)a.o + batch * a.o_sb + head * a.o_sh + (i64)q * a.o_ss;
   for (int c = lane * 2; c < D; c += 64) {

@@ -27,7 +27,9 @@
 // Needs, before this text: the prelude, the constants the Lua side emits,
 // blocks/fp4_formats (e2m1, scales), blocks/fp4_quant (ws_at, the workspace
 // sections), blocks/tma_mbarrier, blocks/wgmma_f16 (smem_desc, wgmma_qk,
-// wgmma_pv, the fences), blocks/softmax and blocks/epilogue.
+// wgmma_pv, the fences), blocks/softmax, blocks/epilogue, and the f16
+// kernels' cuda/tma_block.cuh, wgmma_ring.cuh (the block, its copies) and
+// wgmma_f16_tile.cuh (issue_qk, pack_p, ring_descs).
 
 // ---- P's two-level quantization on the accumulator registers ----------------
 
@@ -144,15 +146,7 @@ MX_INLINE void quantize_p(float (&s)[1][NT][4], u32 (&pa)[BN / 16][4], float (&s
         for (int e = 2 * h; e < 2 * h + 2; e++) s[0][nt][e] = e2m1_round(div_rn_by(s[0][nt][e], s2, r2)) * s2;
     }
   }
-#pragma unroll
-  for (int kk = 0; kk < BN / 16; kk++) {
-    pa[kk][0] = pack_bf16(s[0][2 * kk][0], s[0][2 * kk][1]);
-    pa[kk][1] = pack_bf16(s[0][2 * kk][2], s[0][2 * kk][3]);
-    pa[kk][2] = pack_bf16(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
-    pa[kk][3] = pack_bf16(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
-#pragma unroll
-    for (int i = 0; i < 4; i++) reg_fence(pa[kk][i]);
-  }
+  pack_p(pa, s);                       // bf16 (MMA_BF16): P^ is exact in it
 }
 
 // ---- one key tile for one consumer warpgroup --------------------------------
@@ -194,16 +188,9 @@ MX_INLINE ScoreScales score_scales(const mx_kernel_args &a, i64 q_bh, i64 kv_bh,
 MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (&row_sum)[1][2], u64 desc_q,
                            u64 desc_k, u64 desc_v, u32 bar_k, u32 bar_v, u32 parity, int t, int warp_row0,
                            const ScoreScales &sc, const mx_kernel_args &a) {
-  // S = Q K^T: D_PAD/16 k-steps; step kd is 32 bytes into panel kd/(W/16).
   float s[1][NT][4];
   mbar_wait(bar_k, parity);
-  wgmma_fence();
-#pragma unroll
-  for (int kd = 0; kd < KD; kd++) {
-    const int panel = kd / (W / 16), step = (kd % (W / 16)) * 32;
-    wgmma_qk(s, desc_q + (panel * BM * ROW_BYTES + step) / 16, desc_k + (panel * BN * ROW_BYTES + step) / 16, kd > 0);
-  }
-  wgmma_commit();
+  issue_qk(s, desc_q, desc_k);         // S = Q K^T (cuda/wgmma_f16_tile.cuh)
   wgmma_wait<0>();
   reg_fence(s);
 
@@ -280,77 +267,31 @@ MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (
 // sections [batch][heads][rows][D_PAD], 2W-byte swizzled panels).
 MX_INLINE void fp4_wgmma_attention(const mx_kernel_args &a) {
   extern __shared__ __align__(1024) u8 smem[];
-  // Swizzled tiles need 1024-byte alignment (the 128B pattern spans 8 rows).
-  const u32 base = (smem_addr(smem) + 1023u) & ~1023u;
-  const u32 sQ = base + SM_Q, sK = base + SM_K, sV = base + SM_V;
-  const u32 bar_q = base + SM_BAR;     // then full_k[STAGES], full_v[STAGES], empty[STAGES]
-  auto bar_k = [&](int s) { return bar_q + 8 * (1 + s); };
-  auto bar_v = [&](int s) { return bar_q + 8 * (1 + STAGES + s); };
-  auto bar_empty = [&](int s) { return bar_q + 8 * (1 + 2 * STAGES + s); };
-  const int warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);   // uniform: the role branch is too
-
-  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;   // causal: longest rows first
-  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / a.gqa;
-  const int m0 = m_block * BM;
-  const void *map_q = &a.tmap[0], *map_k = &a.tmap[1], *map_v = &a.tmap[2];
-  const int n_tiles = key_tiles(m0, a);   // all keys, or (causal) up to the last row's diagonal
-
-  if (threadIdx.x == 0) {
-    tma_prefetch_map(map_q); tma_prefetch_map(map_k); tma_prefetch_map(map_v);
-    mbar_init(bar_q, 1);
-    for (int s = 0; s < STAGES; s++) {
-      mbar_init(bar_k(s), 1);
-      mbar_init(bar_v(s), 1);
-      mbar_init(bar_empty(s), CONSUMERS * 128);   // every consumer thread releases the slot
-    }
-    mbar_init_fence();
-  }
-  __syncthreads();
+  const GridBlock b = grid_block_start(smem, a);   // cuda/wgmma_ring.cuh: tiles, barriers, copies
+  const int warp = b.warp, head = b.head, batch = b.batch, n_tiles = b.n_tiles;
 
   if (warp < 4) {                      // producer warpgroup
-    if (REGS_PRODUCER) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS_PRODUCER));
-    if (threadIdx.x == 0) {
-      // The workspace rows of this block: Q's are BM-row boxes of head `head`,
-      // K's and V's BN-row boxes of its KV head; one box per W-column panel.
-      mbar_expect_tx(bar_q, Q_BYTES);
-#pragma unroll
-      for (int p = 0; p < PANELS; p++) tma_load_4d(sQ + p * BM * ROW_BYTES, map_q, p * W, m0, head, batch, bar_q);
-      for (int t = 0; t < n_tiles; t++) {
-        const int s = t % STAGES;
-        if (t >= STAGES) mbar_wait(bar_empty(s), (t / STAGES - 1) & 1);   // tile t - STAGES released
-        mbar_expect_tx(bar_k(s), KV_BYTES);
-#pragma unroll
-        for (int p = 0; p < PANELS; p++)
-          tma_load_4d(sK + s * KV_BYTES + p * BN * ROW_BYTES, map_k, p * W, t * BN, kv_head, batch, bar_k(s));
-        mbar_expect_tx(bar_v(s), KV_BYTES);
-#pragma unroll
-        for (int p = 0; p < PANELS; p++)
-          tma_load_4d(sV + s * KV_BYTES + p * BN * ROW_BYTES, map_v, p * W, t * BN, kv_head, batch, bar_v(s));
-      }
-    }
+    producer_registers();
+    if (threadIdx.x == 0) produce_tiles(b);   // cuda/tma_block.cuh
     return;
   }
 
   // Consumer warpgroups.
-  if (REGS_CONSUMER) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS_CONSUMER));
+  consumer_registers();
   const int wg = warp / 4 - 1;
-  const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;
-  const i64 q_bh = (i64)batch * a.heads_q + head, kv_bh = (i64)batch * a.heads_kv + kv_head;
-  // Descriptors of this warpgroup's 64 Q rows and of ring slot 0's K and V
-  // (K-major Q and K; V MN-major: LBO is one panel of BN key rows).
-  const u64 desc_q = smem_desc(sQ + wg * 64 * ROW_BYTES, 16, 8 * ROW_BYTES);
-  const u64 desc_k = smem_desc(sK, 16, 8 * ROW_BYTES);
-  const u64 desc_v = smem_desc(sV, BN * ROW_BYTES, 8 * ROW_BYTES);
+  const int warp_row0 = b.m0 + wg * 64 + (warp % 4) * 16;
+  const i64 q_bh = (i64)batch * a.heads_q + head, kv_bh = (i64)batch * a.heads_kv + b.kv_head;
+  const Descs d = ring_descs(b.sQ, b.sK, b.sV, wg);   // cuda/wgmma_f16_tile.cuh
   const ScoreScales sc = score_scales(a, q_bh, kv_bh, warp_row0);
 
   float o[1][DT][4], row_max[1][2], row_sum[1][2];
   init_accumulators(o, row_max, row_sum);
-  mbar_wait(bar_q, 0);                 // Q has landed (also where no key is seen: no copy outlives the block)
+  mbar_wait(b.bar_q, 0);               // Q has landed (also where no key is seen: no copy outlives the block)
   for (int t = 0; t < n_tiles; t++) {
     const int slot = t % STAGES;
-    attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * (KV_BYTES / 16), desc_v + slot * (KV_BYTES / 16),
-                bar_k(slot), bar_v(slot), (t / STAGES) & 1, t, warp_row0, sc, a);
-    mbar_arrive(bar_empty(slot));      // this thread's MMAs on the slot are complete
+    attend_tile(o, row_max, row_sum, d.q, d.k + slot * (KV_BYTES / 16), d.v + slot * (KV_BYTES / 16),
+                b.bar_k(slot), b.bar_v(slot), (t / STAGES) & 1, t, warp_row0, sc, a);
+    mbar_arrive(b.bar_empty(slot));    // this thread's MMAs on the slot are complete
   }
 
   // Smooth-K dropped q . mean from every score of a row; it cancels in the

@@ -29,36 +29,22 @@ MX_INLINE u32 release_slot(u32 counter) {
 extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __grid_constant__ mx_kernel_args a) {
   extern __shared__ __align__(1024) u8 smem[];
   const Block b = block_start(smem, a);   // cuda/int8_fp8_block.cuh: tiles, barriers, copies
-  const u32 base = b.base, sQ = b.sQ, sK = b.sK, sV = b.sV, bar_q = b.bar_q;
-  const int warp = b.warp, head = b.head, batch = b.batch, m0 = b.m0, nqp = b.nqp, nkp = b.nkp, n_tiles = b.n_tiles;
-  const i64 qh = b.qh, kh = b.kh;
+  const int warp = b.warp, n_tiles = b.n_tiles;
 
-  const u32 released = base + SM_RELEASED;     // a u32 a slot: warps done with the slot's current tile
+  const u32 released = b.base + SM_RELEASED;     // a u32 a slot: warps done with the slot's current tile
   if (threadIdx.x < STAGES) asm volatile("st.shared.u32 [%0], 0;" :: "r"(released + 4 * threadIdx.x) : "memory");
   __syncthreads();
-  const int live = min(CONSUMERS, (a.seq_q - m0 + 63) / 64);   // >= 1: m0 < seq_q
+  const int live = min(CONSUMERS, (a.seq_q - b.m0 + 63) / 64);   // >= 1: m0 < seq_q
   if (warp == 0 && elect_one()) {
     b.load_q();
     for (int s = 0; s < STAGES && s < n_tiles; s++) b.load_kv(s);
   }
   if (warp / 4 >= live) return;                // rows past the queries (never warpgroup 0, whose warp 0 loads)
-  const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
-  const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;  // a 16-row group: one Q scale
-  // The thread's Q scale: its rows' pair (per-thread groups, cuda/quant_int8.cuh).
-  const float qscale = ((const float *)ws_at(a, WS_QSCALE))[qh * qscales_a_head(nqp) + (warp_row0 / 2 + threadIdx.x % 32 / 4)];
-  const float *ks = (const float *)ws_at(a, WS_KSCALE) + kh * kscales_a_head(nkp);
+  const Consumer c = consumer_start(b, a);   // cuda/int8_fp8_block.cuh: scales, descriptors
+  const int wg = c.wg;
   float o[1][DT][4], row_max[1][2], row_sum[1][2];
-#pragma unroll
-  for (int dt = 0; dt < DT; dt++) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.f;
-  row_max[0][0] = row_max[0][1] = MX_NEG_INF;
-  row_sum[0][0] = row_sum[0][1] = 0.f;
-  // Descriptors of this warpgroup's 64 Q rows and of ring slot 0's K8 and
-  // V^T; a k-step or a slot only adds to the start address (the low 14 bits).
-  const u64 desc_q = smem_desc(sQ + wg * 64 * WQK, 8 * WQK, SWZ_QK);
-  const u64 desc_k = smem_desc(sK, 8 * WQK, SWZ_QK);
-  const u64 desc_v = smem_desc(sV, 8 * BN, SWZ_V);
-  const u64 desc_ones = smem_desc(base + SM_ONES, 8 * BN, SWZ_V);   // rowsum_mma's B
-  mbar_wait(bar_q, 0);
+  init_accumulators(o, row_max, row_sum);
+  mbar_wait(b.bar_q, 0);
 
   // last_count: the count before the last arrival of the current use of
   // tile t's slot, one more use every STAGES tiles.  A remainder by the
@@ -69,11 +55,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
   u32 last_count = 4 * live - 1;
   for (int t = 0; t < n_tiles; t++) {
     const int slot = t % STAGES;
-    attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * (K_BYTES / 16), desc_v + slot * (V_BYTES / 16),
-                b.bar_k(slot), b.bar_v(slot), (t / STAGES) & 1, t, warp_row0, qscale, ks, desc_ones, a);
+    attend_tile(o, row_max, row_sum, c.desc_q, c.desc_k + slot * (K_BYTES / 16), c.desc_v + slot * (V_BYTES / 16),
+                b.bar_k(slot), b.bar_v(slot), (t / STAGES) & 1, t, c.warp_row0, c.qscale, c.ks, c.desc_ones, a);
     if (t + STAGES < n_tiles && elect_one() && release_slot(released + 4 * slot) == last_count)
       b.load_kv(t + STAGES);
     if (slot == STAGES - 1) last_count += 4 * live;
   }
-  finish_rows(o, row_max, row_sum, a, qh, kh, nqp, batch, head, warp_row0);
+  finish_rows(o, row_max, row_sum, a, b.qh, b.kh, b.nqp, b.batch, b.head, c.warp_row0);
 }

@@ -33,9 +33,7 @@
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) KERNEL_NAME(const __grid_constant__ mx_kernel_args a) {
   extern __shared__ __align__(1024) u8 smem[];
   const Block b = block_start(smem, a);   // cuda/int8_fp8_block.cuh: tiles, barriers, copies
-  const u32 base = b.base, sQ = b.sQ, sK = b.sK, sV = b.sV, bar_q = b.bar_q;
-  const int warp = b.warp, head = b.head, batch = b.batch, m0 = b.m0, nqp = b.nqp, nkp = b.nkp, n_tiles = b.n_tiles;
-  const i64 qh = b.qh, kh = b.kh;
+  const int warp = b.warp, n_tiles = b.n_tiles;
   // The copies at the top of iteration t of the one-warpgroup kernel: K (and
   // V) of tile t + STAGES - 1; with one V slot, also V of tile t itself into
   // the slot that the last iteration's block barrier has just freed.  Its
@@ -47,18 +45,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) KERNEL_NAME(co
 
   if constexpr (PRODUCER) {
     if (warp < 4) {                    // producer warpgroup
-      if (REGS_PRODUCER) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS_PRODUCER));
-      if (threadIdx.x == 0) {
-        b.load_q();
-        for (int t = 0; t < n_tiles; t++) {
-          const int slot = t % STAGES;
-          if (t >= STAGES) mbar_wait(b.bar_empty(slot), (t / STAGES - 1) & 1);   // tile t - STAGES released
-          b.load_kv(t);
-        }
-      }
+      producer_registers();
+      if (threadIdx.x == 0) produce_tiles(b);   // cuda/tma_block.cuh
       return;
     }
-    if (REGS_CONSUMER) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS_CONSUMER));
+    consumer_registers();
   } else if (warp == 0 && elect_one()) {
     // `warp == 0 && elect_one()`, not `threadIdx.x == 0`: under the latter the
     // compiler predicated the issuing code (with a loop that makes the copy's
@@ -67,33 +58,20 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) KERNEL_NAME(co
     b.load_q();
     for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) b.load_kv(s);
   }
-  const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
-  const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;  // a 16-row group: one Q scale
-  // The thread's Q scale: its rows' pair (per-thread groups, cuda/quant_int8.cuh).
-  const float qscale = ((const float *)ws_at(a, WS_QSCALE))[qh * qscales_a_head(nqp) + (warp_row0 / 2 + threadIdx.x % 32 / 4)];
-  const float *ks = (const float *)ws_at(a, WS_KSCALE) + kh * kscales_a_head(nkp);
+  const Consumer c = consumer_start(b, a);   // cuda/int8_fp8_block.cuh: scales, descriptors
   float o[1][DT][4], row_max[1][2], row_sum[1][2];
-#pragma unroll
-  for (int dt = 0; dt < DT; dt++) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.f;
-  row_max[0][0] = row_max[0][1] = MX_NEG_INF;
-  row_sum[0][0] = row_sum[0][1] = 0.f;
-  // Descriptors of this warpgroup's 64 Q rows and of ring slot 0's K8 and
-  // V^T; a k-step or a slot only adds to the start address (the low 14 bits).
-  const u64 desc_q = smem_desc(sQ + wg * 64 * WQK, 8 * WQK, SWZ_QK);
-  const u64 desc_k = smem_desc(sK, 8 * WQK, SWZ_QK);
-  const u64 desc_v = smem_desc(sV, 8 * BN, SWZ_V);
-  const u64 desc_ones = smem_desc(base + SM_ONES, 8 * BN, SWZ_V);   // rowsum_mma's B
-  mbar_wait(bar_q, 0);
+  init_accumulators(o, row_max, row_sum);
+  mbar_wait(b.bar_q, 0);
 
   for (int t = 0; t < n_tiles; t++) {
     if constexpr (!PRODUCER) {
       if (warp == 0 && elect_one()) load_next(t, n_tiles);
     }
     const int slot = t % STAGES, v_slot = PRODUCER ? slot : slot % V_SLOTS;
-    attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * K_BYTES / 16, desc_v + v_slot * V_BYTES / 16,
-                b.bar_k(slot), b.bar_v(v_slot), (t / STAGES) & 1, t, warp_row0, qscale, ks, desc_ones, a);
+    attend_tile(o, row_max, row_sum, c.desc_q, c.desc_k + slot * K_BYTES / 16, c.desc_v + v_slot * V_BYTES / 16,
+                b.bar_k(slot), b.bar_v(v_slot), (t / STAGES) & 1, t, c.warp_row0, c.qscale, c.ks, c.desc_ones, a);
     if constexpr (PRODUCER) mbar_arrive(b.bar_empty(slot));   // this thread's MMAs on the slot are complete
     else __syncthreads();                                   // every warpgroup is done with this slot
   }
-  finish_rows(o, row_max, row_sum, a, qh, kh, nqp, batch, head, warp_row0);
+  finish_rows(o, row_max, row_sum, a, b.qh, b.kh, b.nqp, b.batch, b.head, c.warp_row0);
 }

@@ -23,8 +23,7 @@ MX_INLINE void write_output_staged(const float (&o)[MT][DT][4], const float (&ro
   for (int mt = 0; mt < MT; mt++)
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-      const float l = quad_sum(row_sum[mt][h]);
-      const float inv = l != 0.f ? 1.f / l : 0.f;   // a row that saw no key is all zeros; a NaN l stays NaN
+      const float l = quad_sum(row_sum[mt][h]), inv = inverse_sum(l);
       const int r = mt * 16 + lane / 4 + 8 * h;
 #pragma unroll
       for (int dt = 0; dt < DT; dt++) {
@@ -70,8 +69,7 @@ MX_INLINE void accumulate_pv(float (&o)[MT][DT][4], const u32 (&p)[MT][BN / 16][
       ldsm_x4_trans(b, vt + (kk * 16 * RS + dd * 16) * 2);
 #pragma unroll
       for (int mt = 0; mt < MT; mt++) {
-        mma_16816(o[mt][2 * dd], p[mt][kk], b[0], b[1]);
-        mma_16816(o[mt][2 * dd + 1], p[mt][kk], b[2], b[3]);
+        mma_16816_x2(o[mt][2 * dd], o[mt][2 * dd + 1], p[mt][kk], b);
       }
     }
 }
@@ -164,8 +162,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) KERNEL_NAME(const mx_kerne
         ldsm_x4(b, kt + (nn * 16 * RS + kd * 16) * 2);
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
-          mma_16816(s[mt][2 * nn], qk[mt], b[0], b[1]);
-          mma_16816(s[mt][2 * nn + 1], qk[mt], b[2], b[3]);
+          mma_16816_x2(s[mt][2 * nn], s[mt][2 * nn + 1], qk[mt], b);
         }
       }
     }

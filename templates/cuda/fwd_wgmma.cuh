@@ -32,16 +32,9 @@
 MX_INLINE void attend_tile(float (&o)[1][DT][4], float (&row_max)[1][2], float (&row_sum)[1][2], u64 desc_q,
                            u64 desc_k, u64 desc_v, u32 bar_k, u32 bar_v, u32 parity, int t, int warp_row0,
                            const mx_kernel_args &a) {
-  // S = Q K^T: D_PAD/16 k-steps; step kd is 32 bytes into panel kd/(W/16).
   float s[1][NT][4];
   mbar_wait(bar_k, parity);
-  wgmma_fence();
-#pragma unroll
-  for (int kd = 0; kd < KD; kd++) {
-    const int panel = kd / (W / 16), step = (kd % (W / 16)) * 32;
-    wgmma_qk(s, desc_q + (panel * BM * ROW_BYTES + step) / 16, desc_k + (panel * BN * ROW_BYTES + step) / 16, kd > 0);
-  }
-  wgmma_commit();
+  issue_qk(s, desc_q, desc_k);         // S = Q K^T
   wgmma_wait<0>();
   reg_fence(s);
 
@@ -63,36 +56,24 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
   // Shared memory: Q, then the ring's K and V slots, then the barriers.
   extern __shared__ __align__(1024) u8 smem[];
   const GridBlock b = grid_block_start(smem, a);   // cuda/wgmma_ring.cuh: tiles, barriers, copies
-  const u32 sQ = b.sQ, sK = b.sK, sV = b.sV, bar_q = b.bar_q;
-  const int warp = b.warp, head = b.head, batch = b.batch, m0 = b.m0, n_tiles = b.n_tiles;
+  const int warp = b.warp, n_tiles = b.n_tiles;
 
   if (PRODUCER && warp < 4) {          // producer warpgroup (step 2)
-    if (REGS_PRODUCER) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS_PRODUCER));
-    if (threadIdx.x == 0) {
-      b.load_q();
-      for (int t = 0; t < n_tiles; t++) {
-        const int slot = t % STAGES;
-        if (t >= STAGES) mbar_wait(b.bar_empty(slot), (t / STAGES - 1) & 1);   // tile t - STAGES released
-        b.load_kv(t);
-      }
-    }
+    producer_registers();
+    if (threadIdx.x == 0) produce_tiles(b);   // cuda/tma_block.cuh
   } else {                             // consumer warpgroups
     if constexpr (PRODUCER) {
-      if (REGS_CONSUMER) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS_CONSUMER));
+      consumer_registers();
     } else if (warp == 0 && elect_one()) {   // step 1: Q and the ring's first STAGES - 1 tiles
       b.load_q();
       for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) b.load_kv(s);
     }
     const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
-    const int warp_row0 = m0 + wg * 64 + (warp % 4) * 16;
+    const int warp_row0 = b.m0 + wg * 64 + (warp % 4) * 16;
     float o[1][DT][4], row_max[1][2], row_sum[1][2];
     init_accumulators(o, row_max, row_sum);
-    // Descriptors of this warpgroup's 64 Q rows and of ring slot 0's K and V;
-    // a k-step or a slot only adds to the start address (the low 14 bits).
-    const u64 desc_q = smem_desc(sQ + wg * 64 * ROW_BYTES, 16, 8 * ROW_BYTES);
-    const u64 desc_k = smem_desc(sK, 16, 8 * ROW_BYTES);
-    const u64 desc_v = smem_desc(sV, BN * ROW_BYTES, 8 * ROW_BYTES);
-    mbar_wait(bar_q, 0);
+    const Descs d = ring_descs(b.sQ, b.sK, b.sV, wg);   // cuda/wgmma_f16_tile.cuh
+    mbar_wait(b.bar_q, 0);
 
     for (int t = 0; t < n_tiles; t++) {
       // Step 1: the copy of the tile STAGES - 1 ahead, into the slot the
@@ -100,15 +81,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
       if constexpr (!PRODUCER)
         if (warp == 0 && t + STAGES - 1 < n_tiles && elect_one()) b.load_kv(t + STAGES - 1);
       const int slot = t % STAGES;
-      attend_tile(o, row_max, row_sum, desc_q, desc_k + slot * KV_BYTES / 16, desc_v + slot * KV_BYTES / 16,
+      attend_tile(o, row_max, row_sum, d.q, d.k + slot * KV_BYTES / 16, d.v + slot * KV_BYTES / 16,
                   b.bar_k(slot), b.bar_v(slot), (t / STAGES) & 1, t, warp_row0, a);
       if constexpr (PRODUCER)
         mbar_arrive(b.bar_empty(slot));  // this thread's MMAs on the slot are complete
       else
         __syncthreads();               // every warpgroup is done with this slot
     }
-    u16 *o_head = (u16 *)a.o + batch * a.o_sb + head * a.o_sh;
-    float *lse_head = a.lse + ((i64)batch * a.heads_q + head) * a.seq_q;
+    u16 *o_head = (u16 *)a.o + b.batch * a.o_sb + b.head * a.o_sh;
+    float *lse_head = a.lse + ((i64)b.batch * a.heads_q + b.head) * a.seq_q;
     write_output(o, row_max, row_sum, o_head, a.o_ss, lse_head, warp_row0, a.seq_q);
   }
 }

@@ -3,21 +3,14 @@
 // barriers sit in shared memory, which rows, head and keys it owns, and the
 // TMA copies that fill its ring.  block_start also writes rowsum_mma's B
 // tile, initializes the barriers and waits for the quantization kernels, so
-// a schedule begins at its own warp roles.  Reads BM, BN, STAGES, CONSUMERS,
-// THREADS, V_SLOTS, WQK, PANELS_QK, Q_BYTES, K_BYTES, V_BYTES, SM_*, ONES_BYTES,
-// ROWSUM_MMA and CAUSAL.
-struct Block {
-  u32 base, sQ, sK, sV;
-  u32 bar_q;                 // then full_k[STAGES], full_v[STAGES], empty[STAGES]
-  int warp;                  // from lane 0: a uniform branch (block_start says why)
-  int head, batch, kv_head, m0, nqp, nkp;
+// a schedule begins at its own warp roles.  cuda/tma_block.cuh's block
+// with int8-fp8's copies; reads what that does and BN, THREADS, V_SLOTS,
+// WQK, PANELS_QK, Q_BYTES, K_BYTES, V_BYTES, SM_ONES, ONES_BYTES and
+// ROWSUM_MMA.
+struct Block : TmaBlock {
+  int nqp, nkp;
   i64 qh, kh;                // (batch, head) and (batch, KV head) as one index
-  int n_tiles;               // all keys, or (causal) up to the last row's diagonal
-  const void *map_q, *map_k, *map_v;
 
-  MX_INLINE u32 bar_k(int s) const { return bar_q + 8 * (1 + s); }
-  MX_INLINE u32 bar_v(int s) const { return bar_q + 8 * (1 + STAGES + s); }
-  MX_INLINE u32 bar_empty(int s) const { return bar_q + 8 * (1 + 2 * STAGES + s); }
   // V^T of tile `tile` into V slot tile % V_SLOTS: one box (V_TERMS * DV
   // channel rows x BN keys).  The workspace is padded to whole tiles, so
   // every box is in bounds and brings all its bytes.
@@ -46,20 +39,9 @@ struct Block {
 // Grid (nqp / BM, heads_q, batch).  Causal grids run the heaviest query blocks first.
 MX_INLINE Block block_start(u8 *smem, const mx_kernel_args &a) {
   Block b;
-  // Swizzled tiles need 1024-byte alignment (the 128B pattern spans 8 rows).
-  b.base = (smem_addr(smem) + 1023u) & ~1023u;
-  b.sQ = b.base + SM_Q, b.sK = b.base + SM_K, b.sV = b.base + SM_V;
-  b.bar_q = b.base + SM_BAR;
-  // Broadcast from lane 0 so that the compiler knows it is the same in every
-  // lane: a branch on it is then a uniform branch, which the warps that fail
-  // it jump over whole (the copies' issue).
-  b.warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
-  const int m_block = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  b.head = blockIdx.y, b.batch = blockIdx.z, b.kv_head = b.head / a.gqa;
-  b.m0 = m_block * BM;
+  place_block(b, smem, a);              // cuda/tma_block.cuh
   b.nqp = pad_q(a.seq_q), b.nkp = pad_k(a.seq_k);
   b.qh = (i64)b.batch * a.heads_q + b.head, b.kh = (i64)b.batch * a.heads_kv + b.kv_head;
-  b.map_q = &a.tmap[0], b.map_k = &a.tmap[1], b.map_v = &a.tmap[2];
   b.n_tiles = key_tiles(b.m0, a);
   // rowsum_mma's B tile (ONES_BYTES in the header says why row 0 only):
   // written here by the generic proxy, read by wgmma through the async one,
@@ -71,17 +53,32 @@ MX_INLINE Block block_start(u8 *smem, const mx_kernel_args &a) {
                    : "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   }
-  if (threadIdx.x == 0) {
-    tma_prefetch_map(b.map_q); tma_prefetch_map(b.map_k); tma_prefetch_map(b.map_v);
-    mbar_init(b.bar_q, 1);
-    for (int s = 0; s < STAGES; s++) {
-      mbar_init(b.bar_k(s), 1);
-      mbar_init(b.bar_v(s), 1);
-      mbar_init(b.bar_empty(s), CONSUMERS * 128);   // every consumer thread releases the slot
-    }
-    mbar_init_fence();
-  }
+  init_ring(b.bar_q, b.map_q, b.map_k, b.map_v);
   __syncthreads();
   wait_for_previous_kernel();          // the quant kernels' Q8, K8, V^T and scales (a "pdl" launch)
   return b;
+}
+
+// A consumer warp's own: its warpgroup, its 16 rows, their Q scale pair
+// (per-thread groups, cuda/quant_int8.cuh), its KV head's K scales, and the
+// descriptors of its warpgroup's 64 Q rows and of ring slot 0's K8 and V^T;
+// a k-step or a slot only adds to the start address (the low 14 bits).
+struct Consumer {
+  int wg, warp_row0;         // a 16-row group: one Q scale
+  float qscale;
+  const float *ks;
+  u64 desc_q, desc_k, desc_v, desc_ones;   // desc_ones: rowsum_mma's B
+};
+
+MX_INLINE Consumer consumer_start(const Block &b, const mx_kernel_args &a) {
+  Consumer c;
+  c.wg = b.warp / 4 - (PRODUCER ? 1 : 0);
+  c.warp_row0 = b.m0 + c.wg * 64 + (b.warp % 4) * 16;
+  c.qscale = ((const float *)ws_at(a, WS_QSCALE))[b.qh * qscales_a_head(b.nqp) + (c.warp_row0 / 2 + threadIdx.x % 32 / 4)];
+  c.ks = (const float *)ws_at(a, WS_KSCALE) + b.kh * kscales_a_head(b.nkp);
+  c.desc_q = smem_desc(b.sQ + c.wg * 64 * WQK, 8 * WQK, SWZ_QK);
+  c.desc_k = smem_desc(b.sK, 8 * WQK, SWZ_QK);
+  c.desc_v = smem_desc(b.sV, 8 * BN, SWZ_V);
+  c.desc_ones = smem_desc(b.base + SM_ONES, 8 * BN, SWZ_V);
+  return c;
 }

@@ -23,6 +23,11 @@ MX_INLINE void mma_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+// An x4 ldmatrix of B is two 8-column tiles: d0 += a * b[0..1], d1 += a * b[2..3].
+MX_INLINE void mma_16816_x2(float (&d0)[4], float (&d1)[4], const u32 (&a)[4], const u32 (&b)[4]) {
+  mma_16816(d0, a, b[0], b[1]);
+  mma_16816(d1, a, b[2], b[3]);
+}
 // Two floats in the product's operand type, `lo` in the low half.
 MX_INLINE u32 pack_in(float lo, float hi) {
   if constexpr (MMA_BF16) return pack_bf16(lo, hi);

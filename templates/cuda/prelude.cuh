@@ -84,6 +84,9 @@ MX_INLINE float quad_sum(float x) {
   x += __shfl_xor_sync(0xffffffffu, x, 1);
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
+// What a row of O is multiplied by at the end: 1 / its softmax sum l.  A row
+// that saw no key (l = 0) is all zeros; a NaN l stays NaN.
+MX_INLINE float inverse_sum(float l) { return l != 0.f ? 1.f / l : 0.f; }
 
 // Two floats to a packed pair, `lo` in the low half (round to nearest even).
 MX_INLINE u32 pack_bf16(float lo, float hi) { u32 r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }

@@ -28,8 +28,7 @@ MX_INLINE void pv_tile(float (&o)[MT][DT][4], const float (&s)[MT][NT][4], const
         for (int i = 0; i < 4; i++) b[i] = pack_f16(__int_as_float((int)(b[i] << 16)), __int_as_float((int)(b[i] & 0xffff0000u)));
 #pragma unroll
       for (int mt = 0; mt < MT; mt++) {
-        mma_16816(o[mt][2 * dd], pa[mt], b[0], b[1]);
-        mma_16816(o[mt][2 * dd + 1], pa[mt], b[2], b[3]);
+        mma_16816_x2(o[mt][2 * dd], o[mt][2 * dd + 1], pa[mt], b);
       }
     }
   }

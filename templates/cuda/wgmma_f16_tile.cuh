@@ -1,13 +1,23 @@
 // The bf16/fp16 operands' pieces of a consumer warpgroup's key tile
 // (families/f16_wgmma.lua): S = Q K^T and O += P V as one commit group each,
 // and P packed from S's accumulators into P V's A operand.  Reads the
-// kernel's BM, BN, KD, NT, DT, W, ROW_BYTES and MMA_BF16; the products are
+// kernel's BM, BN, KD, NT, DT, W, ROW_BYTES and MMA_BF16 (the FP4 wgmma
+// kernel's too, whose operands are bf16); the products are
 // blocks/wgmma_f16.lua's wgmma_qk and wgmma_pv.
 
 // Two floats in the product's operand type, `lo` in the low half.
 MX_INLINE u32 pack_in(float lo, float hi) {
   if constexpr (MMA_BF16) return pack_bf16(lo, hi);
   else return pack_f16(lo, hi);
+}
+
+// Descriptors of consumer warpgroup wg's 64 Q rows and of ring slot 0's K
+// and V (K-major Q and K; V MN-major: LBO is one panel of BN key rows); a
+// k-step or a slot only adds to the start address (the low 14 bits).
+struct Descs { u64 q, k, v; };
+MX_INLINE Descs ring_descs(u32 sQ, u32 sK, u32 sV, int wg) {
+  return { smem_desc(sQ + wg * 64 * ROW_BYTES, 16, 8 * ROW_BYTES), smem_desc(sK, 16, 8 * ROW_BYTES),
+           smem_desc(sV, BN * ROW_BYTES, 8 * ROW_BYTES) };
 }
 
 // S = Q K^T for the K tile `desc_k` points at: D_PAD/16 k-steps, one commit group.

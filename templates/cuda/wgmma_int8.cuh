@@ -43,24 +43,7 @@
 MX_INLINE u64 smem_desc(u32 addr, u32 sbo, u64 mode) {
   return (u64)((addr >> 4) & 0x3FFF) | ((u64)1 << 16) | ((u64)((sbo >> 4) & 0x3FFF) << 32) | (mode << 62);
 }
-MX_INLINE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-MX_INLINE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N> MX_INLINE void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
-// Pins accumulator registers in program order against the fences and waits:
-// the compiler must not move their reads or writes across an async MMA.
-template <int C> MX_INLINE void reg_fence(float (&d)[1][C][4]) {
-#pragma unroll
-  for (int j = 0; j < C; j++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) asm volatile("" : "+f"(d[0][j][e]) :: "memory");
-}
-template <int C> MX_INLINE void reg_fence(int (&d)[1][C][4]) {
-#pragma unroll
-  for (int j = 0; j < C; j++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) asm volatile("" : "+r"(d[0][j][e]) :: "memory");
-}
-MX_INLINE void reg_fence(u32 &x) { asm volatile("" : "+r"(x) :: "memory"); }
+// The fences, waits and register pins are cuda/wgmma_sync.cuh's.
 
 #define MX_WG_OPS_1 "%0, %1, %2, %3"
 #define MX_WG_OPS_2 MX_WG_OPS_1 ", %4, %5, %6, %7"

@@ -96,7 +96,7 @@ function F.kernel_name(t, canonical)
 end
 
 local function render_mma(t, canonical)
-  local header = { "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
+  local header = { U.banner(canonical),
                    U.fill([[
 #define KERNEL_NAME ${NAME}
 constexpr int D = ${D}, D_PAD = ${D_PAD}, RS = ${RS};

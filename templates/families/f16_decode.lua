@@ -192,7 +192,7 @@ constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, Q_REGS = ${Q_REGS}, OUT_B
       SM_RED_L = l.red_l, SM_ROW_LSE = l.row_lse, SM_ROW_OFF = l.row_off, SM_ROW_IDX = l.row_idx,
       CAUSAL = t.causal == 1, LSE = t.lse == 1, Q_REGS = t.q_regs == 1, OUT_BF16 = t.out_dtype == "bf16" })
   return table.concat({
-    "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
+    U.banner(canonical),
     require("blocks.prelude")(t),
     constants,
     require("blocks.mma_sync")(t),

@@ -13,7 +13,7 @@
 -- loop).  block_m = 64 * consumers.  overlap=1 ping-pongs two consumer
 -- warpgroups (cuda/fwd_wgmma_pingpong.cuh), persistent=1 loops it over work
 -- units (cuda/fwd_wgmma_persistent.cuh), split=1 splits few units along the
--- keys (cuda/fwd_wgmma_split.cuh).
+-- keys (the same file's SPLIT).
 --
 -- Called by families/f16.lua for variant=wgmma: check, smem_bytes,
 -- register_estimate, prior, default, render, launches.
@@ -148,15 +148,15 @@ end
 -- The kernels are CUDA files, one a schedule: cuda/fwd_wgmma.cuh (overlap=0:
 -- steps 1 and 2), cuda/fwd_wgmma_pingpong.cuh (overlap=1),
 -- cuda/fwd_wgmma_persistent.cuh (persistent=1, with or without the deferred
--- output) and cuda/fwd_wgmma_split.cuh (split=1), over the blocks they call.
+-- output, split=1 or not), over the blocks they call.
 -- render writes the constants they read in a header before them.
 local PRELUDE, TMA = require("blocks.prelude"), require("blocks.tma_mbarrier")
 local WGMMA, TURNS = require("blocks.wgmma_f16"), require("blocks.wgmma_overlap")
 local SOFTMAX, EPILOGUE = require("blocks.softmax"), require("blocks.epilogue")
 local TILE, SPLIT = U.cuda("cuda/wgmma_f16_tile.cuh"), U.cuda("cuda/wgmma_split.cuh")
-local RING = U.cuda("cuda/wgmma_ring.cuh")
+local BLOCK, RING = U.cuda("cuda/tma_block.cuh"), U.cuda("cuda/wgmma_ring.cuh")
 local KERNEL = { grid = U.cuda("cuda/fwd_wgmma.cuh"), pingpong = U.cuda("cuda/fwd_wgmma_pingpong.cuh"),
-                 persistent = U.cuda("cuda/fwd_wgmma_persistent.cuh"), split = U.cuda("cuda/fwd_wgmma_split.cuh") }
+                 persistent = U.cuda("cuda/fwd_wgmma_persistent.cuh") }
 
 -- The late store holds the packed output (32 registers) through the next
 -- unit's first tile; beside O and S that fits up to 160 of the consumers'
@@ -176,8 +176,7 @@ function WG.render(t, canonical)
   local l, w = layout(t), panel_cols(t)
   local ws = has_producer(t)
   local regs_p, regs_c = WC.register_split(consumers(t), ws)
-  local split = t.split == 1
-  local schedule = split and "split" or t.persistent == 1 and "persistent" or t.overlap == 1 and "pingpong" or "grid"
+  local schedule = t.persistent == 1 and "persistent" or t.overlap == 1 and "pingpong" or "grid"
   local deferred = deferred_output(t)
   local mma = { dtype = t.dtype, bn = t.block_n, d_pad = d_pad(t), swizzle_mode = SWIZZLE_MODE[w] }
   local header = U.fill([[
@@ -201,23 +200,26 @@ constexpr bool MMA_BF16 = ${BF16};      // the products' operands (and P) bf16, 
       W = w, Q_BYTES = l.q_bytes, KV_BYTES = l.kv_bytes, SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_BAR = l.bar,
       CAUSAL = t.causal == 1, LSE = t.lse == 1, BF16 = t.dtype == "bf16" })
   if schedule == "persistent" then
-    header = header .. string.format("constexpr bool DEFERRED = %s;   // a unit's output stored during the next unit\n",
-                                     tostring(deferred))
-  elseif split then
-    header = header .. string.format("constexpr int MAX_SPLIT = %d, MAX_PIECES = %d;   // pieces a unit, pieces in all at most\n",
-                                     WC.SPLIT_MAX, WC.SPLIT_MAX_PIECES)
+    header = header .. U.fill([[
+constexpr bool DEFERRED = ${DEFERRED};  // a unit's output stored during the next unit
+constexpr bool SPLIT = ${SPLIT};     // few units cut along the keys
+constexpr int MAX_SPLIT = ${MAX_SPLIT}, MAX_PIECES = ${MAX_PIECES};   // pieces a unit, pieces in all at most
+]], { DEFERRED = deferred, SPLIT = t.split == 1, MAX_SPLIT = WC.SPLIT_MAX, MAX_PIECES = WC.SPLIT_MAX_PIECES })
   end
   if schedule ~= "grid" then header = header .. TURNS.constants({ sched_bar = 1 }) end
   header = header .. EPILOGUE.constants(t) .. WGMMA.constants(mma)
   local parts = {
-    "// mxattn generated kernel. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
+    U.banner(canonical),
     PRELUDE.text, header, TMA.text, WGMMA.text(mma), SOFTMAX.text, EPILOGUE.text,
   }
-  -- The persistent kernel names the deferred output's functions in both
-  -- forms (a discarded `if constexpr` branch outside a template still looks
-  -- its names up).
-  if schedule == "persistent" or split then parts[#parts + 1] = EPILOGUE.deferred end
-  if split then parts[#parts + 1] = SPLIT end
+  -- The persistent kernel names the deferred output's and the split's
+  -- functions in every form (a discarded `if constexpr` branch outside a
+  -- template still looks its names up).
+  if schedule == "persistent" then
+    parts[#parts + 1] = EPILOGUE.deferred
+    parts[#parts + 1] = SPLIT
+  end
+  parts[#parts + 1] = BLOCK
   parts[#parts + 1] = RING
   parts[#parts + 1] = TILE
   if schedule ~= "grid" then parts[#parts + 1] = TURNS.text end

@@ -26,8 +26,6 @@ local WG = {}
 -- are reused as they are (same sections, same padding to block_m/block_n).
 local MMA = require("blocks.attn_int8")("int8-fp8", "fp8")
 
-local WS_NAMES = { "WS_Q8", "WS_K8", "WS_QSCALE", "WS_KSCALE", "WS_KMEAN", "WS_VSCALE", "WS_V8T", "WS_CORR" }
-
 local function d32(t) return U.round_up(t.head_dim, 32) end
 local function dv(t) return U.round_up(t.head_dim, 16) end
 local function consumers(t) return t.block_m // 64 end
@@ -229,7 +227,8 @@ function WG.kernel_name(t, canonical) return MMA.kernel_name(t, canonical) end
 -- The schedules, one CUDA file each (the header below picks one), and the
 -- per-tile device functions they share.
 local ATTEND = U.cuda("cuda/attend_int8_fp8.cuh")
-local BLOCK = U.cuda("cuda/int8_fp8_block.cuh")   -- the block's tiles, barriers and copies
+local TMA_BLOCK = U.cuda("cuda/tma_block.cuh")     -- the block's tiles and barriers
+local BLOCK = U.cuda("cuda/int8_fp8_block.cuh")   -- and its copies
 local KERNEL = { one = U.cuda("cuda/fwd_int8_fp8_wgmma.cuh"), shared = U.cuda("cuda/fwd_int8_fp8_ring.cuh"),
                  ring = U.cuda("cuda/fwd_int8_fp8_ring3.cuh") }
 local function schedule(t)
@@ -245,8 +244,6 @@ function WG.render(t, canonical)
   local ws_producer = has_producer(t)
   local regs_p, regs_c = WC.register_split(consumers(t), ws_producer)
   local name = WG.kernel_name(t, canonical)
-  local ws = {}
-  for i, n in ipairs(WS_NAMES) do ws[#ws + 1] = string.format("%s = %d", n, i - 1) end
   local constants = U.fill([[
 #define KERNEL_NAME ${NAME}
 constexpr int D = ${D}, D32 = ${D32}, DV = ${DV}, D_PAD = DV;
@@ -288,9 +285,9 @@ enum { ${WS} };                         // workspace sections
       K_BYTES = l.k_bytes, V_BYTES = l.v_bytes, SM_Q = l.q, SM_K = l.k, SM_V = l.v, SM_ONES = l.ones,
       SM_BAR = l.bar, SM_RELEASED = l.released, ROWSUM_MMA = t.rowsum_mma == 1, ONES_BYTES = ONES_BYTES,
       CAUSAL = t.causal == 1, LSE = t.lse == 1, SMOOTH_K = t.smooth_k == 1, V_TERMS = t.v_terms,
-      V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t), WS = table.concat(ws, ", ") })
+      V_SLOTS = v_slots(t), PV_SLICES = pv_slices(t), WS = MMA.WS_ENUM })
   return table.concat({
-    "// mxattn generated kernels. Do not edit: re-render with `mxattn gen`.\n// params: " .. canonical .. "\n",
+    U.banner(canonical),
     require("blocks.prelude")(t),
     constants,
     require("blocks.mma_sync")({ dtype = "f16" }),   -- ldmatrix, for pv_fp8's (unused) mma.sync tile
@@ -303,6 +300,7 @@ enum { ${WS} };                         // workspace sections
     require("blocks.softmax")(t, { split = true }),   -- rescale_o
     require("blocks.epilogue")(t),
     ATTEND,
+    TMA_BLOCK,
     BLOCK,
     KERNEL[schedule(t)],
   }, "\n")
