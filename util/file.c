@@ -11,9 +11,6 @@ char *mx_read_file(const char *path, size_t *len) {
     char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
     if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) { free(buf); buf = NULL; }
     fclose(f);
-    if (buf) {
-        buf[n] = 0;
-        if (len) *len = (size_t)n;
-    }
+    if (buf) { buf[n] = 0; if (len) *len = (size_t)n; }
     return buf;
 }
