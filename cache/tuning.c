@@ -290,8 +290,9 @@ static int grow(void **items, int *cap, int count, size_t size) {
 }
 
 /* Steps `stmt` to its end, reading each row with `read` into a growing
- * array of `size`-byte items, and finalizes it.  On success *items (NULL
- * when no row matched) and *count are the caller's; on failure nothing is. */
+ * array of `size`-byte items, and finalizes it.  On success sets *items (the
+ * caller frees it; NULL when no row matched) and *count; on failure frees
+ * what it read and leaves both alone. */
 static mxattn_status read_rows(sqlite3 *db, sqlite3_stmt *stmt, size_t size,
                                mxattn_status (*read)(sqlite3_stmt *, void *), const char *what,
                                void **items, int *count) {
