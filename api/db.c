@@ -76,21 +76,6 @@ static mxattn_status import_options(mxattn_db *db, const mxattn_db_import_option
     return MXATTN_OK;
 }
 
-static void copy_report(const mx_import_report *r, mxattn_db_import_report *out) {
-    if (!out) return;
-    memset(out, 0, sizeof *out);
-    out->tune_rows_read = r->tune_rows_read;
-    out->tune_rows_taken = r->tune_rows_taken;
-    out->tune_rows_kept = r->tune_rows_kept;
-    out->tune_rows_refused = r->tune_rows_refused;
-    snprintf(out->first_refusal, sizeof out->first_refusal, "%s", r->first_refusal);
-    out->kernels_read = r->kernels_read;
-    out->kernels_taken = r->kernels_taken;
-    out->measurements_read = r->measurements_read;
-    out->measurements_taken = r->measurements_taken;
-    out->measurements_refused = r->measurements_refused;
-}
-
 static mxattn_status transfer(const char *what, mxattn_db *db, const char *file, const mxattn_db_import_options *opts,
                               mxattn_db_import_report *report, int merge) {
     if (!db || !file) return mx_fail(MXATTN_ERROR_NULL_POINTER, "%s: db and file must not be NULL", what);
@@ -101,7 +86,7 @@ static mxattn_status transfer(const char *what, mxattn_db *db, const char *file,
     mxattn_status st = import_options(db, opts, &o);
     if (st != MXATTN_OK) return st;
     st = merge ? mx_cache_merge(db->cache, file, &o, &r) : mx_cache_import(db->cache, file, &o, &r);
-    copy_report(&r, report);
+    if (report) *report = r;
     return st;
 }
 

@@ -60,17 +60,24 @@ mxattn_status mxattn_problem_params(const mxattn_problem *p, const char *arch, c
     return *params ? MXATTN_OK : mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "out of memory");
 }
 
+/* The knobs the public options and the tuner's share by name, copied either
+ * way: the tuner's defaults out, the caller's values in. */
+#define COPY_KNOBS(to, from)                                                      \
+    do {                                                                          \
+        (to)->reps = (from)->reps;                                                \
+        (to)->warmup = (from)->warmup;                                            \
+        (to)->settle_ms = (from)->settle_ms;                                      \
+        (to)->scores_std = (from)->scores_std;                                    \
+        (to)->max_candidates = (from)->max_candidates;                            \
+        (to)->compile_threads = (from)->compile_threads;                          \
+    } while (0)
+
 mxattn_status mxattn_tune_options_init(mxattn_tune_options *o) {
     if (!o) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mxattn_tune_options_init: options is NULL");
     mx_tune_options t;
     mx_tune_options_init(&t);
     memset(o, 0, sizeof *o);
-    o->reps = t.reps;
-    o->warmup = t.warmup;
-    o->settle_ms = t.settle_ms;
-    o->scores_std = t.scores_std;
-    o->max_candidates = t.max_candidates;
-    o->compile_threads = t.compile_threads;
+    COPY_KNOBS(o, &t);
     o->resume = 1;
     return MXATTN_OK;
 }
@@ -162,12 +169,7 @@ static mxattn_status tune_run(const char *what, mxattn_ctx *ctx, const mxattn_pr
     if (dev) mx_ctx_tune_key(ctx, dev, &pr, &key);
     mx_ctx_tune_sizes(&pr, &sizes);
     mx_tune_options_init(&t);
-    t.reps = opts->reps;
-    t.warmup = opts->warmup;
-    t.settle_ms = opts->settle_ms;
-    t.scores_std = opts->scores_std;
-    t.max_candidates = opts->max_candidates;
-    t.compile_threads = opts->compile_threads;
+    COPY_KNOBS(&t, opts);
     t.resume = opts->resume != 0;
     t.compile_only = opts->compile_only != 0;
     progress_relay relay = {opts};

@@ -252,14 +252,11 @@ typedef struct {
 
 void mx_import_options_init(mx_import_options *o);
 
-typedef struct {
-    long tune_rows_read, tune_rows_taken, tune_rows_kept;  /* kept: ours was faster */
-    long tune_rows_refused;           /* failed a check: not taken */
-    char first_refusal[256];          /* the first refused row or measurement and why, or "" */
-    long kernels_read, kernels_taken; /* read: verified (hash and signature) */
-    /* taken: written (merge: read - taken - refused were kept as ours) */
-    long measurements_read, measurements_taken, measurements_refused;
-} mx_import_report;
+/* The public report itself (mxattn.h), so mxattn_db_import hands it on
+ * whole: tune_rows_kept counts merge's rows where ours was faster; a kernel
+ * is read once verified (hash and signature) and taken once written (merge:
+ * read - taken - refused were kept as ours). */
+typedef mxattn_db_import_report mx_import_report;
 
 /* Takes the tuning results and measurements of an export (replacing ours
  * for the same key, and for a measurement the same config) and, only when

@@ -30,6 +30,21 @@ struct mx_cache {
  * Call with the lock held. */
 int mx_cache_after_failure(mx_cache *cache, mxattn_status *st);
 
+/* The body of every public call on a handle: returns `call` (a *_locked
+ * function of `cache`) run under the lock, and run once more when its failure
+ * was damage that mx_cache_after_failure repaired.  A NULL cache goes straight
+ * to `call`, whose argument check reports it. */
+#define MX_CACHE_RETURN_LOCKED(cache, call)                                       \
+    do {                                                                          \
+        if (!(cache)) return (call);                                              \
+        mx_cache_lock(cache);                                                     \
+        mxattn_status mx_locked_st_ = (call);                                     \
+        if (mx_locked_st_ && mx_cache_after_failure((cache), &mx_locked_st_))     \
+            mx_locked_st_ = (call);                                               \
+        mx_cache_unlock(cache);                                                   \
+        return mx_locked_st_;                                                     \
+    } while (0)
+
 /* The sixteen columns of a tuning key, in mx_tune_key's order, and the
  * matching placeholders and WHERE clause.  Constant text only: values are
  * always bound.  Parameters after a key's start at ?17 (MX_TUNE_KEY_NCOLS + 1).
@@ -94,6 +109,9 @@ int mx_bind_tune_key(sqlite3_stmt *stmt, const mx_tune_key *key);
 mxattn_status mx_read_tune_key(sqlite3_stmt *stmt, int first, mx_tune_key *key);
 /* Copies a text column into dst[cap]; 0 if it does not fit or holds a NUL. */
 int mx_column_text_copy(sqlite3_stmt *stmt, int col, char *dst, size_t cap);
+/* The numeric fields of a tuning result selected as "config, median_ms, tops,
+ * default_ms, tuned_at" from column c (the config's). */
+void mx_read_result_numbers(sqlite3_stmt *stmt, int c, mx_tune_result *r);
 /* The numeric fields of a kernel row selected as MX_KERNEL_COLUMNS. */
 void mx_read_kernel_numbers(sqlite3_stmt *stmt, mx_kernel_record *k);
 /* INVALID_VALUE unless every text field is NUL-terminated and non-empty where required. */

@@ -808,6 +808,7 @@ static mxattn_status count_table(sqlite3 *db, const char *sql, long *out) {
 }
 
 static mxattn_status count_locked(mx_cache *cache, mx_cache_counts *counts) {
+    if (!cache || !counts) return mx_fail(MXATTN_ERROR_NULL_POINTER, "mx_cache_count: NULL argument");
     mxattn_status st = count_table(cache->db, "SELECT count(*) FROM kernels", &counts->kernels);
     if (!st) st = count_table(cache->db, "SELECT count(*) FROM tune_results", &counts->tune_results);
     if (!st) st = count_table(cache->db, "SELECT count(*) FROM measurements", &counts->measurements);
@@ -815,9 +816,5 @@ static mxattn_status count_locked(mx_cache *cache, mx_cache_counts *counts) {
 }
 
 mxattn_status mx_cache_count(mx_cache *cache, mx_cache_counts *counts) {
-    mx_cache_lock(cache);
-    mxattn_status st = count_locked(cache, counts);
-    if (st && mx_cache_after_failure(cache, &st)) st = count_locked(cache, counts);
-    mx_cache_unlock(cache);
-    return st;
+    MX_CACHE_RETURN_LOCKED(cache, count_locked(cache, counts));
 }

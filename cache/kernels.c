@@ -121,12 +121,7 @@ static mxattn_status put_kernel_locked(mx_cache *cache, const mx_kernel_record *
 }
 
 mxattn_status mx_cache_put_kernel(mx_cache *cache, const mx_kernel_record *rec) {
-    if (!cache) return put_kernel_locked(cache, rec);
-    mx_cache_lock(cache);
-    mxattn_status st = put_kernel_locked(cache, rec);
-    if (st && mx_cache_after_failure(cache, &st)) st = put_kernel_locked(cache, rec);
-    mx_cache_unlock(cache);
-    return st;
+    MX_CACHE_RETURN_LOCKED(cache, put_kernel_locked(cache, rec));
 }
 
 /* Deletes the row only if it still holds the bad blob another process may
@@ -236,12 +231,7 @@ static mxattn_status get_kernel_locked(mx_cache *cache, const char *key, const c
 }
 
 mxattn_status mx_cache_get_kernel(mx_cache *cache, const char *key, const char *arch, mx_kernel_record *out) {
-    if (!cache) return get_kernel_locked(cache, key, arch, out);
-    mx_cache_lock(cache);
-    mxattn_status st = get_kernel_locked(cache, key, arch, out);
-    if (st && mx_cache_after_failure(cache, &st)) st = get_kernel_locked(cache, key, arch, out);
-    mx_cache_unlock(cache);
-    return st;
+    MX_CACHE_RETURN_LOCKED(cache, get_kernel_locked(cache, key, arch, out));
 }
 
 void mx_kernel_record_release(mx_kernel_record *rec) {

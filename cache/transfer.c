@@ -312,10 +312,7 @@ static mxattn_status read_source_result(sqlite3_stmt *s, int c, mx_tune_result *
     if (n >= (int)sizeof r->config) snprintf(why, why_cap, "config of %d characters (at most %zu)", n, sizeof r->config - 1);
     else if (!mx_column_text_copy(s, c, r->config, sizeof r->config))
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "a tuning result's config holds a NUL");
-    r->median_ms = sqlite3_column_double(s, c + 1);
-    r->tops = sqlite3_column_double(s, c + 2);
-    r->default_ms = sqlite3_column_double(s, c + 3);
-    r->tuned_at = sqlite3_column_int64(s, c + 4);
+    mx_read_result_numbers(s, c, r);
     return MXATTN_OK;
 }
 

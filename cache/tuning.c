@@ -127,22 +127,21 @@ static mxattn_status put_tune_locked(mx_cache *cache, const mx_tune_key *key, co
 }
 
 mxattn_status mx_cache_put_tune(mx_cache *cache, const mx_tune_key *key, const mx_tune_result *r) {
-    if (!cache) return put_tune_locked(cache, key, r);
-    mx_cache_lock(cache);
-    mxattn_status st = put_tune_locked(cache, key, r);
-    if (st && mx_cache_after_failure(cache, &st)) st = put_tune_locked(cache, key, r);
-    mx_cache_unlock(cache);
-    return st;
+    MX_CACHE_RETURN_LOCKED(cache, put_tune_locked(cache, key, r));
+}
+
+void mx_read_result_numbers(sqlite3_stmt *s, int c, mx_tune_result *r) {
+    r->median_ms = sqlite3_column_double(s, c + 1);
+    r->tops = sqlite3_column_double(s, c + 2);
+    r->default_ms = sqlite3_column_double(s, c + 3);
+    r->tuned_at = sqlite3_column_int64(s, c + 4);
 }
 
 static mxattn_status read_result(sqlite3_stmt *s, int c, mx_tune_result *r) {
     memset(r, 0, sizeof *r);
     if (!mx_column_text_copy(s, c, r->config, sizeof r->config))
         return mx_fail(MXATTN_ERROR_CACHE_CORRUPT, "cache: a tuning result's config is malformed");
-    r->median_ms = sqlite3_column_double(s, c + 1);
-    r->tops = sqlite3_column_double(s, c + 2);
-    r->default_ms = sqlite3_column_double(s, c + 3);
-    r->tuned_at = sqlite3_column_int64(s, c + 4);
+    mx_read_result_numbers(s, c, r);
     return MXATTN_OK;
 }
 
@@ -164,12 +163,7 @@ static mxattn_status get_tune_locked(mx_cache *cache, const mx_tune_key *key, mx
 }
 
 mxattn_status mx_cache_get_tune(mx_cache *cache, const mx_tune_key *key, mx_tune_result *out) {
-    if (!cache) return get_tune_locked(cache, key, out);
-    mx_cache_lock(cache);
-    mxattn_status st = get_tune_locked(cache, key, out);
-    if (st && mx_cache_after_failure(cache, &st)) st = get_tune_locked(cache, key, out);
-    mx_cache_unlock(cache);
-    return st;
+    MX_CACHE_RETURN_LOCKED(cache, get_tune_locked(cache, key, out));
 }
 
 /* Binds the whole key, though the build fields (?4 through ?7) are only
@@ -215,12 +209,7 @@ static mxattn_status get_nearest_locked(mx_cache *cache, const mx_tune_key *key,
 
 mxattn_status mx_cache_get_tune_nearest(mx_cache *cache, const mx_tune_key *key, mx_tune_result *out,
                                         mx_tune_key *found) {
-    if (!cache) return get_nearest_locked(cache, key, out, found);
-    mx_cache_lock(cache);
-    mxattn_status st = get_nearest_locked(cache, key, out, found);
-    if (st && mx_cache_after_failure(cache, &st)) st = get_nearest_locked(cache, key, out, found);
-    mx_cache_unlock(cache);
-    return st;
+    MX_CACHE_RETURN_LOCKED(cache, get_nearest_locked(cache, key, out, found));
 }
 
 /* ---- measurements -------------------------------------------------------- */
@@ -264,12 +253,7 @@ static mxattn_status add_measurement_locked(mx_cache *cache, const mx_tune_key *
 }
 
 mxattn_status mx_cache_add_measurement(mx_cache *cache, const mx_tune_key *key, const mx_measurement *m) {
-    if (!cache) return add_measurement_locked(cache, key, m);
-    mx_cache_lock(cache);
-    mxattn_status st = add_measurement_locked(cache, key, m);
-    if (st && mx_cache_after_failure(cache, &st)) st = add_measurement_locked(cache, key, m);
-    mx_cache_unlock(cache);
-    return st;
+    MX_CACHE_RETURN_LOCKED(cache, add_measurement_locked(cache, key, m));
 }
 
 static mxattn_status has_measurement_locked(mx_cache *cache, const mx_tune_key *key, const char *config, int *measured) {
@@ -291,12 +275,7 @@ static mxattn_status has_measurement_locked(mx_cache *cache, const mx_tune_key *
 }
 
 mxattn_status mx_cache_has_measurement(mx_cache *cache, const mx_tune_key *key, const char *config, int *measured) {
-    if (!cache) return has_measurement_locked(cache, key, config, measured);
-    mx_cache_lock(cache);
-    mxattn_status st = has_measurement_locked(cache, key, config, measured);
-    if (st && mx_cache_after_failure(cache, &st)) st = has_measurement_locked(cache, key, config, measured);
-    mx_cache_unlock(cache);
-    return st;
+    MX_CACHE_RETURN_LOCKED(cache, has_measurement_locked(cache, key, config, measured));
 }
 
 /* Appends to a growing array; doubling keeps the copies linear overall. */
@@ -310,7 +289,31 @@ static int grow(void **items, int *cap, int count, size_t size) {
     return 1;
 }
 
-static void read_measurement(sqlite3_stmt *s, mx_measurement *m) {
+/* Steps `stmt` to its end, reading each row with `read` into a growing
+ * array of `size`-byte items, and finalizes it.  On success sets *items (the
+ * caller frees it; NULL when no row matched) and *count; on failure frees
+ * what it read and leaves both alone. */
+static mxattn_status read_rows(sqlite3 *db, sqlite3_stmt *stmt, size_t size,
+                               mxattn_status (*read)(sqlite3_stmt *, void *), const char *what,
+                               void **items, int *count) {
+    void *all = NULL;
+    int cap = 0, n = 0, rc;
+    mxattn_status st = MXATTN_OK;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        if (!grow(&all, &cap, n, size)) { rc = SQLITE_NOMEM; break; }
+        if ((st = read(stmt, (char *)all + (size_t)n * size))) break;
+        n++;
+    }
+    if (!st && rc != SQLITE_DONE) st = mx_db_fail(db, rc, what);
+    sqlite3_finalize(stmt);
+    if (st) { free(all); return st; }
+    *items = all;
+    *count = n;
+    return MXATTN_OK;
+}
+
+static mxattn_status read_measurement(sqlite3_stmt *s, void *item) {
+    mx_measurement *m = item;
     memset(m, 0, sizeof *m);
     mx_column_text_copy(s, 0, m->config, sizeof m->config);
     mx_column_text_copy(s, 1, m->status, sizeof m->status);
@@ -318,6 +321,7 @@ static void read_measurement(sqlite3_stmt *s, mx_measurement *m) {
     m->spread = sqlite3_column_double(s, 3);
     m->registers = sqlite3_column_int(s, 4);
     m->measured_at = sqlite3_column_int64(s, 5);
+    return MXATTN_OK;
 }
 
 static mxattn_status list_measurements_locked(mx_cache *cache, const mx_tune_key *key, mx_measurement **out, int *count) {
@@ -332,30 +336,25 @@ static mxattn_status list_measurements_locked(mx_cache *cache, const mx_tune_key
             " WHERE " MX_TUNE_KEY_MATCH " ORDER BY status <> 'ok', median_ms, config", &stmt)))
         return st;
     mx_bind_tune_key(stmt, key);
-    mx_measurement *items = NULL;
-    int cap = 0, n = 0, rc;
-    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-        if (!grow((void **)&items, &cap, n, sizeof *items)) { rc = SQLITE_NOMEM; break; }
-        read_measurement(stmt, &items[n++]);
-    }
-    if (rc != SQLITE_DONE) st = mx_db_fail(cache->db, rc, "cache: listing measurements");
-    sqlite3_finalize(stmt);
-    if (st) { free(items); return st; }
+    void *items;
+    if ((st = read_rows(cache->db, stmt, sizeof **out, read_measurement, "cache: listing measurements", &items,
+                        count)))
+        return st;
     *out = items;
-    *count = n;
     return MXATTN_OK;
 }
 
 mxattn_status mx_cache_list_measurements(mx_cache *cache, const mx_tune_key *key, mx_measurement **out, int *count) {
-    if (!cache) return list_measurements_locked(cache, key, out, count);
-    mx_cache_lock(cache);
-    mxattn_status st = list_measurements_locked(cache, key, out, count);
-    if (st && mx_cache_after_failure(cache, &st)) st = list_measurements_locked(cache, key, out, count);
-    mx_cache_unlock(cache);
-    return st;
+    MX_CACHE_RETURN_LOCKED(cache, list_measurements_locked(cache, key, out, count));
 }
 
 /* ---- queries ------------------------------------------------------------- */
+
+static mxattn_status read_row(sqlite3_stmt *s, void *item) {
+    mx_tune_row *row = item;
+    mxattn_status st = mx_read_tune_key(s, 0, &row->key);
+    return st ? st : read_result(s, MX_TUNE_KEY_NCOLS, &row->result);
+}
 
 void mx_tune_filter_init(mx_tune_filter *f) {
     memset(f, 0, sizeof *f);
@@ -382,30 +381,15 @@ static mxattn_status query_locked(mx_cache *cache, const mx_tune_filter *f, mx_t
     sqlite3_bind_int(stmt, 3, f->head_dim);
     sqlite3_bind_text(stmt, 4, f->dtype, -1, SQLITE_STATIC);
     sqlite3_bind_int(stmt, 5, f->causal);
-    mx_tune_row *items = NULL;
-    int cap = 0, n = 0, rc;
-    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-        if (!grow((void **)&items, &cap, n, sizeof *items)) { rc = SQLITE_NOMEM; break; }
-        if ((st = mx_read_tune_key(stmt, 0, &items[n].key)) ||
-            (st = read_result(stmt, MX_TUNE_KEY_NCOLS, &items[n].result)))
-            break;
-        n++;
-    }
-    if (!st && rc != SQLITE_DONE) st = mx_db_fail(cache->db, rc, "cache: querying tuning results");
-    sqlite3_finalize(stmt);
-    if (st) { free(items); return st; }
+    void *items;
+    if ((st = read_rows(cache->db, stmt, sizeof **rows, read_row, "cache: querying tuning results", &items, count)))
+        return st;
     *rows = items;
-    *count = n;
     return MXATTN_OK;
 }
 
 mxattn_status mx_cache_query(mx_cache *cache, const mx_tune_filter *f, mx_tune_row **rows, int *count) {
-    if (!cache) return query_locked(cache, f, rows, count);
-    mx_cache_lock(cache);
-    mxattn_status st = query_locked(cache, f, rows, count);
-    if (st && mx_cache_after_failure(cache, &st)) st = query_locked(cache, f, rows, count);
-    mx_cache_unlock(cache);
-    return st;
+    MX_CACHE_RETURN_LOCKED(cache, query_locked(cache, f, rows, count));
 }
 
 mxattn_status mx_cache_query_json(mx_cache *cache, const mx_tune_filter *f, char **json) {

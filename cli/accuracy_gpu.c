@@ -44,22 +44,15 @@ static const char *status_word(const mxattn_accuracy_row *r) {
     return "ok";
 }
 
-static void print_cell(FILE *f, const char *format, double x, int width) {
-    char buf[64];
-    if (isnan(x)) snprintf(buf, sizeof buf, "-");
-    else snprintf(buf, sizeof buf, format, x);
-    fprintf(f, "%*s", width, buf);
-}
-
 static void print_human_row(FILE *f, const mxattn_accuracy_gpu_report *rep, const mxattn_accuracy_row *r) {
     const mxattn_accuracy_plan *p = &rep->plans[r->plan];
     fprintf(f, "  %-18s ", p->label);
-    print_cell(f, "%.0f", p->key_block > 0 ? p->key_block : NAN, 7);
+    cli_print_cell(f, "%.0f", p->key_block > 0 ? p->key_block : NAN, 7);
     const double cos[3] = {r->gpu_cosine, r->offline_cosine, r->tile_cosine};
     const double l1[3] = {r->gpu_rel_l1, r->offline_rel_l1, r->tile_rel_l1};
     for (int i = 0; i < 3; i++) {
-        print_cell(f, "%.6f", cos[i], 11);
-        print_cell(f, "%.4f", l1[i], 8);
+        cli_print_cell(f, "%.6f", cos[i], 11);
+        cli_print_cell(f, "%.4f", l1[i], 8);
     }
     fprintf(f, "  %s%s", r->failed ? "FAIL " : "", status_word(r));
     if (r->unwritten > 0) fprintf(f, ": %ld of %zu outputs", r->unwritten, rep->outputs);
@@ -91,42 +84,27 @@ static void print_human(FILE *f, const accuracy_run *s) {
     }
 }
 
-static void print_json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
-static void print_json_number(FILE *f, double x) {
-    if (isfinite(x)) fprintf(f, "%.17g", x);
-    else fputs("null", f);
-}
-
 static void print_json_field(FILE *f, const char *key, double x) {
     fprintf(f, ", \"%s\": ", key);
-    print_json_number(f, x);
+    cli_json_number(f, x);
 }
 
 static void print_json_row(FILE *f, const accuracy_run *s, const mxattn_accuracy_row *r) {
     const mxattn_accuracy_experiment *e = &s->r->experiments[r->experiment];
     const mxattn_accuracy_plan *p = &s->r->plans[r->plan];
     fputs("  {\"experiment\": ", f);
-    print_json_string(f, e->name);
+    cli_json_string(f, e->name);
     print_json_field(f, "temperature", e->temperature);
     print_json_field(f, "entropy", e->entropy);
     fputs(", \"family\": ", f);
-    print_json_string(f, p->family);
+    cli_json_string(f, p->family);
     fprintf(f, ", \"direct_p\": %d, \"v_terms\": %d, \"block_n\": %d, \"config\": ", p->direct_p,
             p->v_terms, p->key_block);
-    print_json_string(f, p->status == MXATTN_OK ? p->config : "");
+    cli_json_string(f, p->status == MXATTN_OK ? p->config : "");
     fputs(", \"status\": ", f);
-    print_json_string(f, status_word(r));
+    cli_json_string(f, status_word(r));
     fputs(", \"error\": ", f);
-    print_json_string(f, r->error);
+    cli_json_string(f, r->error);
     fprintf(f, ", \"failed\": %s, \"unwritten\": %ld", r->failed ? "true" : "false", r->unwritten);
     print_json_field(f, "gpu_cos", r->gpu_cosine);
     print_json_field(f, "gpu_rel_l1", r->gpu_rel_l1);
@@ -142,9 +120,9 @@ static void print_json(FILE *f, const accuracy_run *s) {
     fprintf(f, "{\"seed\": %ld, \"size\": %d, \"head_dim\": %d", o->seed, o->size, o->head_dim);
     print_json_field(f, "k_mean", o->k_mean);
     fputs(", \"gpu\": ", f);
-    print_json_string(f, s->r->gpu);
+    cli_json_string(f, s->r->gpu);
     fputs(", \"arch\": ", f);
-    print_json_string(f, s->r->arch);
+    cli_json_string(f, s->r->arch);
     fputs(", \"rows\": [\n", f);
     for (int i = 0; i < s->r->n_rows; i++) {
         print_json_row(f, s, &s->r->rows[i]);

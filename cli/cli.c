@@ -48,34 +48,41 @@ int cli_fail_input(const char *cmd, mxattn_status s) {
     return cli_usage_error(cmd, "%.*s", message_length(msg), msg);
 }
 
+/* The verdict both number parsers give: `unread` (the text is not all one
+ * number: the flag `expects` another), else `outside` (the range text says
+ * "[min, max], got v" in the parser's own format); 1 when neither. */
+static int parsed_value(const char *cmd, const char *flag, const char *text, int unread, const char *expects,
+                        int outside, const char *range) {
+    if (unread) {
+        cli_usage_error(cmd, "%s expects %s, got '%s'", flag, expects, text ? text : "");
+        return 0;
+    }
+    if (outside) {
+        cli_usage_error(cmd, "%s must be in %s", flag, range);
+        return 0;
+    }
+    return 1;
+}
+
 int cli_parse_long(const char *cmd, const char *flag, const char *text, long min, long max, long *out) {
-    char *end;
+    char *end, range[96];
     errno = 0;
     long v = text ? strtol(text, &end, 10) : 0;
-    if (!text || !*text || *end || errno) {
-        cli_usage_error(cmd, "%s expects an integer, got '%s'", flag, text ? text : "");
+    snprintf(range, sizeof range, "[%ld, %ld], got %ld", min, max, v);
+    if (!parsed_value(cmd, flag, text, !text || !*text || *end || errno, "an integer", v < min || v > max, range))
         return 0;
-    }
-    if (v < min || v > max) {
-        cli_usage_error(cmd, "%s must be in [%ld, %ld], got %ld", flag, min, max, v);
-        return 0;
-    }
     *out = v;
     return 1;
 }
 
 int cli_parse_double(const char *cmd, const char *flag, const char *text, double min, double max, double *out) {
-    char *end;
+    char *end, range[96];
     errno = 0;
     double v = text ? strtod(text, &end) : 0;
-    if (!text || !*text || *end || errno || isnan(v)) {
-        cli_usage_error(cmd, "%s expects a number, got '%s'", flag, text ? text : "");
+    snprintf(range, sizeof range, "[%g, %g], got %g", min, max, v);
+    if (!parsed_value(cmd, flag, text, !text || !*text || *end || errno || isnan(v), "a number",
+                      v < min || v > max, range))
         return 0;
-    }
-    if (v < min || v > max) {
-        cli_usage_error(cmd, "%s must be in [%g, %g], got %g", flag, min, max, v);
-        return 0;
-    }
     *out = v;
     return 1;
 }
@@ -236,6 +243,18 @@ int cli_finish_stdout(const char *cmd, int rc) {
         return rc ? rc : 1;
     }
     return rc;
+}
+
+void cli_print_cell(FILE *f, const char *format, double x, int width) {
+    char buf[64];
+    if (isnan(x)) snprintf(buf, sizeof buf, "-");
+    else snprintf(buf, sizeof buf, format, x);
+    fprintf(f, "%*s", width, buf);
+}
+
+void cli_json_number(FILE *f, double x) {
+    if (isfinite(x)) fprintf(f, "%.17g", x);
+    else fputs("null", f);
 }
 
 void cli_json_string(FILE *f, const char *s) {

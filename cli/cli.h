@@ -91,6 +91,10 @@ int cli_finish_stdout(const char *cmd, int rc);
 
 /* JSON string literal of s (quotes, backslashes and control characters escaped). */
 void cli_json_string(FILE *f, const char *s);
+/* A JSON number, or null for a NaN or an infinity (JSON has neither). */
+void cli_json_number(FILE *f, double x);
+/* A table cell: x in `format`, right-aligned in `width`; "-" for NaN (no value). */
+void cli_print_cell(FILE *f, const char *format, double x, int width);
 
 typedef int (*cli_command_fn)(int argc, char **argv);
 typedef struct { const char *name; cli_command_fn fn; const char *summary; } cli_command;

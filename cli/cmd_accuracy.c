@@ -41,13 +41,6 @@ static const char *table_title(const char *table) {
     return table;
 }
 
-static void print_value(FILE *f, const char *format, double x, int width) {
-    char buf[64];
-    if (isnan(x)) snprintf(buf, sizeof buf, "-");
-    else snprintf(buf, sizeof buf, format, x);
-    fprintf(f, "%*s", width, buf);
-}
-
 static void print_human(FILE *f, const mxattn_accuracy_report *r, const options *opt) {
     fprintf(f, "mxattn accuracy: seed %ld, %d x %d, K channel-mean stddev %g (CPU reference)\n",
             opt->seed, opt->size, opt->head_dim, opt->k_mean);
@@ -59,41 +52,27 @@ static void print_human(FILE *f, const mxattn_accuracy_report *r, const options 
             fprintf(f, "\n%s\n  %-46s %10s %10s\n", table_title(table), "", "ours", "notes");
         }
         fprintf(f, "  %-46s ", fg->name);
-        print_value(f, fg->format, fg->ours, 10);
+        cli_print_cell(f, fg->format, fg->ours, 10);
         fputc(' ', f);
-        print_value(f, fg->format, fg->notes, 10);
+        cli_print_cell(f, fg->format, fg->notes, 10);
         fputc('\n', f);
     }
 }
 
-static void print_json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-static void print_json_number(FILE *f, double x) {
-    if (isfinite(x)) fprintf(f, "%.17g", x);
-    else fputs("null", f);
-}
-
 static void print_json(FILE *f, const mxattn_accuracy_report *r, const options *opt) {
     fprintf(f, "{\"seed\": %ld, \"size\": %d, \"head_dim\": %d, \"k_mean\": ", opt->seed, opt->size, opt->head_dim);
-    print_json_number(f, opt->k_mean);
+    cli_json_number(f, opt->k_mean);
     fputs(", \"figures\": [", f);
     for (int i = 0; i < r->count; i++) {
         const mxattn_accuracy_figure *fg = &r->figures[i];
         fputs(i ? ",\n  {\"table\": " : "\n  {\"table\": ", f);
-        print_json_string(f, fg->table);
+        cli_json_string(f, fg->table);
         fputs(", \"name\": ", f);
-        print_json_string(f, fg->name);
+        cli_json_string(f, fg->name);
         fputs(", \"ours\": ", f);
-        print_json_number(f, fg->ours);
+        cli_json_number(f, fg->ours);
         fputs(", \"notes\": ", f);
-        print_json_number(f, fg->notes);
+        cli_json_number(f, fg->notes);
         fputc('}', f);
     }
     fputs("\n]}\n", f);

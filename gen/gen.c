@@ -1,6 +1,7 @@
 #include "gen/gen.h"
 #include "gen/gen_internal.h"
 #include "util/err.h"
+#include "util/file.h"
 #include "util/sha256.h"
 
 #include <lauxlib.h>
@@ -19,20 +20,6 @@ struct mx_gen {
     mx_sha256 hash_state;    /* over every module loaded, in load order */
     char template_hash[65];
 };
-
-/* Reads a whole file; NULL if it cannot. */
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) { free(buf); buf = NULL; }
-    fclose(f);
-    if (buf) { buf[n] = 0; *len = (size_t)n; }
-    return buf;
-}
 
 /* A module name is a dotted path of letters, digits and '_' ("blocks.softmax"):
  * no '/', no "..", nothing absolute, so a name cannot reach outside the
@@ -56,7 +43,7 @@ static const char *find_text(mx_gen *g, const char *name, const char *rel, size_
     if (g->template_dir[0]) {
         char path[1400];
         snprintf(path, sizeof path, "%s/%s", g->template_dir, rel);
-        *owned = slurp(path, len);
+        *owned = mx_read_file(path, len);
         return *owned;
     }
     for (const mx_embedded_template *t = mx_embedded_templates; t->name; t++)

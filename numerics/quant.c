@@ -173,6 +173,27 @@ mxattn_status mx_p_dequantize_two_level(mx_fp4_kind kind, const uint8_t *codes,
 }
 
 /* ---- INT8 and FP8 -------------------------------------------------------- */
+/* Row r of [r0, r1) belongs to scale group g: every row when g < 0 (a block
+ * of rows), else the rows mx_int8_per_thread_group puts in g. */
+static int in_group(int r, int keys, int g) { return g < 0 || mx_int8_per_thread_group(r, keys) == g; }
+
+/* Quantizes a group's rows of [r0, r1) to one scale, amax / 127, returned. */
+static float int8_quantize_group(const float *x, int cols, int64_t row_stride, int r0, int r1, int keys, int g,
+                                 int8_t *q) {
+    float amax = 0;
+    for (int r = r0; r < r1; r++)
+        if (in_group(r, keys, g))
+            for (int c = 0; c < cols; c++) amax = amax_nan(amax, x[(int64_t)r * row_stride + c]);
+    float scale = fp32_scale(amax, 127.0f);
+    mx_scale_recip inv = mx_scale_reciprocal(scale);
+    for (int r = r0; r < r1; r++)
+        if (in_group(r, keys, g))
+            for (int c = 0; c < cols; c++)
+                q[(size_t)r * (size_t)cols + (size_t)c] =
+                    scale > 0 ? mx_f32_to_int8(mx_div_by_scale(x[(int64_t)r * row_stride + c], inv)) : 0;
+    return scale;
+}
+
 mxattn_status mx_int8_quantize_blocks(const float *x, int rows, int cols, int64_t row_stride,
                                       int block_rows, int8_t *q, float *scales) {
     mxattn_status st = check_matrix("int8 quantize", x, rows, cols, row_stride, q, scales);
@@ -180,16 +201,7 @@ mxattn_status mx_int8_quantize_blocks(const float *x, int rows, int cols, int64_
     if (block_rows < 1) return mx_fail(MXATTN_ERROR_INVALID_VALUE, "int8 quantize: block of %d rows", block_rows);
     for (int r0 = 0, b = 0; r0 < rows; r0 += block_rows, b++) {
         int r1 = r0 + block_rows < rows ? r0 + block_rows : rows;
-        float amax = 0;
-        for (int r = r0; r < r1; r++)
-            for (int c = 0; c < cols; c++) amax = amax_nan(amax, x[(int64_t)r * row_stride + c]);
-        float scale = fp32_scale(amax, 127.0f);
-        mx_scale_recip inv = mx_scale_reciprocal(scale);
-        scales[b] = scale;
-        for (int r = r0; r < r1; r++)
-            for (int c = 0; c < cols; c++)
-                q[(size_t)r * (size_t)cols + (size_t)c] =
-                    scale > 0 ? mx_f32_to_int8(mx_div_by_scale(x[(int64_t)r * row_stride + c], inv)) : 0;
+        scales[b] = int8_quantize_group(x, cols, row_stride, r0, r1, 0, -1, q);
     }
     return MXATTN_OK;
 }
@@ -209,18 +221,7 @@ mxattn_status mx_int8_quantize_per_thread(const float *x, int rows, int cols, in
     const int window = keys ? 128 : 16;   /* a group's rows lie in one window */
     for (int g = 0; g < mx_int8_per_thread_groups(rows, keys); g++) {
         int r0 = g / (keys ? 4 : 8) * window, r1 = r0 + window < rows ? r0 + window : rows;
-        float amax = 0;
-        for (int r = r0; r < r1; r++)
-            if (mx_int8_per_thread_group(r, keys) == g)
-                for (int c = 0; c < cols; c++) amax = amax_nan(amax, x[(int64_t)r * row_stride + c]);
-        float scale = fp32_scale(amax, 127.0f);
-        mx_scale_recip inv = mx_scale_reciprocal(scale);
-        scales[g] = scale;
-        for (int r = r0; r < r1; r++)
-            if (mx_int8_per_thread_group(r, keys) == g)
-                for (int c = 0; c < cols; c++)
-                    q[(size_t)r * (size_t)cols + (size_t)c] =
-                        scale > 0 ? mx_f32_to_int8(mx_div_by_scale(x[(int64_t)r * row_stride + c], inv)) : 0;
+        scales[g] = int8_quantize_group(x, cols, row_stride, r0, r1, keys, g, q);
     }
     return MXATTN_OK;
 }
