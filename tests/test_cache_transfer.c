@@ -585,13 +585,7 @@ static void test_impossible_rows_are_refused(void **state) {
 
 static void measure(mx_cache *c, int bucket, const char *config, const char *status, double ms) {
     mx_tune_key k = key_named("NVIDIA H200", bucket);
-    mx_measurement m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.config, sizeof m.config, "%s", config);
-    snprintf(m.status, sizeof m.status, "%s", status);
-    m.median_ms = ms;
-    m.spread = 0.01;
-    m.registers = 128;
+    mx_measurement m = measurement_of(config, status, ms, 0.01, 128);
     assert_int_equal(mx_cache_add_measurement(c, &k, &m), MXATTN_OK);
 }
 

@@ -578,6 +578,9 @@ static void test_query_reads_the_database_without_gpu(void **state) {
     mxattn_destroy(ctx);
 }
 
+/* These tests get a scratch directory of their own. */
+#define DIR_TEST(f) cmocka_unit_test_setup_teardown(f, make_dir, remove_dir)
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seq_bucket_rule),
@@ -591,11 +594,11 @@ int main(void) {
         cmocka_unit_test(test_all_failed_has_no_winner),
         cmocka_unit_test(test_ties_within_1pct_keep_default_and_break_stably),
         cmocka_unit_test(test_tops_and_input_sets),
-        cmocka_unit_test_setup_teardown(test_measuring_without_gpu_says_so, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_resume_of_finished_run_needs_no_gpu, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_compile_only_fills_the_kernel_cache, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_run_rejects_bad_arguments, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_query_reads_the_database_without_gpu, make_dir, remove_dir),
+        DIR_TEST(test_measuring_without_gpu_says_so),
+        DIR_TEST(test_resume_of_finished_run_needs_no_gpu),
+        DIR_TEST(test_compile_only_fills_the_kernel_cache),
+        DIR_TEST(test_run_rejects_bad_arguments),
+        DIR_TEST(test_query_reads_the_database_without_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,4 +14,13 @@ mxattn_ctx *cacheless_ctx(void);
  * the caller sets the problem part (head_dim, dtypes, layout, buckets). */
 void tune_key_h200(mx_tune_key *k, const char *gpu);
 
+/* A tuning result for `config` as the cache tests store it: the median,
+ * the default's time and the throughput given, the rest zero. */
+mx_tune_result tune_result_of(const char *config, double median_ms, double default_ms, double tops);
+
+/* A measurement of `config` with `status` ("ok", "compile_failed", ...), the
+ * median, spread and registers given, the rest zero. */
+mx_measurement measurement_of(const char *config, const char *status, double median_ms, double spread,
+                              int registers);
+
 #endif
