@@ -26,24 +26,10 @@ void tune_key_h200(mx_tune_key *k, const char *gpu) {
     strcpy(k->family, "f16");
 }
 
-mx_tune_result tune_result_of(const char *config, double median_ms, double default_ms, double tops) {
-    mx_tune_result r;
-    memset(&r, 0, sizeof r);
-    snprintf(r.config, sizeof r.config, "%s", config);
-    r.median_ms = median_ms;
-    r.default_ms = default_ms;
-    r.tops = tops;
-    return r;
-}
-
-mx_measurement measurement_of(const char *config, const char *status, double median_ms, double spread,
-                              int registers) {
-    mx_measurement m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.config, sizeof m.config, "%s", config);
-    snprintf(m.status, sizeof m.status, "%s", status);
-    m.median_ms = median_ms;
-    m.spread = spread;
-    m.registers = registers;
-    return m;
+void expect_row_counts(long read, long taken, long kept, long refused, long want_read, long want_taken,
+                       long want_kept, long want_refused) {
+    if (want_read != -1) assert_int_equal(read, want_read);
+    if (want_taken != -1) assert_int_equal(taken, want_taken);
+    if (want_kept != -1) assert_int_equal(kept, want_kept);
+    if (want_refused != -1) assert_int_equal(refused, want_refused);
 }

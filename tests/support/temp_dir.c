@@ -16,3 +16,11 @@ static int remove_entry(const char *path, const struct stat *sb, int type, struc
 }
 
 int temp_dir_remove(const char *dir) { return nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+const char *temp_dir_path(const char *dir, const char *name) {
+    static char paths[8][300];
+    static int next;
+    char *p = paths[next++ % 8];
+    snprintf(p, sizeof paths[0], "%s/%s", dir, name);
+    return p;
+}

@@ -9,5 +9,8 @@
 int temp_dir_make(char *dir, size_t cap, const char *prefix);
 /* Removes dir and everything below it; returns nftw's result. */
 int temp_dir_remove(const char *dir);
+/* "dir/name" in one of eight buffers used in turn, so that a call can take
+ * several paths at once; the path is cut at 299 bytes. */
+const char *temp_dir_path(const char *dir, const char *name);
 
 #endif
