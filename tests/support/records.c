@@ -3,6 +3,16 @@
 #include <string.h>
 #include "util/sha256.h"
 
+void tune_key_f16(mx_tune_key *k, const char *gpu) {
+    memset(k, 0, sizeof *k);
+    snprintf(k->gpu_name, sizeof k->gpu_name, "%s", gpu);
+    snprintf(k->mxattn_version, sizeof k->mxattn_version, "0.1.0");
+    snprintf(k->family, sizeof k->family, "f16");
+    snprintf(k->dtype, sizeof k->dtype, "f16");
+    snprintf(k->out_dtype, sizeof k->out_dtype, "f16");
+    snprintf(k->layout, sizeof k->layout, "bhnd");
+}
+
 mx_tune_result tune_result_of(const char *config, double median_ms, double default_ms, double tops) {
     mx_tune_result r;
     memset(&r, 0, sizeof r);

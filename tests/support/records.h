@@ -7,6 +7,10 @@
 #include <stddef.h>
 #include "cache/cache.h"
 
+/* Zeroes *k and names an f16 problem (family, dtype and out_dtype f16,
+ * layout bhnd) of mxattn 0.1.0 on `gpu`; the rest is the caller's. */
+void tune_key_f16(mx_tune_key *k, const char *gpu);
+
 /* A tuning result for `config`: the median, the default's time and the
  * throughput given, the rest zero. */
 mx_tune_result tune_result_of(const char *config, double median_ms, double default_ms, double tops);

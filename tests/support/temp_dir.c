@@ -10,6 +10,12 @@ int temp_dir_make(char *dir, size_t cap, const char *prefix) {
     return mkdtemp(dir) ? 0 : -1;
 }
 
+int temp_dir_make_db(char *dir, size_t cap, const char *prefix, char *db, size_t dbcap, const char *db_name) {
+    if (temp_dir_make(dir, cap, prefix) != 0) return -1;
+    int n = snprintf(db, dbcap, "%s/%s", dir, db_name);
+    return n < 0 || (size_t)n >= dbcap ? -1 : 0;
+}
+
 static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
     (void)sb; (void)type; (void)ftw;
     return remove(path);
