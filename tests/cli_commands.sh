@@ -3,12 +3,8 @@
 # bad input gets a one-line error, never a crash (>= 128): exit 2 when the
 # command line is wrong (a value out of its legal set included), 1 when the
 # work failed.
-set -u
-MX=${1:?usage: cli_commands.sh path/to/mxattn}
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export MXATTN_CACHE="$tmp/db.sqlite"
+source "$(dirname "$0")/support/cli_prologue.sh"
+tmp=$T
 
 check() {  # check NAME EXPECTED_RC_PATTERN COMMAND...
   local name=$1 want=$2; shift 2

@@ -6,12 +6,7 @@
 # failure, and --help and the legal lists come from the parameter table
 # (`mxattn params --json`), not from a copy.
 # usage: bash tests/cli_flags.sh path/to/mxattn   (exit 0 pass, 1 fail)
-set -u
-MX=${1:?usage: cli_flags.sh path/to/mxattn}
-fails=0
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export MXATTN_CACHE="$T/db.sqlite"
+source "$(dirname "$0")/support/cli_prologue.sh"
 "$MX" db vacuum > /dev/null || { echo "cannot create the database"; exit 1; }
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 command -v python3 > /dev/null || { echo "skip: python3 reads the JSON"; exit 77; }

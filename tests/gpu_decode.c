@@ -20,29 +20,9 @@
 static mx_device g_dev;
 static mxattn_ctx *g_ctx;
 
-/* As gpu_f16: bf16 keeps 8 significant bits, rounding P and O costs ~1e-3. */
-#define BF16_REL_L1 3e-3
-#define F16_REL_L1 1e-3
-#define LSE_TOL 1e-3
-
+/* The decode schedule's cases are checked as gpu_f16's, and must run it. */
 static int check_case(const gpu_case *c, uint64_t seed) {
-    char what[256];
-    gpu_result r;
-    gpu_case_describe(c, what, sizeof what);
-    mxattn_status st = gpu_run_case(g_ctx, &g_dev, c, seed, NULL, &r);
-    if (st != MXATTN_OK) {
-        printf("FAIL %s seed %llu: %s: %s\n", what, (unsigned long long)seed, mxattn_status_string(st),
-               mxattn_last_error());
-        return 1;
-    }
-    double tol = c->dtype == MXATTN_BF16 ? BF16_REL_L1 : F16_REL_L1;
-    int decode = strstr(r.config, "variant=decode") != NULL;
-    int ok = decode && r.unwritten == 0 && r.o.rel_l1 < tol && (!c->lse || r.lse_max_abs < LSE_TOL);
-    printf("%s %s [%s]: rel_l1 %.2e cos %.6f max_abs %.2e lse %.1e unwritten %ld, %.3f ms%s\n",
-           ok ? "ok  " : "FAIL", what, r.config, r.o.rel_l1, r.o.cosine, r.o.max_abs, r.lse_max_abs, r.unwritten,
-           r.ms, decode ? "" : " (not the decode schedule)");
-    if (!ok) printf("     seed %llu\n", (unsigned long long)seed);
-    return !ok;
+    return gpu_check_f16_case(g_ctx, &g_dev, c, seed, "variant=decode");
 }
 
 static const int NQ[] = {1, 4, 16};
@@ -139,13 +119,7 @@ static void test_other_head_dims(void **state) {
 
 int main(int argc, char **argv) {
     gpu_open_or_skip(&g_dev, "gpu_decode");
-    mxattn_options opts;
-    mxattn_options_init(&opts);
-    opts.no_cache = 1;   /* compile every kernel: this tests the code path, not the cache */
-    if (mxattn_create(&g_ctx, &opts) != MXATTN_OK) {
-        printf("mxattn_create: %s\n", mxattn_last_error());
-        return 1;
-    }
+    if (!(g_ctx = gpu_cacheless_ctx())) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_grid_plans_match_reference_over_decode_shapes),
         cmocka_unit_test(test_tiles_and_pieces),

@@ -13,27 +13,7 @@
 static mx_device g_dev;
 static mxattn_ctx *g_ctx;
 
-/* bf16 keeps 8 significant bits: rounding P and O costs ~1e-3 relative L1. */
-#define BF16_REL_L1 3e-3
-#define F16_REL_L1 1e-3
-#define LSE_TOL 1e-3
-
-static int check_case(const gpu_case *c, uint64_t seed) {
-    char what[256];
-    gpu_result r;
-    gpu_case_describe(c, what, sizeof what);
-    mxattn_status st = gpu_run_case(g_ctx, &g_dev, c, seed, NULL, &r);
-    if (st != MXATTN_OK) {
-        printf("FAIL %s: %s: %s\n", what, mxattn_status_string(st), mxattn_last_error());
-        return 1;
-    }
-    double tol = c->dtype == MXATTN_BF16 ? BF16_REL_L1 : F16_REL_L1;
-    int ok = r.unwritten == 0 && r.o.rel_l1 < tol && (!c->lse || r.lse_max_abs < LSE_TOL);
-    printf("%s %s [%s]: rel_l1 %.2e cos %.6f max_abs %.2e lse %.1e unwritten %ld, %.3f ms\n",
-           ok ? "ok  " : "FAIL", what, r.config, r.o.rel_l1, r.o.cosine, r.o.max_abs, r.lse_max_abs,
-           r.unwritten, r.ms);
-    return !ok;
-}
+static int check_case(const gpu_case *c, uint64_t seed) { return gpu_check_f16_case(g_ctx, &g_dev, c, seed, NULL); }
 
 static const int HEAD_DIMS[] = {8, 32, 40, 64, 72, 80, 96, 100, 128, 160, 192, 256};
 #define N_HEAD_DIMS (int)(sizeof HEAD_DIMS / sizeof *HEAD_DIMS)
@@ -140,13 +120,7 @@ static void test_bad_pointers_null_misaligned_overlapping_host_are_refused(void 
 
 int main(void) {
     gpu_open_or_skip(&g_dev, "gpu_f16");
-    mxattn_options opts;
-    mxattn_options_init(&opts);
-    opts.no_cache = 1;   /* compile every kernel: this tests the code path, not the cache */
-    if (mxattn_create(&g_ctx, &opts) != MXATTN_OK) {
-        printf("mxattn_create: %s\n", mxattn_last_error());
-        return 1;
-    }
+    if (!(g_ctx = gpu_cacheless_ctx())) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_pointers_null_misaligned_overlapping_host_are_refused),
         cmocka_unit_test(test_head_dims_each_matches_reference),

@@ -16,13 +16,7 @@
 
 static char g_dir[256];
 
-static const char *in_dir(const char *name) {
-    static char paths[8][300];
-    static int next;
-    char *p = paths[next++ % 8];
-    snprintf(p, 300, "%s/%s", g_dir, name);
-    return p;
-}
+static const char *in_dir(const char *name) { return temp_dir_path(g_dir, name); }
 
 static int make_dir(void **state) { return temp_dir_make(g_dir, sizeof g_dir, "mxattn-api-db"); }
 static int remove_dir(void **state) { return temp_dir_remove(g_dir); }
@@ -40,11 +34,7 @@ static void put(const char *db, const char *gpu, int head_dim, int causal, const
     k.causal = causal;
     k.seq_bucket = k.q_bucket = 4096;
     k.gqa = 1;
-    mx_tune_result r;
-    memset(&r, 0, sizeof r);
-    snprintf(r.config, sizeof r.config, "%s", config);
-    r.median_ms = ms;
-    r.default_ms = 2 * ms;
+    mx_tune_result r = tune_result_of(config, ms, 2 * ms, 0);
     assert_int_equal(mx_cache_put_tune(c, &k, &r), MXATTN_OK);
     mx_cache_close(c);
 }
@@ -110,14 +100,11 @@ static void test_export_import_checks_rows(void **state) {
     assert_int_equal(mxattn_db_open(in_dir("dst.db"), 0, &dst), MXATTN_OK);
     mxattn_db_import_report r;
     assert_int_equal(mxattn_db_import(dst, in_dir("export.db"), NULL, &r), MXATTN_OK);
-    assert_int_equal(r.tune_rows_read, 2);
-    assert_int_equal(r.tune_rows_taken, 1);
-    assert_int_equal(r.tune_rows_refused, 1);
+    EXPECT_ROW_COUNTS(r, 2, 1, -1, 1);
     assert_non_null(strstr(r.first_refusal, "block_n"));
     /* The same again as a merge: ours is as fast, so it is kept. */
     assert_int_equal(mxattn_db_merge(dst, in_dir("export.db"), NULL, &r), MXATTN_OK);
-    assert_int_equal(r.tune_rows_refused, 1);
-    assert_int_equal(r.tune_rows_taken, 0);
+    EXPECT_ROW_COUNTS(r, -1, 0, -1, 1);
     assert_int_equal(mxattn_db_vacuum(dst), MXATTN_OK);
     assert_int_equal(mxattn_db_import(dst, in_dir("no-such.db"), NULL, &r) == MXATTN_OK, 0);
     mxattn_db_close(src);

@@ -14,6 +14,7 @@
 
 #include "cache/cache.h"
 #include "util/err.h"
+#include "support/fixtures.h"
 #include "support/temp_dir.h"
 #include "util/sha256.h"
 
@@ -33,13 +34,7 @@ static void path_in_dir(char *out, size_t cap, const char *name) { snprintf(out,
 
 static mx_tune_key sample_key(void) {
     mx_tune_key k;
-    memset(&k, 0, sizeof k);
-    strcpy(k.gpu_name, "NVIDIA H200");
-    k.sm_count = 132;
-    k.compute_capability = 90;
-    k.driver_version = 12040;
-    k.nvrtc_version = 12040;
-    strcpy(k.mxattn_version, "0.1.0");
+    tune_key_h200(&k, "NVIDIA H200");
     memset(k.template_hash, 'a', 64);
     strcpy(k.family, "int8-f16");
     k.head_dim = 128;
@@ -54,13 +49,13 @@ static mx_tune_key sample_key(void) {
 }
 
 static mx_tune_result sample_result(const char *config, double ms) {
-    mx_tune_result r;
-    memset(&r, 0, sizeof r);
-    snprintf(r.config, sizeof r.config, "%s", config);
-    r.median_ms = ms;
-    r.tops = 500.0;
-    r.default_ms = ms * 1.5;
-    return r;
+    return tune_result_of(config, ms, ms * 1.5, 500.0);
+}
+
+/* Stores sample_result(config, ms) for *k. */
+static void put_sample_tune(mx_cache *c, const mx_tune_key *k, const char *config, double ms) {
+    mx_tune_result r = sample_result(config, ms);
+    assert_int_equal(mx_cache_put_tune(c, k, &r), MXATTN_OK);
 }
 
 /* A fake cubin whose key hashes its bytes and arch, as the runtime's would. */
@@ -89,6 +84,19 @@ static mx_cache *open_in_dir(const char *name) {
     path_in_dir(path, sizeof path, name);
     assert_int_equal(mx_cache_open(path, &c), MXATTN_OK);
     assert_null(mx_cache_recovered(c));
+    return c;
+}
+
+/* The stored kernels' bytes (k.cubin points here), as large as the largest. */
+static unsigned char g_blob[5000];
+
+/* The kernel tests' start: `name` opened with one sample sm_90a kernel of
+ * n bytes (in g_blob) from `seed` stored in it, that kernel in *k. */
+static mx_cache *open_with_kernel(const char *name, size_t n, unsigned seed, mx_kernel_record *k) {
+    assert_true(n <= sizeof g_blob);
+    mx_cache *c = open_in_dir(name);
+    *k = sample_kernel("sm_90a", g_blob, n, seed);
+    assert_int_equal(mx_cache_put_kernel(c, k), MXATTN_OK);
     return c;
 }
 
@@ -200,23 +208,21 @@ static void test_v1_database_is_migrated(void **state) {
 
 static void test_kernel_round_trip(void **state) {
     (void)state;
-    mx_cache *c = open_in_dir("k.db");
-    unsigned char blob[5000];
-    mx_kernel_record k = sample_kernel("sm_90a", blob, sizeof blob, 7);
-    assert_int_equal(mx_cache_put_kernel(c, &k), MXATTN_OK);
+    mx_kernel_record k;
+    mx_cache *c = open_with_kernel("k.db", 5000, 7, &k);
     assert_int_equal(mx_cache_put_kernel(c, &k), MXATTN_OK); /* again: same key, kept */
 
     mx_kernel_record got;
     assert_int_equal(mx_cache_get_kernel(c, k.key, "sm_90a", &got), MXATTN_OK);
-    assert_int_equal(got.cubin_size, sizeof blob);
-    assert_memory_equal(got.cubin, blob, sizeof blob);
+    assert_int_equal(got.cubin_size, 5000);
+    assert_memory_equal(got.cubin, g_blob, 5000);
     assert_string_equal(got.kernel_names, "mxattn_int8_f16_fwd");
     assert_int_equal(got.registers, 168);
     assert_int_equal(got.shared_bytes, 98304);
     assert_true(got.compile_ms == 812.5);
     assert_true(got.created_at > 0);
     char expect[65];
-    mx_sha256_hex(blob, sizeof blob, expect);
+    mx_sha256_hex(g_blob, 5000, expect);
     assert_string_equal(got.cubin_sha256, expect);
     mx_kernel_record_release(&got);
 
@@ -228,10 +234,8 @@ static void test_kernel_round_trip(void **state) {
 
 static void test_kernel_for_another_arch_is_never_returned(void **state) {
     (void)state;
-    mx_cache *c = open_in_dir("arch.db");
-    unsigned char blob[256];
-    mx_kernel_record k = sample_kernel("sm_90a", blob, sizeof blob, 1);
-    assert_int_equal(mx_cache_put_kernel(c, &k), MXATTN_OK);
+    mx_kernel_record k;
+    mx_cache *c = open_with_kernel("arch.db", 256, 1, &k);
     mx_kernel_record got;
     assert_int_equal(mx_cache_get_kernel(c, k.key, "sm_80", &got), MXATTN_ERROR_NOT_FOUND);
     assert_null(got.cubin);
@@ -244,10 +248,8 @@ static void test_kernel_for_another_arch_is_never_returned(void **state) {
 
 static void test_tampered_kernel_blob_is_reported_and_removed(void **state) {
     (void)state;
-    mx_cache *c = open_in_dir("tamper.db");
-    unsigned char blob[1024];
-    mx_kernel_record k = sample_kernel("sm_90a", blob, sizeof blob, 3);
-    assert_int_equal(mx_cache_put_kernel(c, &k), MXATTN_OK);
+    mx_kernel_record k;
+    mx_cache *c = open_with_kernel("tamper.db", 1024, 3, &k);
 
     sqlite3 *db = raw_open("tamper.db");
     assert_int_equal(sqlite3_exec(db, "UPDATE kernels SET cubin = zeroblob(1024)", NULL, NULL, NULL), SQLITE_OK);
@@ -313,8 +315,8 @@ static void test_tune_lookup_is_isolated_by_sku(void **state) {
     (void)state;
     mx_cache *c = open_in_dir("sku.db");
     mx_tune_key key = sample_key();
-    mx_tune_result r = sample_result("block_m=64", 1.0), got;
-    assert_int_equal(mx_cache_put_tune(c, &key, &r), MXATTN_OK);
+    put_sample_tune(c, &key, "block_m=64", 1.0);
+    mx_tune_result got;
 
     mx_tune_key other = key;
     strcpy(other.gpu_name, "NVIDIA H100 80GB HBM3");
@@ -336,8 +338,7 @@ static void test_tune_lookup_is_isolated_by_sku(void **state) {
     /* Decoding over the same keys is another problem, with its own winner. */
     other = key; other.q_bucket = 16;
     assert_int_equal(mx_cache_get_tune(c, &other, &got), MXATTN_ERROR_NOT_FOUND);
-    mx_tune_result decode = sample_result("block_m=64 block_n=128", 0.05);
-    assert_int_equal(mx_cache_put_tune(c, &other, &decode), MXATTN_OK);
+    put_sample_tune(c, &other, "block_m=64 block_n=128", 0.05);
     assert_int_equal(mx_cache_get_tune(c, &other, &got), MXATTN_OK);
     assert_string_equal(got.config, "block_m=64 block_n=128");
     assert_int_equal(mx_cache_get_tune(c, &key, &got), MXATTN_OK);
@@ -345,10 +346,11 @@ static void test_tune_lookup_is_isolated_by_sku(void **state) {
     mx_cache_close(c);
 }
 
-static mx_tune_result result_at(const char *config, int64_t tuned_at) {
+/* Stores a row for *k with `config`, tuned at `tuned_at`. */
+static void put_tuned_at(mx_cache *c, const mx_tune_key *k, const char *config, int64_t tuned_at) {
     mx_tune_result r = sample_result(config, 1.0);
     r.tuned_at = tuned_at;
-    return r;
+    assert_int_equal(mx_cache_put_tune(c, k, &r), MXATTN_OK);
 }
 
 static void expect_nearest(mx_cache *c, const mx_tune_key *key, const char *config) {
@@ -389,10 +391,7 @@ static void test_nearest_tune_keeps_sku_and_problem(void **state) {
     other[10].seq_bucket = 8192;
     other[11].q_bucket = 16;
     strcpy(other[12].gpu_name, "NVIDIA H200 NVL");
-    for (int i = 0; i < 13; i++) {
-        mx_tune_result r = sample_result("block_m=128", 1.0);
-        assert_int_equal(mx_cache_put_tune(c, &other[i], &r), MXATTN_OK);
-    }
+    for (int i = 0; i < 13; i++) put_sample_tune(c, &other[i], "block_m=128", 1.0);
     assert_int_equal(mx_cache_get_tune_nearest(c, &key, &got, &found), MXATTN_ERROR_NOT_FOUND);
     /* Each of them finds itself. */
     for (int i = 0; i < 13; i++) {
@@ -405,8 +404,7 @@ static void test_nearest_tune_keeps_sku_and_problem(void **state) {
     elsewhere.nvrtc_version = 12080;
     strcpy(elsewhere.mxattn_version, "0.0.9");
     memset(elsewhere.template_hash, 'f', 64);
-    mx_tune_result r = sample_result("block_m=64 block_n=32", 1.0);
-    assert_int_equal(mx_cache_put_tune(c, &elsewhere, &r), MXATTN_OK);
+    put_sample_tune(c, &elsewhere, "block_m=64 block_n=32", 1.0);
     assert_int_equal(mx_cache_get_tune(c, &key, &got), MXATTN_ERROR_NOT_FOUND);
     expect_nearest(c, &key, "block_m=64 block_n=32");
     assert_int_equal(mx_cache_get_tune_nearest(c, &key, &got, &found), MXATTN_OK);
@@ -430,38 +428,30 @@ static void test_nearest_tune_prefers_the_closest_build(void **state) {
     mx_cache *c = open_in_dir("nearest-order.db");
     mx_tune_key key = sample_key();
     mx_tune_key k;
-    mx_tune_result r;
     /* Differs in everything, but the newest. */
     k = key; k.driver_version = 1; k.nvrtc_version = 1; strcpy(k.mxattn_version, "9"); k.template_hash[0] = 'z';
-    r = result_at("all=1", 900);
-    assert_int_equal(mx_cache_put_tune(c, &k, &r), MXATTN_OK);
+    put_tuned_at(c, &k, "all=1", 900);
     expect_nearest(c, &key, "all=1");
     /* The same template text outranks everything else. */
     k = key; k.driver_version = 1; k.nvrtc_version = 1; strcpy(k.mxattn_version, "9");
-    r = result_at("hash=1", 100);
-    assert_int_equal(mx_cache_put_tune(c, &k, &r), MXATTN_OK);
+    put_tuned_at(c, &k, "hash=1", 100);
     expect_nearest(c, &key, "hash=1");
     /* Then the same mxattn version. */
     k = key; k.driver_version = 1; k.nvrtc_version = 1;
-    r = result_at("version=1", 50);
-    assert_int_equal(mx_cache_put_tune(c, &k, &r), MXATTN_OK);
+    put_tuned_at(c, &k, "version=1", 50);
     expect_nearest(c, &key, "version=1");
     /* Then the same NVRTC: this row's driver differs, as the next one's NVRTC does. */
     k = key; k.driver_version = 2;
-    r = result_at("nvrtc=1", 10);
-    assert_int_equal(mx_cache_put_tune(c, &k, &r), MXATTN_OK);
+    put_tuned_at(c, &k, "nvrtc=1", 10);
     k = key; k.nvrtc_version = 2;
-    r = result_at("driver=1", 800);
-    assert_int_equal(mx_cache_put_tune(c, &k, &r), MXATTN_OK);
+    put_tuned_at(c, &k, "driver=1", 800);
     expect_nearest(c, &key, "nvrtc=1");
     /* Between rows that differ from this build alike, the newest. */
     k = key; k.driver_version = 3;
-    r = result_at("newer=1", 20);
-    assert_int_equal(mx_cache_put_tune(c, &k, &r), MXATTN_OK);
+    put_tuned_at(c, &k, "newer=1", 20);
     expect_nearest(c, &key, "newer=1");
     /* The exact row beats every other build. */
-    r = result_at("exact=1", 1);
-    assert_int_equal(mx_cache_put_tune(c, &key, &r), MXATTN_OK);
+    put_tuned_at(c, &key, "exact=1", 1);
     expect_nearest(c, &key, "exact=1");
     mx_tune_key found;
     mx_tune_result got;
@@ -494,14 +484,7 @@ static void test_nearest_tune_searches_an_index(void **state) {
 /* ---- measurements -------------------------------------------------------- */
 
 static mx_measurement sample_measurement(const char *config, const char *status, double ms) {
-    mx_measurement m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.config, sizeof m.config, "%s", config);
-    snprintf(m.status, sizeof m.status, "%s", status);
-    m.median_ms = ms;
-    m.spread = 0.02;
-    m.registers = 128;
-    return m;
+    return measurement_of(config, status, ms, 0.02, 128);
 }
 
 static void test_measurements_support_resuming(void **state) {
@@ -549,8 +532,7 @@ static void put_row(mx_cache *c, const char *gpu, const char *family, int head_d
     k.head_dim = head_dim;
     snprintf(k.dtype, sizeof k.dtype, "%s", dtype);
     k.causal = causal;
-    mx_tune_result r = sample_result("block_m=64 block_n=64", ms);
-    assert_int_equal(mx_cache_put_tune(c, &k, &r), MXATTN_OK);
+    put_sample_tune(c, &k, "block_m=64 block_n=64", ms);
 }
 
 static int query_count(mx_cache *c, const char *filter_text) {
@@ -644,23 +626,26 @@ static void test_default_path_follows_environment(void **state) {
     unsetenv("MXATTN_CACHE");
 }
 
+/* Each test gets a scratch directory of its own. */
+#define DIR_TEST(f) cmocka_unit_test_setup_teardown(f, make_dir, remove_dir)
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_fresh_database_is_created_with_parents, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_v1_database_is_migrated, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_kernel_round_trip, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_kernel_for_another_arch_is_never_returned, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_tampered_kernel_blob_is_reported_and_removed, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_bad_kernel_records_are_rejected, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_tune_round_trip_and_retune_replaces, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_tune_lookup_is_isolated_by_sku, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_nearest_tune_keeps_sku_and_problem, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_nearest_tune_prefers_the_closest_build, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_nearest_tune_searches_an_index, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_measurements_support_resuming, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_query_filters_and_json, make_dir, remove_dir),
+        DIR_TEST(test_fresh_database_is_created_with_parents),
+        DIR_TEST(test_v1_database_is_migrated),
+        DIR_TEST(test_kernel_round_trip),
+        DIR_TEST(test_kernel_for_another_arch_is_never_returned),
+        DIR_TEST(test_tampered_kernel_blob_is_reported_and_removed),
+        DIR_TEST(test_bad_kernel_records_are_rejected),
+        DIR_TEST(test_tune_round_trip_and_retune_replaces),
+        DIR_TEST(test_tune_lookup_is_isolated_by_sku),
+        DIR_TEST(test_nearest_tune_keeps_sku_and_problem),
+        DIR_TEST(test_nearest_tune_prefers_the_closest_build),
+        DIR_TEST(test_nearest_tune_searches_an_index),
+        DIR_TEST(test_measurements_support_resuming),
+        DIR_TEST(test_query_filters_and_json),
         cmocka_unit_test(test_filter_parse_rejects_bad_terms),
-        cmocka_unit_test_setup_teardown(test_default_path_follows_environment, make_dir, remove_dir),
+        DIR_TEST(test_default_path_follows_environment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

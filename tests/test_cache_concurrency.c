@@ -18,6 +18,7 @@
 
 #include "cache/cache.h"
 #include "util/err.h"
+#include "support/records.h"
 #include "support/temp_dir.h"
 
 #define WRITERS 6
@@ -29,9 +30,7 @@ static char g_db[128];
 
 static int make_dir(void **state) {
     (void)state;
-    if (temp_dir_make(g_dir, sizeof g_dir, "mxattn-concurrent")) return -1;
-    snprintf(g_db, sizeof g_db, "%s/shared/mxattn.db", g_dir);
-    return 0;
+    return temp_dir_make_db(g_dir, sizeof g_dir, "mxattn-concurrent", g_db, sizeof g_db, "shared/mxattn.db");
 }
 
 static int remove_dir(void **state) {
@@ -41,16 +40,10 @@ static int remove_dir(void **state) {
 
 static mx_tune_key key_for(int writer, int row) {
     mx_tune_key k;
-    memset(&k, 0, sizeof k);
-    snprintf(k.gpu_name, sizeof k.gpu_name, "NVIDIA H200");
+    tune_key_f16(&k, "NVIDIA H200");
     k.sm_count = 132;
     k.compute_capability = 90;
     k.driver_version = 12040;
-    strcpy(k.mxattn_version, "0.1.0");
-    strcpy(k.family, "f16");
-    strcpy(k.dtype, "f16");
-    strcpy(k.out_dtype, "f16");
-    strcpy(k.layout, "bhnd");
     k.head_dim = 64 + writer;
     k.seq_bucket = row;
     return k;

@@ -23,6 +23,7 @@
 #include "cache/cache.h"
 #include "util/err.h"
 #include "util/sha256.h"
+#include "support/records.h"
 #include "support/temp_dir.h"
 
 static char g_dir[64];
@@ -30,8 +31,7 @@ static char g_db[128];
 
 static int make_dir(void **state) {
     (void)state;
-    if (temp_dir_make(g_dir, sizeof g_dir, "mxattn-damage")) return -1;
-    snprintf(g_db, sizeof g_db, "%s/mxattn.db", g_dir);
+    if (temp_dir_make_db(g_dir, sizeof g_dir, "mxattn-damage", g_db, sizeof g_db, "mxattn.db")) return -1;
     unsetenv("MXATTN_CACHE_MAX_MB");
     unsetenv("MXATTN_CACHE_BUSY_MS");
     return 0;
@@ -64,14 +64,10 @@ static void raw_exec(const char *path, const char *sql) {
 
 static mx_tune_key key_n(int i) {
     mx_tune_key k;
-    memset(&k, 0, sizeof k);
-    snprintf(k.gpu_name, sizeof k.gpu_name, "NVIDIA H200 #%d", i);
+    char gpu[32];
+    snprintf(gpu, sizeof gpu, "NVIDIA H200 #%d", i);
+    tune_key_f16(&k, gpu);
     k.sm_count = 132;
-    strcpy(k.mxattn_version, "0.1.0");
-    strcpy(k.family, "f16");
-    strcpy(k.dtype, "f16");
-    strcpy(k.out_dtype, "f16");
-    strcpy(k.layout, "bhnd");
     k.head_dim = 64;
     k.seq_bucket = k.q_bucket = 1024;
     return k;

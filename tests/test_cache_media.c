@@ -24,6 +24,7 @@
 #include "cache/cache.h"
 #include "util/err.h"
 #include "util/sha256.h"
+#include "support/records.h"
 #include "support/temp_dir.h"
 
 #define SKIP_CODE 77
@@ -33,9 +34,8 @@ static char g_db[128];
 
 static int make_dir(void **state) {
     (void)state;
-    if (temp_dir_make(g_dir, sizeof g_dir, "mxattn-media")) return -1;
+    if (temp_dir_make_db(g_dir, sizeof g_dir, "mxattn-media", g_db, sizeof g_db, "mxattn.db")) return -1;
     chmod(g_dir, 0755);
-    snprintf(g_db, sizeof g_db, "%s/mxattn.db", g_dir);
     return 0;
 }
 
@@ -56,13 +56,7 @@ static int remove_dir(void **state) {
 
 static mx_tune_key sample_key(void) {
     mx_tune_key k;
-    memset(&k, 0, sizeof k);
-    strcpy(k.gpu_name, "NVIDIA H200");
-    strcpy(k.mxattn_version, "0.1.0");
-    strcpy(k.family, "f16");
-    strcpy(k.dtype, "f16");
-    strcpy(k.out_dtype, "f16");
-    strcpy(k.layout, "bhnd");
+    tune_key_f16(&k, "NVIDIA H200");
     k.head_dim = 64;
     return k;
 }

@@ -55,13 +55,7 @@ static int remove_dir(void **state) {
     return temp_dir_remove(g_dir);
 }
 
-static const char *in_dir(const char *name) {
-    static char paths[8][256];
-    static int next;
-    char *p = paths[next++ % 8];
-    snprintf(p, 256, "%s/%s", g_dir, name);
-    return p;
-}
+static const char *in_dir(const char *name) { return temp_dir_path(g_dir, name); }
 
 static mx_cache *open_db(const char *name) {
     mx_cache *c;
@@ -84,11 +78,7 @@ static mx_tune_key key_named(const char *gpu, int seq_bucket) {
 
 static void put(mx_cache *c, const char *gpu, int bucket, const char *config, double ms) {
     mx_tune_key k = key_named(gpu, bucket);
-    mx_tune_result r;
-    memset(&r, 0, sizeof r);
-    snprintf(r.config, sizeof r.config, "%s", config);
-    r.median_ms = ms;
-    r.default_ms = 2 * ms;
+    mx_tune_result r = tune_result_of(config, ms, 2 * ms, 0);
     assert_int_equal(mx_cache_put_tune(c, &k, &r), MXATTN_OK);
 }
 
@@ -102,28 +92,23 @@ static mx_tune_result get(mx_cache *c, const char *gpu, int bucket) {
 static unsigned char g_blobs[2][3000];
 
 static mx_kernel_record put_kernel(mx_cache *c, int which) {
-    mx_kernel_record k;
-    memset(&k, 0, sizeof k);
-    for (size_t i = 0; i < sizeof g_blobs[which]; i++) g_blobs[which][i] = (unsigned char)(i * 7 + which);
-    char material[32];
-    snprintf(material, sizeof material, "kernel %d", which);
-    mx_sha256_hex(material, strlen(material), k.key);
-    strcpy(k.arch, "sm_90a");
-    strcpy(k.kernel_names, "mxattn_f16_fwd");
-    k.cubin = g_blobs[which];
-    k.cubin_size = sizeof g_blobs[which];
+    mx_kernel_record k = kernel_record_of(g_blobs[which], sizeof g_blobs[which], which);
     assert_int_equal(mx_cache_put_kernel(c, &k), MXATTN_OK);
     return k;
 }
 
-/* A source with three tuning rows and two kernels. */
+/* A source with three tuning rows and two kernels, whose records go to
+ * kernels[2] unless it is NULL (most tests only need them stored). */
 static mx_cache *make_source(mx_kernel_record kernels[2]) {
     mx_cache *src = open_db("source.db");
     put(src, "NVIDIA H200", 1024, "block_m=64", 1.0);
     put(src, "NVIDIA H200", 4096, "block_m=128", 3.0);
     put(src, "NVIDIA H200", 16384, "block_m=128 stages=3", 9.0);
-    kernels[0] = put_kernel(src, 0);
-    kernels[1] = put_kernel(src, 1);
+    mx_kernel_record k0 = put_kernel(src, 0), k1 = put_kernel(src, 1);
+    if (kernels) {
+        kernels[0] = k0;
+        kernels[1] = k1;
+    }
     return src;
 }
 
@@ -191,9 +176,8 @@ static void test_export_import_round_trip(void **state) {
 
 static void test_import_replaces_merge_keeps_the_faster(void **state) {
     (void)state;
-    mx_kernel_record kernels[2];
     /* 1024: 1.0 ms, 4096: 3.0 ms, 16384: 9.0 ms */
-    mx_cache_close(exported_source(kernels, "ex.mxdb", 0, NULL));
+    mx_cache_close(exported_source(NULL, "ex.mxdb", 0, NULL));
 
     mx_cache *dst = open_db("target.db");
     put(dst, "NVIDIA H200", 1024, "ours slower", 2.0);
@@ -201,9 +185,7 @@ static void test_import_replaces_merge_keeps_the_faster(void **state) {
     mx_import_report rep;
     /* merge also reads a whole database, not only an export */
     assert_int_equal(mx_cache_merge(dst, in_dir("source.db"), NULL, &rep), MXATTN_OK);
-    assert_int_equal(rep.tune_rows_read, 3);
-    assert_int_equal(rep.tune_rows_taken, 2);
-    assert_int_equal(rep.tune_rows_kept, 1);
+    EXPECT_ROW_COUNTS(rep, 3, 2, 1, -1);
     assert_string_equal(get(dst, "NVIDIA H200", 1024).config, "block_m=64");
     assert_string_equal(get(dst, "NVIDIA H200", 4096).config, "ours faster");
     assert_string_equal(get(dst, "NVIDIA H200", 16384).config, "block_m=128 stages=3");
@@ -224,8 +206,7 @@ static void tamper(const char *name, const char *sql) {
 
 /* A target with content, and a good full export to spoil. */
 static mx_cache *prepare(void) {
-    mx_kernel_record kernels[2];
-    mx_cache_close(exported_source(kernels, "ex.mxdb", 1, &g_signer));
+    mx_cache_close(exported_source(NULL, "ex.mxdb", 1, &g_signer));
     mx_cache *dst = open_db("target.db");
     put(dst, "NVIDIA H200", 1024, "ours", 5.0);
     put(dst, "NVIDIA B200", 1024, "other gpu", 0.5);
@@ -286,11 +267,19 @@ static void test_sql_in_names_is_stored_verbatim(void **state) {
     mx_cache_close(dst);
 }
 
+/* A fresh target (prepare) that refuses ex.mxdb with its kernels once `sql`
+ * has spoiled the export; the kernel tests' start. */
+static mx_cache *refusing_target(const char *sql, mxattn_status expected, const char *message_part) {
+    mx_cache *dst = prepare();
+    tamper("ex.mxdb", sql);
+    expect_rejected(dst, "ex.mxdb", 1, expected, message_part);
+    return dst;
+}
+
 static void test_oversized_blob_is_rejected(void **state) {
     (void)state;
-    mx_cache *dst = prepare();
-    tamper("ex.mxdb", "UPDATE kernels SET cubin = zeroblob(67108865) WHERE rowid = 1");
-    expect_rejected(dst, "ex.mxdb", 1, MXATTN_ERROR_INVALID_VALUE, "67108865-byte");
+    mx_cache *dst = refusing_target("UPDATE kernels SET cubin = zeroblob(67108865) WHERE rowid = 1",
+                                    MXATTN_ERROR_INVALID_VALUE, "67108865-byte");
     /* Without --with-kernels the kernels are not read at all. */
     assert_int_equal(mx_cache_import(dst, in_dir("ex.mxdb"), NULL, NULL), MXATTN_OK);
     mx_cache_close(dst);
@@ -298,11 +287,9 @@ static void test_oversized_blob_is_rejected(void **state) {
 
 static void test_wrong_hash_rejects_everything(void **state) {
     (void)state;
-    mx_cache *dst = prepare();
     /* The tuning rows are valid and would be copied first: they must be rolled back too. */
-    tamper("ex.mxdb", "UPDATE kernels SET cubin = zeroblob(3000) WHERE rowid = 2");
-    expect_rejected(dst, "ex.mxdb", 1, MXATTN_ERROR_UNTRUSTED, "does not match");
-    mx_cache_close(dst);
+    mx_cache_close(refusing_target("UPDATE kernels SET cubin = zeroblob(3000) WHERE rowid = 2",
+                                   MXATTN_ERROR_UNTRUSTED, "does not match"));
 }
 
 static void test_malformed_fields_are_rejected(void **state) {
@@ -467,8 +454,7 @@ static void test_kernels_need_a_trusted_signature(void **state) {
 
 static void test_unsigned_export_brings_no_kernels(void **state) {
     (void)state;
-    mx_kernel_record kernels[2];
-    mx_cache *src = exported_source(kernels, "unsigned.mxdb", 1, NULL);
+    mx_cache *src = exported_source(NULL, "unsigned.mxdb", 1, NULL);
     /* Signing only means something for kernels. */
     assert_int_equal(mx_cache_export(src, in_dir("odd.mxdb"), 0, &g_signer), MXATTN_ERROR_INVALID_VALUE);
     mx_cache_close(src);
@@ -534,8 +520,7 @@ static int import_refusing_stages(mx_cache *dst, mx_import_report *rep) {
 
 static void test_impossible_rows_are_refused(void **state) {
     (void)state;
-    mx_kernel_record kernels[2];
-    mx_cache *src = make_source(kernels);
+    mx_cache *src = make_source(NULL);
     put(src, "NVIDIA H200", 65536, "block_m=64 tiny", 1.0);
     assert_int_equal(mx_cache_export(src, in_dir("ex.mxdb"), 0, NULL), MXATTN_OK);
     mx_cache_close(src);
@@ -547,9 +532,7 @@ static void test_impossible_rows_are_refused(void **state) {
     mx_import_report rep;
     /* merge would have crowned the 1e-300 row */
     assert_int_equal(mx_cache_merge(dst, in_dir("ex.mxdb"), NULL, &rep), MXATTN_OK);
-    assert_int_equal(rep.tune_rows_read, 4);
-    assert_int_equal(rep.tune_rows_refused, 2);
-    assert_int_equal(rep.tune_rows_taken, 2);
+    EXPECT_ROW_COUNTS(rep, 4, 2, -1, 2);
     assert_non_null(strstr(rep.first_refusal, "median_ms 1e-300"));
     assert_non_null(strstr(rep.first_refusal, "seq 1024/1024"));
     assert_string_equal(get(dst, "NVIDIA H200", 1024).config, "ours");
@@ -565,8 +548,7 @@ static void test_impossible_rows_are_refused(void **state) {
                       "UPDATE tune_results SET config = printf('%.300c', 'x'), tops = 1e300 WHERE seq_bucket = 65536;"
                       "UPDATE tune_results SET default_ms = 1e300 WHERE seq_bucket = 16384;");
     assert_int_equal(mx_cache_import(dst, in_dir("ex.mxdb"), NULL, &rep), MXATTN_OK);
-    assert_int_equal(rep.tune_rows_refused, 4);
-    assert_int_equal(rep.tune_rows_taken, 0);
+    EXPECT_ROW_COUNTS(rep, -1, 0, -1, 4);
     assert_non_null(strstr(rep.first_refusal, "head_dim 100000"));
 
     /* The caller's check runs after the cache's, on rows that passed it. */
@@ -575,8 +557,7 @@ static void test_impossible_rows_are_refused(void **state) {
     tamper("ex.mxdb", "UPDATE tune_results SET config = 'block_m=64 stages=3' WHERE seq_bucket = 16384");
     int calls = import_refusing_stages(dst, &rep);
     assert_int_equal(calls, 4);
-    assert_int_equal(rep.tune_rows_refused, 1);
-    assert_int_equal(rep.tune_rows_taken, 3);
+    EXPECT_ROW_COUNTS(rep, -1, 3, -1, 1);
     assert_non_null(strstr(rep.first_refusal, "stages is not a knob of f16"));
     mx_cache_close(dst);
 }
@@ -585,13 +566,7 @@ static void test_impossible_rows_are_refused(void **state) {
 
 static void measure(mx_cache *c, int bucket, const char *config, const char *status, double ms) {
     mx_tune_key k = key_named("NVIDIA H200", bucket);
-    mx_measurement m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.config, sizeof m.config, "%s", config);
-    snprintf(m.status, sizeof m.status, "%s", status);
-    m.median_ms = ms;
-    m.spread = 0.01;
-    m.registers = 128;
+    mx_measurement m = measurement_of(config, status, ms, 0.01, 128);
     assert_int_equal(mx_cache_add_measurement(c, &k, &m), MXATTN_OK);
 }
 
@@ -625,8 +600,7 @@ static long rows_in(const char *file, const char *table) {
 
 /* make_source plus three measurements at bucket 1024: two that ran, one that did not. */
 static void export_measured(const char *file) {
-    mx_kernel_record kernels[2];
-    mx_cache *src = make_source(kernels);
+    mx_cache *src = make_source(NULL);
     measure(src, 1024, "block_m=64", MX_MEASURE_OK, 1.0);
     measure(src, 1024, "block_m=128", MX_MEASURE_OK, 1.7);
     measure(src, 1024, "block_m=256", MX_MEASURE_COMPILE_FAILED, 0);
@@ -634,16 +608,23 @@ static void export_measured(const char *file) {
     mx_cache_close(src);
 }
 
+/* ex.mxdb imported into a fresh target.db, which is returned, its report in
+ * *rep: the measurements read, taken and refused must be those given. */
+static mx_cache *import_measured(mx_import_report *rep, long read, long taken, long refused) {
+    mx_cache *dst = open_db("target.db");
+    assert_int_equal(mx_cache_import(dst, in_dir("ex.mxdb"), NULL, rep), MXATTN_OK);
+    assert_int_equal(rep->measurements_read, read);
+    assert_int_equal(rep->measurements_taken, taken);
+    assert_int_equal(rep->measurements_refused, refused);
+    return dst;
+}
+
 static void test_measurements_are_exported_and_imported(void **state) {
     (void)state;
     export_measured("ex.mxdb");
     assert_int_equal(rows_in("ex.mxdb", "measurements"), 3);
-    mx_cache *dst = open_db("target.db");
     mx_import_report rep;
-    assert_int_equal(mx_cache_import(dst, in_dir("ex.mxdb"), NULL, &rep), MXATTN_OK);
-    assert_int_equal(rep.measurements_read, 3);
-    assert_int_equal(rep.measurements_taken, 3);
-    assert_int_equal(rep.measurements_refused, 0);
+    mx_cache *dst = import_measured(&rep, 3, 3, 0);
     assert_int_equal(rep.tune_rows_taken, 3);
     mx_measurement m = measured(dst, "block_m=128");
     assert_string_equal(m.status, MX_MEASURE_OK);
@@ -674,12 +655,8 @@ static void test_impossible_measurements_are_refused(void **state) {
                       "UPDATE measurements SET status = 'exploded' WHERE config = 'block_m=128 bad';"
                       "UPDATE measurements SET config = 'block_m=256' || char(10) WHERE config = 'block_m=256 bad';"
                       "UPDATE measurements SET median_ms = 4.0 WHERE config = 'block_m=256';");
-    mx_cache *dst = open_db("target.db");
     mx_import_report rep;
-    assert_int_equal(mx_cache_import(dst, in_dir("ex.mxdb"), NULL, &rep), MXATTN_OK);
-    assert_int_equal(rep.measurements_read, 6);
-    assert_int_equal(rep.measurements_refused, 3);
-    assert_int_equal(rep.measurements_taken, 3);
+    mx_cache *dst = import_measured(&rep, 6, 3, 3);
     assert_int_equal(rep.tune_rows_refused, 0);
     assert_non_null(strstr(rep.first_refusal, "median_ms 1e-300"));
     assert_non_null(strstr(rep.first_refusal, "block_m=64 bad"));

@@ -39,15 +39,7 @@ static mx_tune_key d64_causal_key(void) {
     return k;
 }
 
-static mx_tune_result row(const char *config, double ms) {
-    mx_tune_result r;
-    memset(&r, 0, sizeof r);
-    snprintf(r.config, sizeof r.config, "%s", config);
-    r.median_ms = ms;
-    r.default_ms = 2 * ms;
-    r.tops = 100;
-    return r;
-}
+static mx_tune_result row(const char *config, double ms) { return tune_result_of(config, ms, 2 * ms, 100); }
 
 /* The first candidate mxattn lists for a problem: a legal configuration,
  * whatever the templates' space holds today. */

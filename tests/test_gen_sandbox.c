@@ -377,23 +377,26 @@ static void test_cuda_file_reads_only_template_cuda_files_into_hash(void **state
     mx_gen_close(g);
 }
 
+/* Each test gets a fresh copy of the templates of its own. */
+#define SANDBOX_TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_the_copy_works, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_os_execute_in_a_template_is_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_io_open_in_a_template_is_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_os_execute_in_a_block, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_io_open_in_a_family, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_require_of_a_c_module, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_require_through_lua_path, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_require_from_the_working_directory, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_require_of_a_path, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_dofile_of_a_script_outside_is_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_loadfile_of_a_script_outside_is_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_load_of_a_binary_chunk, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_string_dump_and_load, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bytecode_template_file, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cuda_file_reads_only_template_cuda_files_into_hash, setup, teardown),
+        SANDBOX_TEST(test_the_copy_works),
+        SANDBOX_TEST(test_os_execute_in_a_template_is_refused),
+        SANDBOX_TEST(test_io_open_in_a_template_is_refused),
+        SANDBOX_TEST(test_os_execute_in_a_block),
+        SANDBOX_TEST(test_io_open_in_a_family),
+        SANDBOX_TEST(test_require_of_a_c_module),
+        SANDBOX_TEST(test_require_through_lua_path),
+        SANDBOX_TEST(test_require_from_the_working_directory),
+        SANDBOX_TEST(test_require_of_a_path),
+        SANDBOX_TEST(test_dofile_of_a_script_outside_is_refused),
+        SANDBOX_TEST(test_loadfile_of_a_script_outside_is_refused),
+        SANDBOX_TEST(test_load_of_a_binary_chunk),
+        SANDBOX_TEST(test_string_dump_and_load),
+        SANDBOX_TEST(test_bytecode_template_file),
+        SANDBOX_TEST(test_cuda_file_reads_only_template_cuda_files_into_hash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,14 @@ static void assert_bytes(const uint8_t *got, const uint8_t *want, size_t n) {
         }
 }
 
+/* One NVFP4 block of 16 at unit scale step: its scale byte and packed codes. */
+static void expect_nvfp4_block(const float x[16], uint8_t want_scale, const uint8_t want_codes[8]) {
+    uint8_t codes[8], scale;
+    assert_int_equal(mx_fp4_quantize(MX_FP4_NVFP4, x, 1, 16, 16, codes, &scale), MXATTN_OK);
+    assert_int_equal(scale, want_scale);
+    assert_bytes(codes, want_codes, 8);
+}
+
 /* amax 6 -> scale e4m3(6/6 = 1) = 0x38; elements are their own E2M1 codes:
  *   0 0.5 1 1.5 | 2 3 4 6 | -0.5 -1 -6 0.25 | 0.75 2.5 5 -3.5
  *   0  1  2  3  | 4 5 6 7 |  9    A  F  0(tie->0) | 2(tie->1.0) 4(tie->2) 6(tie->4) E(tie->-4)
@@ -28,10 +36,7 @@ static void test_nvfp4_block_unit_scale(void **state) {
     (void)state;
     const float x[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.5f, -1, -6, 0.25f, 0.75f, 2.5f, 5, -3.5f};
     const uint8_t want_codes[8] = {0x10, 0x32, 0x54, 0x76, 0xA9, 0x0F, 0x42, 0xE6};
-    uint8_t codes[8], scale;
-    assert_int_equal(mx_fp4_quantize(MX_FP4_NVFP4, x, 1, 16, 16, codes, &scale), MXATTN_OK);
-    assert_int_equal(scale, 0x38);
-    assert_bytes(codes, want_codes, 8);
+    expect_nvfp4_block(x, 0x38, want_codes);
 }
 
 /* amax 12 -> 12/6 = 2 = 1.0 x 2^1 -> E4M3 exp field 8: 0x40.
@@ -40,10 +45,7 @@ static void test_nvfp4_block_scale_two(void **state) {
     (void)state;
     float x[16] = {12, -12, 1, 3, 7};
     const uint8_t want_codes[8] = {0xF7, 0x31, 0x06, 0, 0, 0, 0, 0};
-    uint8_t codes[8], scale;
-    assert_int_equal(mx_fp4_quantize(MX_FP4_NVFP4, x, 1, 16, 16, codes, &scale), MXATTN_OK);
-    assert_int_equal(scale, 0x40);
-    assert_bytes(codes, want_codes, 8);
+    expect_nvfp4_block(x, 0x40, want_codes);
 }
 
 /* amax 6.3 -> 6.3/6 = 1.05, E4M3 rounds to 1.0 (0x38), so 6.3/1 saturates to 6. */

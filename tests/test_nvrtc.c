@@ -106,15 +106,23 @@ static void virtual_arch_gives_ptx_only(void **state) {
     mx_compile_result_free(&r);
 }
 
+/* Compiles src for sm_90a with the dump variable `env` naming a fresh
+ * directory, made in dir (a mkdtemp template); unset again after. */
+static mxattn_status compile_dumping(const char *env, char *dir, const char *src, const char *name,
+                                     mx_compile_result *r) {
+    assert_non_null(mkdtemp(dir));
+    setenv(env, dir, 1);
+    mx_compile_options opt = {.arch = "sm_90a"};
+    mxattn_status s = mx_nvrtc_compile(src, name, &opt, r);
+    unsetenv(env);
+    return s;
+}
+
 static void syntax_error_reports_log_and_hash(void **state) {
     const char *broken = "extern \"C\" __global__ void broken(float *x) { x[0] = 1.0f }\n";
     char dir[] = "/tmp/mxattn_test_nvrtc_XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    setenv("MXATTN_DUMP_SOURCE", dir, 1);
-    mx_compile_options opt = {.arch = "sm_90a"};
     mx_compile_result r;
-    mxattn_status s = mx_nvrtc_compile(broken, "broken", &opt, &r);
-    unsetenv("MXATTN_DUMP_SOURCE");
+    mxattn_status s = compile_dumping("MXATTN_DUMP_SOURCE", dir, broken, "broken", &r);
     assert_int_equal(s, MXATTN_ERROR_COMPILE);
     const char *msg = mx_error_message();
     char sha[65], path[256];
@@ -174,12 +182,8 @@ static void bad_extra_option_is_invalid_value(void **state) {
 
 static void dumps_ptx_when_asked(void **state) {
     char dir[] = "/tmp/mxattn_test_nvrtc_XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    setenv("MXATTN_DUMP_PTX", dir, 1);
-    mx_compile_options opt = {.arch = "sm_90a"};
     mx_compile_result r;
-    mxattn_status s = mx_nvrtc_compile(bf16_kernel, "bf16_mma", &opt, &r);
-    unsetenv("MXATTN_DUMP_PTX");
+    mxattn_status s = compile_dumping("MXATTN_DUMP_PTX", dir, bf16_kernel, "bf16_mma", &r);
     assert_int_equal(s, MXATTN_OK);
     char path[256];
     snprintf(path, sizeof path, "%s/%s.sm_90a.ptx", dir, r.source_sha256);
@@ -189,6 +193,7 @@ static void dumps_ptx_when_asked(void **state) {
     mx_compile_result_free(&r);
 
     setenv("MXATTN_DUMP_PTX", "/nonexistent/mxattn", 1);
+    mx_compile_options opt = {.arch = "sm_90a"};
     s = mx_nvrtc_compile(bf16_kernel, "bf16_mma", &opt, &r);
     unsetenv("MXATTN_DUMP_PTX");
     assert_int_equal(s, MXATTN_ERROR_IO);

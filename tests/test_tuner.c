@@ -22,6 +22,7 @@
 #include "tuner/tune.h"
 #include "tuner/tune_logic.h"
 #include "util/err.h"
+#include "support/records.h"
 #include "support/temp_dir.h"
 
 static char g_dir[64];
@@ -33,13 +34,7 @@ static int remove_dir(void **state) { return temp_dir_remove(g_dir); }
 static void db_path(char *out, size_t cap) { snprintf(out, cap, "%s/tune.db", g_dir); }
 
 static mx_measurement meas(const char *config, const char *status, double ms, double spread) {
-    mx_measurement m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.config, sizeof m.config, "%.255s", config);
-    snprintf(m.status, sizeof m.status, "%s", status);
-    m.median_ms = ms;
-    m.spread = spread;
-    return m;
+    return measurement_of(config, status, ms, spread, 0);
 }
 
 /* ---- buckets and candidate lists ------------------------------------------ */
@@ -367,15 +362,21 @@ static int first_candidates(fixture *f, char out[][256], int n) {
     return got;
 }
 
+/* Options of a run that resumes from the stored measurements of its first `max_candidates`. */
+static mx_tune_options resume_options(int max_candidates) {
+    mx_tune_options opt;
+    mx_tune_options_init(&opt);
+    opt.max_candidates = max_candidates;
+    opt.resume = 1;
+    return opt;
+}
+
 static void test_measuring_without_gpu_says_so(void **state) {
     fixture f;
     fixture_open(&f);
     mx_tune_sizes s = small_sizes();
     mx_tune_key key = fake_key();
-    mx_tune_options opt;
-    mx_tune_options_init(&opt);
-    opt.max_candidates = 4;
-    opt.resume = 1;
+    mx_tune_options opt = resume_options(4);
     mx_tune_outcome out;
     assert_int_equal(mx_tune_run(&f.env, SHAPE, &s, &key, &opt, &out), MXATTN_ERROR_NO_DEVICE);
     assert_non_null(strstr(mx_error_message(), "compile-only"));
@@ -401,10 +402,7 @@ static void test_resume_of_finished_run_needs_no_gpu(void **state) {
     for (int i = 0; i < 4; i++) assert_int_equal(mx_cache_add_measurement(f.cache, &key, &stored[i]), MXATTN_OK);
 
     mx_tune_sizes s = small_sizes();
-    mx_tune_options opt;
-    mx_tune_options_init(&opt);
-    opt.max_candidates = 4;
-    opt.resume = 1;
+    mx_tune_options opt = resume_options(4);
     mx_tune_outcome out;
     if (mx_tune_run(&f.env, SHAPE, &s, &key, &opt, &out) != MXATTN_OK) fail_msg("%s", mx_error_message());
     assert_int_equal(out.skipped, 4);
@@ -578,6 +576,9 @@ static void test_query_reads_the_database_without_gpu(void **state) {
     mxattn_destroy(ctx);
 }
 
+/* These tests get a scratch directory of their own. */
+#define DIR_TEST(f) cmocka_unit_test_setup_teardown(f, make_dir, remove_dir)
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seq_bucket_rule),
@@ -591,11 +592,11 @@ int main(void) {
         cmocka_unit_test(test_all_failed_has_no_winner),
         cmocka_unit_test(test_ties_within_1pct_keep_default_and_break_stably),
         cmocka_unit_test(test_tops_and_input_sets),
-        cmocka_unit_test_setup_teardown(test_measuring_without_gpu_says_so, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_resume_of_finished_run_needs_no_gpu, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_compile_only_fills_the_kernel_cache, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_run_rejects_bad_arguments, make_dir, remove_dir),
-        cmocka_unit_test_setup_teardown(test_query_reads_the_database_without_gpu, make_dir, remove_dir),
+        DIR_TEST(test_measuring_without_gpu_says_so),
+        DIR_TEST(test_resume_of_finished_run_needs_no_gpu),
+        DIR_TEST(test_compile_only_fills_the_kernel_cache),
+        DIR_TEST(test_run_rejects_bad_arguments),
+        DIR_TEST(test_query_reads_the_database_without_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,10 +8,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    fz_bytes in = { data, size };
     mxattn_problem p;
     char family[64];
-    fz_problem(&in, &p, family, sizeof family);
+    fz_problem_of(data, size, &p, family, sizeof family);
     mxattn_ctx *ctx = fz_context();
     char *configs[FZ_MAX_CONFIGS] = { 0 };
     int count = -1;

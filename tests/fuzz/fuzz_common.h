@@ -109,6 +109,13 @@ static inline void fz_problem(fz_bytes *in, mxattn_problem *p, char *family_buf,
     }
 }
 
+/* The problem targets' start: the whole input decoded by fz_problem. */
+static inline void fz_problem_of(const uint8_t *data, size_t size, mxattn_problem *p, char *family_buf,
+                                 size_t family_cap) {
+    fz_bytes in = { data, size };
+    fz_problem(&in, p, family_buf, family_cap);
+}
+
 /* The key the seed export is signed with and the import target trusts: a
  * fixed seed, so that fuzz_seeds and fuzz_import agree without a file. */
 #include <sodium.h>

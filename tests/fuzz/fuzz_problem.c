@@ -11,10 +11,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    fz_bytes in = { data, size };
     mxattn_problem p;
     char family[64];
-    fz_problem(&in, &p, family, sizeof family);
+    fz_problem_of(data, size, &p, family, sizeof family);
     static const mxattn_status allowed[] = { MXATTN_OK, MXATTN_ERROR_INVALID_VALUE, MXATTN_ERROR_NULL_POINTER };
     mxattn_status st = mxattn_problem_check(&p);
     fz_expect("mxattn_problem_check", st, allowed, 3);

@@ -20,7 +20,7 @@
 #include <sqlite3.h>
 
 #include "cache/cache.h"
-#include "util/sha256.h"
+#include "support/records.h"
 
 static char g_out[512];
 
@@ -127,30 +127,14 @@ static void import_seed(void) {
         snprintf(k.out_dtype, sizeof k.out_dtype, "bf16");
         snprintf(k.layout, sizeof k.layout, "bhnd");
         k.causal = i % 2; k.gqa = 4; k.seq_bucket = 4096; k.q_bucket = i ? 4096 : 1;
-        mx_tune_result r;
-        memset(&r, 0, sizeof r);
-        snprintf(r.config, sizeof r.config, "block_m=128 block_n=64 warps=8 stages=2");
-        r.median_ms = 0.5 + i; r.tops = 400; r.default_ms = 0.8 + i;
+        mx_tune_result r = tune_result_of("block_m=128 block_n=64 warps=8 stages=2", 0.5 + i, 0.8 + i, 400);
         if (mx_cache_put_tune(c, &k, &r) != MXATTN_OK) fz_fail("put_tune: %s", mxattn_last_error());
-        mx_measurement m;
-        memset(&m, 0, sizeof m);
-        snprintf(m.config, sizeof m.config, "%s", r.config);
-        snprintf(m.status, sizeof m.status, "%s", MX_MEASURE_OK);
-        m.median_ms = r.median_ms; m.spread = 0.01; m.registers = 128;
+        mx_measurement m = measurement_of(r.config, MX_MEASURE_OK, r.median_ms, 0.01, 128);
         if (mx_cache_add_measurement(c, &k, &m) != MXATTN_OK) fz_fail("add_measurement: %s", mxattn_last_error());
     }
     for (int i = 0; i < 2; i++) {
         static unsigned char blob[2][256];
-        mx_kernel_record k;
-        memset(&k, 0, sizeof k);
-        for (size_t j = 0; j < sizeof blob[i]; j++) blob[i][j] = (unsigned char)(j * 7 + i);
-        char material[32];
-        snprintf(material, sizeof material, "kernel %d", i);
-        mx_sha256_hex(material, strlen(material), k.key);
-        snprintf(k.arch, sizeof k.arch, "sm_90a");
-        snprintf(k.kernel_names, sizeof k.kernel_names, "mxattn_f16_fwd");
-        k.cubin = blob[i];
-        k.cubin_size = sizeof blob[i];
+        mx_kernel_record k = kernel_record_of(blob[i], sizeof blob[i], i);
         if (mx_cache_put_kernel(c, &k) != MXATTN_OK) fz_fail("put_kernel: %s", mxattn_last_error());
     }
     mx_sign_secret key;

@@ -25,3 +25,11 @@ void tune_key_h200(mx_tune_key *k, const char *gpu) {
     strcpy(k->mxattn_version, "0.1.0");
     strcpy(k->family, "f16");
 }
+
+void expect_row_counts(long read, long taken, long kept, long refused, long want_read, long want_taken,
+                       long want_kept, long want_refused) {
+    if (want_read != -1) assert_int_equal(read, want_read);
+    if (want_taken != -1) assert_int_equal(taken, want_taken);
+    if (want_kept != -1) assert_int_equal(kept, want_kept);
+    if (want_refused != -1) assert_int_equal(refused, want_refused);
+}

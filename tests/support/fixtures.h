@@ -4,6 +4,7 @@
 
 #include "mxattn.h"
 #include "cache/cache.h"
+#include "records.h"
 
 /* A context with no database (o.no_cache): tests that must leave no file
  * behind. Fails the test when mxattn_create does. */
@@ -13,5 +14,14 @@ mxattn_ctx *cacheless_ctx(void);
  * CUDA 12.4 and mxattn 0.1.0 would have it, family "f16", gpu_name `gpu`;
  * the caller sets the problem part (head_dim, dtypes, layout, buckets). */
 void tune_key_h200(mx_tune_key *k, const char *gpu);
+
+/* Asserts the tuning-row counts of an import or merge report, of the
+ * library's (mxattn_db_import_report) or the cache's (mx_import_report):
+ * each expected count that is not -1. */
+void expect_row_counts(long read, long taken, long kept, long refused, long want_read, long want_taken,
+                       long want_kept, long want_refused);
+#define EXPECT_ROW_COUNTS(rep, read, taken, kept, refused)                                                  \
+    expect_row_counts((rep).tune_rows_read, (rep).tune_rows_taken, (rep).tune_rows_kept,                     \
+                      (rep).tune_rows_refused, read, taken, kept, refused)
 
 #endif

@@ -331,3 +331,38 @@ gpu_bounds gpu_exact_bounds(double family_rel_l1, double family_cos, mx_error_st
 int gpu_lse_matches_pipeline(double worst, long rows_over, long rows) {
     return worst < GPU_LSE_ONE_FLIP && rows_over <= 1 + rows / 4096;
 }
+
+int gpu_check_f16_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case *c, uint64_t seed,
+                       const char *variant) {
+    char what[256];
+    gpu_result r;
+    gpu_case_describe(c, what, sizeof what);
+    mxattn_status st = gpu_run_case(ctx, dev, c, seed, NULL, &r);
+    if (st != MXATTN_OK) {
+        printf("FAIL %s seed %llu: %s: %s\n", what, (unsigned long long)seed, mxattn_status_string(st),
+               mxattn_last_error());
+        return 1;
+    }
+    double tol = c->dtype == MXATTN_BF16 ? 3e-3 : 1e-3;
+    int named = !variant || strstr(r.config, variant) != NULL;
+    int ok = named && r.unwritten == 0 && r.o.rel_l1 < tol && (!c->lse || r.lse_max_abs < 1e-3);
+    char note[96] = "";
+    if (!named) snprintf(note, sizeof note, " (not %s)", variant);
+    printf("%s %s [%s]: rel_l1 %.2e cos %.6f max_abs %.2e lse %.1e unwritten %ld, %.3f ms%s\n",
+           ok ? "ok  " : "FAIL", what, r.config, r.o.rel_l1, r.o.cosine, r.o.max_abs, r.lse_max_abs, r.unwritten,
+           r.ms, note);
+    if (!ok) printf("     seed %llu\n", (unsigned long long)seed);
+    return !ok;
+}
+
+mxattn_ctx *gpu_cacheless_ctx(void) {
+    mxattn_options opts;
+    mxattn_options_init(&opts);
+    opts.no_cache = 1;
+    mxattn_ctx *ctx = NULL;
+    if (mxattn_create(&ctx, &opts) != MXATTN_OK) {
+        printf("mxattn_create: %s\n", mxattn_last_error());
+        return NULL;
+    }
+    return ctx;
+}

@@ -69,6 +69,16 @@ mxattn_status gpu_run_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case
 double gpu_time_plan(mxattn_ctx *ctx, const mx_device *dev, const mxattn_problem *p, const char *config,
                      void *q, void *k, void *v, void *o, char *used, size_t used_len);
 void gpu_case_describe(const gpu_case *c, char *out, size_t cap);
+/* The f16 kernels' check of one case, gpu_f16's and gpu_decode's alike: the
+ * fp64 reference within 3e-3 relative L1 for bf16 (8 significant bits:
+ * rounding P and O costs ~1e-3) or 1e-3 for f16, the LSE within 1e-3, every
+ * output written and, unless `variant` is NULL, a config that names it
+ * ("variant=decode").  Prints a line; returns 1 on failure, else 0. */
+int gpu_check_f16_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case *c, uint64_t seed,
+                       const char *variant);
+/* A context with no cache, so that every kernel is compiled: the GPU tests
+ * check the code path, not the cache.  NULL (and a line printed) on failure. */
+mxattn_ctx *gpu_cacheless_ctx(void);
 /* Mix j of the warpgroup kernels' head-dim sweeps: batch, KV heads and query
  * heads per KV head, causal alignment, dtype, layout, padding, LSE and the
  * lengths (ragged, Nq != Nk, one row) all turn over with j. */
