@@ -186,17 +186,12 @@ mxattn_status mxattn_db_query(mxattn_db *db, const mxattn_db_filter *filter, mxa
         const mx_tune_key *k = &found[i].key;
         const mx_tune_result *r = &found[i].result;
         mxattn_tuned_row *o = &(*rows)[i];
+        *o = (mxattn_tuned_row){.head_dim = k->head_dim, .causal = k->causal, .gqa = k->gqa,
+                                .seq_bucket = k->seq_bucket, .q_bucket = k->q_bucket,
+                                .median_ms = r->median_ms, .tops = r->tops, .default_ms = r->default_ms};
         snprintf(o->gpu, sizeof o->gpu, "%s", k->gpu_name);
         snprintf(o->family, sizeof o->family, "%s", k->family);
-        o->head_dim = k->head_dim;
         snprintf(o->dtype, sizeof o->dtype, "%s", k->dtype);
-        o->causal = k->causal;
-        o->gqa = k->gqa;
-        o->seq_bucket = k->seq_bucket;
-        o->q_bucket = k->q_bucket;
-        o->median_ms = r->median_ms;
-        o->tops = r->tops;
-        o->default_ms = r->default_ms;
         snprintf(o->config, sizeof o->config, "%s", r->config);
     }
     *count = n;

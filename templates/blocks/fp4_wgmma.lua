@@ -140,6 +140,7 @@ typedef signed char i8;
 constexpr int D = ${D}, D_PAD = ${D_PAD}, DP = ${DP}, DV = D_PAD, SPK = ${SPK};
 constexpr int BM = ${BM}, BN = ${BN}, WARPS = ${WARPS}, THREADS = WARPS * 32, STAGES = ${STAGES};
 constexpr int CONSUMERS = BM / 64;      // warpgroups that compute, 64 query rows each; warpgroup 0 loads
+constexpr bool PRODUCER = true;        // warpgroup 0 only issues TMA copies
 constexpr int REGS_PRODUCER = ${REGS_P}, REGS_CONSUMER = ${REGS_C};   // setmaxnreg targets (0: none)
 constexpr int W = ${W}, ROW_BYTES = 2 * W, PANELS = D_PAD / W;   // swizzle panels of W columns
 constexpr int Q_BYTES = ${Q_BYTES}, KV_BYTES = ${KV_BYTES};

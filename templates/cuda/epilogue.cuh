@@ -17,7 +17,23 @@ MX_INLINE u16 to_out(float x) {
 // that saw no key).
 MX_INLINE float row_lse(float m, float l) { return l != 0.f ? (m + fast_log2(l)) * 0.6931471805599453f : MX_NEG_INF; }
 
-// A warp's rows of O straight from the accumulators to global memory.
+// f(mt, h, r, l, inv) for each of this lane's rows: row tile mt, half h, the
+// row r within the warp's 16 * MT, its softmax sum l over the quad and 1 / l
+// (the mma kernels' staged output).
+template <class F> MX_INLINE void for_each_row(const float (&row_sum)[MT][2], F f) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const float l = quad_sum(row_sum[mt][h]);
+      f(mt, h, mt * 16 + lane / 4 + 8 * h, l, inverse_sum(l));
+    }
+}
+
+// A warp's rows of O straight from the accumulators to global memory.  Its
+// own loops, not for_each_row's: through the lambda, the FP4 wgmma kernel
+// at D=128 (128 registers, three consumers) spilled 8 bytes.
 MX_INLINE void write_output(const float (&o)[MT][DT][4], const float (&row_max)[MT][2], const float (&row_sum)[MT][2],
                             u16 *o_head, i64 o_ss, float *lse_head, int row0, int seq_q) {
   const int lane = threadIdx.x % 32;

@@ -278,10 +278,9 @@ MX_INLINE void fp4_wgmma_attention(const mx_kernel_args &a) {
 
   // Consumer warpgroups.
   consumer_registers();
-  const int wg = warp / 4 - 1;
-  const int warp_row0 = b.m0 + wg * 64 + (warp % 4) * 16;
+  const ConsumerWarp c = consumer_warp(b);   // cuda/wgmma_f16_tile.cuh: its rows and descriptors
+  const int warp_row0 = b.m0 + c.row_in_block;
   const i64 q_bh = (i64)batch * a.heads_q + head, kv_bh = (i64)batch * a.heads_kv + b.kv_head;
-  const Descs d = ring_descs(b.sQ, b.sK, b.sV, wg);   // cuda/wgmma_f16_tile.cuh
   const ScoreScales sc = score_scales(a, q_bh, kv_bh, warp_row0);
 
   float o[1][DT][4], row_max[1][2], row_sum[1][2];
@@ -289,7 +288,7 @@ MX_INLINE void fp4_wgmma_attention(const mx_kernel_args &a) {
   mbar_wait(b.bar_q, 0);               // Q has landed (also where no key is seen: no copy outlives the block)
   for (int t = 0; t < n_tiles; t++) {
     const int slot = t % STAGES;
-    attend_tile(o, row_max, row_sum, d.q, d.k + slot * (KV_BYTES / 16), d.v + slot * (KV_BYTES / 16),
+    attend_tile(o, row_max, row_sum, c.d.q, c.d.k + slot * (KV_BYTES / 16), c.d.v + slot * (KV_BYTES / 16),
                 b.bar_k(slot), b.bar_v(slot), (t / STAGES) & 1, t, warp_row0, sc, a);
     mbar_arrive(b.bar_empty(slot));    // this thread's MMAs on the slot are complete
   }

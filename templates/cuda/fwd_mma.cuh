@@ -19,19 +19,14 @@ constexpr bool STAGE_OUTPUT = ALIGN == 8;
 MX_INLINE void write_output_staged(const float (&o)[MT][DT][4], const float (&row_max)[MT][2], const float (&row_sum)[MT][2],
                                    u32 stage, u16 *o_head, i64 o_ss, float *lse_head, int row0, int seq_q) {
   const int lane = threadIdx.x % 32;
+  for_each_row(row_sum, [&](int mt, int h, int r, float l, float inv) {
 #pragma unroll
-  for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      const float l = quad_sum(row_sum[mt][h]), inv = inverse_sum(l);
-      const int r = mt * 16 + lane / 4 + 8 * h;
-#pragma unroll
-      for (int dt = 0; dt < DT; dt++) {
-        const u32 x = pack_out(o[mt][dt][2 * h] * inv, o[mt][dt][2 * h + 1] * inv);
-        asm volatile("st.shared.u32 [%0], %1;" :: "r"(stage + (r * RS + dt * 8 + (lane % 4) * 2) * 2), "r"(x) : "memory");
-      }
-      if (WRITE_LSE && lane % 4 == 0 && row0 + r < seq_q) lse_head[row0 + r] = row_lse(row_max[mt][h], l);
+    for (int dt = 0; dt < DT; dt++) {
+      const u32 x = pack_out(o[mt][dt][2 * h] * inv, o[mt][dt][2 * h + 1] * inv);
+      asm volatile("st.shared.u32 [%0], %1;" :: "r"(stage + (r * RS + dt * 8 + (lane % 4) * 2) * 2), "r"(x) : "memory");
     }
+    if (WRITE_LSE && lane % 4 == 0 && row0 + r < seq_q) lse_head[row0 + r] = row_lse(row_max[mt][h], l);
+  });
   __syncwarp();
   constexpr int CHUNKS = D / 8;        // 16-byte chunks of a row (align=8: D % 8 == 0)
 #pragma unroll 4
@@ -59,6 +54,13 @@ MX_INLINE void pack_p_operand(u32 (&p)[MT][BN / 16][4], const float (&s)[MT][NT]
     }
 }
 
+// c[mt][j], c[mt][j + 1] += A(mt) * B for each of the warp's MT row tiles,
+// B being the two 8-column tiles of one x4 ldmatrix.
+template <int N, class AOf> MX_INLINE void mma_rows_x2(float (&c)[MT][N][4], int j, const u32 (&b)[4], AOf a_of) {
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) mma_16816_x2(c[mt][j], c[mt][j + 1], a_of(mt), b);
+}
+
 // O += P V for one key tile; vt is this lane's ldmatrix.trans row in the V tile.
 MX_INLINE void accumulate_pv(float (&o)[MT][DT][4], const u32 (&p)[MT][BN / 16][4], u32 vt) {
 #pragma unroll
@@ -67,10 +69,7 @@ MX_INLINE void accumulate_pv(float (&o)[MT][DT][4], const u32 (&p)[MT][BN / 16][
     for (int dd = 0; dd < D_PAD / 16; dd++) {
       u32 b[4];
       ldsm_x4_trans(b, vt + (kk * 16 * RS + dd * 16) * 2);
-#pragma unroll
-      for (int mt = 0; mt < MT; mt++) {
-        mma_16816_x2(o[mt][2 * dd], o[mt][2 * dd + 1], p[mt][kk], b);
-      }
+      mma_rows_x2(o, 2 * dd, b, [&](int mt) -> const u32 (&)[4] { return p[mt][kk]; });
     }
 }
 
@@ -160,10 +159,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) KERNEL_NAME(const mx_kerne
       for (int nn = 0; nn < BN / 16; nn++) {
         u32 b[4];
         ldsm_x4(b, kt + (nn * 16 * RS + kd * 16) * 2);
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++) {
-          mma_16816_x2(s[mt][2 * nn], s[mt][2 * nn + 1], qk[mt], b);
-        }
+        mma_rows_x2(s, 2 * nn, b, [&](int mt) -> const u32 (&)[4] { return qk[mt]; });
       }
     }
 

@@ -68,11 +68,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
       b.load_q();
       for (int s = 0; s < STAGES - 1 && s < n_tiles; s++) b.load_kv(s);
     }
-    const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
-    const int warp_row0 = b.m0 + wg * 64 + (warp % 4) * 16;
+    const ConsumerWarp c = consumer_warp(b);   // cuda/wgmma_f16_tile.cuh: its rows and descriptors
+    const int warp_row0 = b.m0 + c.row_in_block;
     float o[1][DT][4], row_max[1][2], row_sum[1][2];
     init_accumulators(o, row_max, row_sum);
-    const Descs d = ring_descs(b.sQ, b.sK, b.sV, wg);   // cuda/wgmma_f16_tile.cuh
     mbar_wait(b.bar_q, 0);
 
     for (int t = 0; t < n_tiles; t++) {
@@ -81,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
       if constexpr (!PRODUCER)
         if (warp == 0 && t + STAGES - 1 < n_tiles && elect_one()) b.load_kv(t + STAGES - 1);
       const int slot = t % STAGES;
-      attend_tile(o, row_max, row_sum, d.q, d.k + slot * KV_BYTES / 16, d.v + slot * KV_BYTES / 16,
+      attend_tile(o, row_max, row_sum, c.d.q, c.d.k + slot * KV_BYTES / 16, c.d.v + slot * KV_BYTES / 16,
                   b.bar_k(slot), b.bar_v(slot), (t / STAGES) & 1, t, warp_row0, a);
       if constexpr (PRODUCER)
         mbar_arrive(b.bar_empty(slot));  // this thread's MMAs on the slot are complete

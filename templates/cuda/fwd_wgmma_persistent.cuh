@@ -126,8 +126,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
     }
   } else {                             // consumer warpgroups, taking turns
     consumer_registers();
-    const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
-    const Descs d = ring_descs(b.sQ, b.sK, b.sV, wg);   // cuda/wgmma_f16_tile.cuh
+    const ConsumerWarp c = consumer_warp(b);   // cuda/wgmma_f16_tile.cuh: its rows and descriptors
     float o[1][DT][4], row_max[1][2], row_sum[1][2];
     // DEFERRED: the last unit's output, waiting to be stored.
     bool pending = false;              // a unit's output waits to be stored
@@ -147,13 +146,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
       asm volatile("ld.shared.u32 %0, [%1];" : "=r"(w) : "r"(unit_slot) : "memory");
       if (w >= n_items) break;
       set_work(w);
-      const int warp_row0 = b.m0 + wg * 64 + (warp % 4) * 16;
+      const int warp_row0 = b.m0 + c.row_in_block;
       init_accumulators(o, row_max, row_sum);
       if (b.n_tiles == 0) {            // nothing to read: the slot is free, the output is 0
         mbar_arrive(bar_q_empty);
         store_pending();
       } else {
-        take_turns(o, row_max, row_sum, d, b, g, tile0, b.n_tiles, wg, warp_row0, a,
+        take_turns(o, row_max, row_sum, c.d, b, g, tile0, b.n_tiles, c.wg, warp_row0, a,
                    [&] { mbar_arrive(bar_q_empty); },   // Q is free for the next unit
                    store_pending);
       }
@@ -163,7 +162,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
       float *lse_head = a.lse + ((i64)b.batch * a.heads_q + b.head) * a.seq_q;
       if (SPLIT && piece >= 0) {
         pending = false;
-        finish_piece(o, row_max, row_sum, a, split_unit, piece, split, wg * 4 + warp % 4, o_head, lse_head, warp_row0);
+        finish_piece(o, row_max, row_sum, a, split_unit, piece, split, c.wg * 4 + warp % 4, o_head, lse_head, warp_row0);
       } else if constexpr (DEFERRED) {
         pack_output(pending_out, pending_lse, o, row_max, row_sum);
         pending = true;

@@ -38,13 +38,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
     if (threadIdx.x == 0) produce_tiles(b);   // cuda/tma_block.cuh
   } else {                             // consumer warpgroups, taking turns
     consumer_registers();
-    const int wg = warp / 4 - (PRODUCER ? 1 : 0);          // consumer warpgroup index
-    const int warp_row0 = b.m0 + wg * 64 + (warp % 4) * 16;
+    const ConsumerWarp c = consumer_warp(b);   // cuda/wgmma_f16_tile.cuh: its rows and descriptors
+    const int warp_row0 = b.m0 + c.row_in_block;
     float o[1][DT][4], row_max[1][2], row_sum[1][2];
     init_accumulators(o, row_max, row_sum);
-    const Descs d = ring_descs(b.sQ, b.sK, b.sV, wg);   // cuda/wgmma_f16_tile.cuh
     mbar_wait(b.bar_q, 0);
-    if (b.n_tiles > 0) take_turns(o, row_max, row_sum, d, b, 0, 0, b.n_tiles, wg, warp_row0, a, [] {}, [] {});
+    if (b.n_tiles > 0) take_turns(o, row_max, row_sum, c.d, b, 0, 0, b.n_tiles, c.wg, warp_row0, a, [] {}, [] {});
     u16 *o_head = (u16 *)a.o + b.batch * a.o_sb + b.head * a.o_sh;
     float *lse_head = a.lse + ((i64)b.batch * a.heads_q + b.head) * a.seq_q;
     write_output(o, row_max, row_sum, o_head, a.o_ss, lse_head, warp_row0, a.seq_q);

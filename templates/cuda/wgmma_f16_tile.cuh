@@ -20,6 +20,15 @@ MX_INLINE Descs ring_descs(u32 sQ, u32 sK, u32 sV, int wg) {
            smem_desc(sV, BN * ROW_BYTES, 8 * ROW_BYTES) };
 }
 
+// A consumer warp: its warpgroup (counted after the producer's, where there
+// is one), its block's first row of the warp's 16 (the unit's m0 plus it, in
+// the persistent kernels) and the ring's descriptors for its rows.
+struct ConsumerWarp { int wg, row_in_block; Descs d; };
+MX_INLINE ConsumerWarp consumer_warp(const TmaBlock &b) {
+  const int wg = b.warp / 4 - (PRODUCER ? 1 : 0);
+  return { wg, wg * 64 + (b.warp % 4) * 16, ring_descs(b.sQ, b.sK, b.sV, wg) };
+}
+
 // S = Q K^T for the K tile `desc_k` points at: D_PAD/16 k-steps, one commit group.
 MX_INLINE void issue_qk(float (&s)[1][NT][4], u64 desc_q, u64 desc_k) {
   reg_fence(s);
