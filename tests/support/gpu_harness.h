@@ -29,6 +29,16 @@ uint64_t gpu_seed_base(void);
 struct CMUnitTest;
 int gpu_run_tests(const char *group, const struct CMUnitTest *tests, size_t count, int argc, char **argv);
 
+/* The main of a GPU test whose tests share a scratch directory and a
+ * database in it (gpu_plan_store, gpu_tune_rows): skips without a GPU, makes
+ * dir ("/tmp/<prefix>-XXXXXX") and db (`db_name` in it), runs the tests as
+ * the cmocka group "tests" and removes dir.  1 when dir cannot be made. */
+int gpu_run_in_temp_dir(const char *name, const char *prefix, char *dir, size_t cap, char *db, size_t dbcap,
+                        const char *db_name, const struct CMUnitTest *tests, size_t count);
+/* An f16 problem of `batch` x `heads` query and KV heads, `seq` queries and
+ * keys, the rest mxattn_problem_init's: the plan-level tests' shape. */
+mxattn_problem gpu_f16_problem(int head_dim, int batch, int heads, int seq);
+
 /* One attention case. */
 typedef struct {
     const char *family;
