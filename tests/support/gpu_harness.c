@@ -110,6 +110,27 @@ int gpu_lengths_case(const char *family, int n_lens, int i, gpu_case *c) {
     return 0;
 }
 
+int gpu_check_lengths(const char *family, int n_lens, gpu_config_fn config_for, gpu_check_fn check, uint64_t seed) {
+    int failures = 0;
+    gpu_case c;
+    for (int i = 0; gpu_lengths_case(family, n_lens, i, &c); i++)
+        failures += check(&c, config_for(c.head_dim, i), gpu_seed_base() + seed + i);
+    return failures;
+}
+
+int gpu_check_gqa(const char *family, int batch, int other_dim, gpu_config_fn config_for, gpu_check_fn check,
+                  uint64_t seed) {
+    static const int gqa[] = {1, 4, 8};
+    int failures = 0;
+    for (int i = 0; i < 3; i++) {
+        gpu_case c = {.family = family, .batch = batch, .heads_kv = 2, .heads_q = 2 * gqa[i], .seq_q = 200,
+                      .seq_k = 333, .head_dim = i == 1 ? other_dim : 128, .causal = MXATTN_CAUSAL_BOTTOM_RIGHT,
+                      .dtype = MXATTN_BF16, .layout = (mxattn_layout)(i % 2), .pad = 8 * i, .lse = 1};
+        failures += check(&c, config_for(c.head_dim, i), gpu_seed_base() + seed + i);
+    }
+    return failures;
+}
+
 static mxattn_strides padded_strides(const gpu_case *c, int heads, int seq) {
     mxattn_strides s;
     int64_t row = c->head_dim + c->pad;
