@@ -8,22 +8,10 @@
 #include <string.h>
 #include <cmocka.h>
 #include "mxattn.h"
-
-static mxattn_ctx *g_ctx;
-
-static int setup(void **state) {
-    mxattn_options o;
-    mxattn_options_init(&o);
-    o.no_cache = 1;
-    return mxattn_create(&g_ctx, &o) == MXATTN_OK ? 0 : -1;
-}
-
-static int teardown(void **state) {
-    mxattn_destroy(g_ctx);
-    return 0;
-}
+#include "support/fixtures.h"
 
 static void test_benchmark_times_and_checks(void **state) {
+    mxattn_ctx *cacheless = *state;
     mxattn_problem p;
     mxattn_problem_init(&p, "f16", 64);
     p.heads_q = 4;
@@ -32,7 +20,7 @@ static void test_benchmark_times_and_checks(void **state) {
     p.causal = MXATTN_CAUSAL_TOP_LEFT;
     p.return_lse = 1;
     mxattn_plan *plan = NULL;
-    assert_int_equal(mxattn_plan_create(g_ctx, &p, NULL, &plan), MXATTN_OK);
+    assert_int_equal(mxattn_plan_create(cacheless, &p, NULL, &plan), MXATTN_OK);
     mxattn_plan_info info;
     assert_int_equal(mxattn_plan_get_info(plan, &info), MXATTN_OK);
     char want[32];
@@ -57,7 +45,7 @@ static void test_benchmark_times_and_checks(void **state) {
     mxattn_plan_destroy(plan);
     /* Strides of a bigger tensor than the inputs it would make. */
     p.q_strides = (mxattn_strides){4 * 512 * 64, 512 * 64, 64};
-    assert_int_equal(mxattn_plan_create(g_ctx, &p, NULL, &plan), MXATTN_OK);
+    assert_int_equal(mxattn_plan_create(cacheless, &p, NULL, &plan), MXATTN_OK);
     assert_int_equal(mxattn_plan_benchmark(plan, NULL, &r), MXATTN_ERROR_UNSUPPORTED);
     mxattn_plan_destroy(plan);
 }
@@ -92,5 +80,5 @@ int main(void) {
         cmocka_unit_test(test_benchmark_times_and_checks),
         cmocka_unit_test(test_accuracy_table_rows_all_written_above_0999_cosine),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, cacheless_ctx_setup, ctx_teardown);
 }

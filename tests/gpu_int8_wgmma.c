@@ -306,24 +306,12 @@ static void test_head_dims_each_panel_width_matches_reference(void **state) {
 
 /* Ragged lengths that fill no tile, Nq != Nk, and both causal alignments. */
 static void test_lengths_and_causal(void **state) {
-    int failures = 0;
-    gpu_case c;
-    for (int i = 0; gpu_lengths_case("int8-fp8", 4, i, &c); i++)
-        failures += check_case(&c, config_for(c.head_dim, i), gpu_seed_base() + 100 + i);
-    assert_int_equal(failures, 0);
+    assert_int_equal(gpu_check_lengths("int8-fp8", 4, config_for, check_case, 100), 0);
 }
 
 /* Grouped-query heads with batch, both layouts, padded strides, bottom-right causal. */
 static void test_gqa_grouped_heads_match_reference(void **state) {
-    static const int gqa[] = {1, 4, 8};
-    int failures = 0;
-    for (int i = 0; i < 3; i++) {
-        gpu_case c = {.family = "int8-fp8", .batch = 2, .heads_kv = 2, .heads_q = 2 * gqa[i], .seq_q = 200,
-                      .seq_k = 333, .head_dim = i == 1 ? 64 : 128, .causal = MXATTN_CAUSAL_BOTTOM_RIGHT,
-                      .dtype = MXATTN_BF16, .layout = (mxattn_layout)(i % 2), .pad = 8 * i, .lse = 1};
-        failures += check_case(&c, config_for(c.head_dim, i), gpu_seed_base() + 200 + i);
-    }
-    assert_int_equal(failures, 0);
+    assert_int_equal(gpu_check_gqa("int8-fp8", 2, 64, config_for, check_case, 200), 0);
 }
 
 /* One longer causal sequence: many blocks per head and many key tiles per block

@@ -16,22 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "support/fixtures.h"
 #include "support/gpu_harness.h"
-#include "support/temp_dir.h"
 
 static char g_dir[64], g_db[128];
 
-static mxattn_problem problem(int head_dim) {
-    mxattn_problem p;
-    mxattn_problem_init(&p, "f16", head_dim);
-    p.batch = 1;
-    p.heads_q = p.heads_kv = 2;
-    p.seq_q = p.seq_k = 256;
-    return p;
-}
-
 static mxattn_plan_info plan_info(mxattn_ctx *ctx, int head_dim) {
-    mxattn_problem p = problem(head_dim);
+    mxattn_problem p = gpu_f16_problem(head_dim, 1, 2, 256);
     mxattn_plan *plan = NULL;
     if (mxattn_plan_create(ctx, &p, NULL, &plan) != MXATTN_OK) fail_msg("plan D=%d: %s", head_dim, mxattn_last_error());
     mxattn_plan_info info;
@@ -42,12 +33,7 @@ static mxattn_plan_info plan_info(mxattn_ctx *ctx, int head_dim) {
 
 static void an_unstored_binary_is_said(void **state) {
     (void)state;
-    mxattn_options o;
-    mxattn_options_init(&o);
-    o.db_path = g_db;
-    o.tune_policy = "off";
-    mxattn_ctx *ctx = NULL;
-    assert_int_equal(mxattn_create(&ctx, &o), MXATTN_OK);
+    mxattn_ctx *ctx = untuned_ctx(g_db);
 
     /* Opens the database (its upkeep on open writes) and stores one binary. */
     mxattn_plan_info first = plan_info(ctx, 64);
@@ -76,15 +62,9 @@ static void an_unstored_binary_is_said(void **state) {
 }
 
 int main(void) {
-    mx_device dev;
-    gpu_open_or_skip(&dev, "gpu_plan_store");
-    mx_device_close(&dev);
-    if (temp_dir_make(g_dir, sizeof g_dir, "mxattn-gpu-plan-store")) return 1;
-    snprintf(g_db, sizeof g_db, "%s/store.db", g_dir);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(an_unstored_binary_is_said),
     };
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    temp_dir_remove(g_dir);
-    return failed;
+    return gpu_run_in_temp_dir("gpu_plan_store", "mxattn-gpu-plan-store", g_dir, sizeof g_dir, g_db, sizeof g_db,
+                               "store.db", tests, sizeof tests / sizeof *tests);
 }

@@ -28,14 +28,7 @@ static const int HEAD_DIMS[] = {64, 80, 96, 128, 192};
 
 static char g_dir[64], g_tuned_db[128], g_cold_db[128];
 
-static mxattn_problem problem_for(int head_dim) {
-    mxattn_problem p;
-    mxattn_problem_init(&p, "f16", head_dim);
-    p.batch = 2;
-    p.heads_q = p.heads_kv = 8;
-    p.seq_q = p.seq_k = 1024;
-    return p;
-}
+static mxattn_problem problem_for(int head_dim) { return gpu_f16_problem(head_dim, 2, 8, 1024); }
 
 static mxattn_ctx *open_ctx(const char *db) {
     mxattn_options o;

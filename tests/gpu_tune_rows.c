@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "api/context.h"
+#include "support/fixtures.h"
 #include "support/gpu_harness.h"
-#include "support/temp_dir.h"
 #include "util/err.h"
 
 static char g_dir[64], g_db[128];
@@ -28,17 +28,6 @@ static mxattn_problem d64_causal(void) {
     p.seq_q = p.seq_k = 512;
     p.causal = MXATTN_CAUSAL_BOTTOM_RIGHT;
     return p;
-}
-
-static mxattn_ctx *open_ctx(const char *db) {
-    mxattn_options o;
-    mxattn_options_init(&o);
-    o.db_path = db;
-    o.no_cache = db == NULL;
-    o.tune_policy = "off";
-    mxattn_ctx *ctx = NULL;
-    if (mxattn_create(&ctx, &o) != MXATTN_OK) fail_msg("mxattn_create: %s", mxattn_last_error());
-    return ctx;
 }
 
 /* The tuning key this build gives the problem on this GPU. */
@@ -82,7 +71,7 @@ static mxattn_plan_info plan_info(mxattn_ctx *ctx, const mxattn_problem *p) {
 
 static void bad_rows_are_ignored_and_said(void **state) {
     mxattn_problem p = d64_causal();
-    mxattn_ctx *plain = open_ctx(NULL);
+    mxattn_ctx *plain = untuned_ctx(NULL);
     mxattn_plan_info def = plan_info(plain, &p);
     assert_string_equal(def.config_source, "default");
     /* A legal tile other than the default, for the rows below. */
@@ -99,7 +88,7 @@ static void bad_rows_are_ignored_and_said(void **state) {
         {configs[1], 1e-300, "median_ms"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        mxattn_ctx *ctx = open_ctx(g_db);
+        mxattn_ctx *ctx = untuned_ctx(g_db);
         store_row(ctx, &p, bad[i].config, bad[i].ms);
         mxattn_plan_info info = plan_info(ctx, &p);
         printf("# row '%s' (%g ms): %s, %s\n", bad[i].config, bad[i].ms, info.config_source, info.note);
@@ -110,7 +99,7 @@ static void bad_rows_are_ignored_and_said(void **state) {
         mxattn_destroy(ctx);
     }
     /* A legal row is used as it is. */
-    mxattn_ctx *ctx = open_ctx(g_db);
+    mxattn_ctx *ctx = untuned_ctx(g_db);
     store_row(ctx, &p, configs[1], 0.05);
     mxattn_plan_info info = plan_info(ctx, &p);
     assert_string_equal(info.config_source, "tuned");
@@ -128,7 +117,7 @@ static void bad_rows_are_ignored_and_said(void **state) {
 static void rows_from_another_build(void **state) {
     (void)state;
     mxattn_problem p = d64_causal();
-    mxattn_ctx *plain = open_ctx(NULL);
+    mxattn_ctx *plain = untuned_ctx(NULL);
     mxattn_plan_info def = plan_info(plain, &p);
     char *configs[2] = {NULL, NULL};
     int count = 0;
@@ -140,7 +129,7 @@ static void rows_from_another_build(void **state) {
 
     /* Another GPU name, another SM count: not this SKU. */
     snprintf(db, sizeof db, "%s/other-sku.db", g_dir);
-    mxattn_ctx *ctx = open_ctx(db);
+    mxattn_ctx *ctx = untuned_ctx(db);
     mx_tune_key key = this_key(ctx, &p), other = key;
     size_t name_len = strlen(other.gpu_name);
     assert_true(name_len + sizeof " NVL" <= sizeof other.gpu_name);
@@ -160,7 +149,7 @@ static void rows_from_another_build(void **state) {
 
     /* Another build of this SKU: used, and said. */
     snprintf(db, sizeof db, "%s/other-build.db", g_dir);
-    ctx = open_ctx(db);
+    ctx = untuned_ctx(db);
     other = key;
     memset(other.template_hash, '0', 64);
     other.driver_version += 10;
@@ -187,7 +176,7 @@ static void rows_from_another_build(void **state) {
 
     /* Another build's row the templates reject is ignored, with a note. */
     snprintf(db, sizeof db, "%s/other-build-bad.db", g_dir);
-    ctx = open_ctx(db);
+    ctx = untuned_ctx(db);
     put_row(ctx, &other, "block_m=48", 0.05);
     info = plan_info(ctx, &p);
     printf("# other build, illegal row: %s, '%s'\n", info.config_source, info.note);
@@ -201,16 +190,10 @@ static void rows_from_another_build(void **state) {
 }
 
 int main(void) {
-    mx_device dev;
-    gpu_open_or_skip(&dev, "gpu_tune_rows");
-    mx_device_close(&dev);
-    if (temp_dir_make(g_dir, sizeof g_dir, "mxattn-gpu-tune-rows")) return 1;
-    snprintf(g_db, sizeof g_db, "%s/rows.db", g_dir);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bad_rows_are_ignored_and_said),
         cmocka_unit_test(rows_from_another_build),
     };
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    temp_dir_remove(g_dir);
-    return failed;
+    return gpu_run_in_temp_dir("gpu_tune_rows", "mxattn-gpu-tune-rows", g_dir, sizeof g_dir, g_db, sizeof g_db,
+                               "rows.db", tests, sizeof tests / sizeof *tests);
 }

@@ -108,24 +108,12 @@ static void test_head_dims_each_swizzle_width_matches_reference(void **state) {
 
 /* Ragged lengths that fill no tile, Nq != Nk, and both causal alignments. */
 static void test_lengths_ragged_match_reference_under_both_alignments(void **state) {
-    int failures = 0;
-    gpu_case c;
-    for (int i = 0; gpu_lengths_case("f16", 5, i, &c); i++)
-        failures += check_case(&c, config_for(c.head_dim, i), gpu_seed_base() + 100 + i);
-    assert_int_equal(failures, 0);
+    assert_int_equal(gpu_check_lengths("f16", 5, config_for, check_case, 100), 0);
 }
 
 /* Grouped-query heads with batch, both layouts, padded strides, bottom-right causal. */
 static void test_gqa_grouped_heads_match_reference(void **state) {
-    static const int gqa[] = {1, 4, 8};
-    int failures = 0;
-    for (int i = 0; i < 3; i++) {
-        gpu_case c = {.family = "f16", .batch = 3, .heads_kv = 2, .heads_q = 2 * gqa[i], .seq_q = 200, .seq_k = 333,
-                      .head_dim = i == 1 ? 96 : 128, .causal = MXATTN_CAUSAL_BOTTOM_RIGHT, .dtype = MXATTN_BF16,
-                      .layout = (mxattn_layout)(i % 2), .pad = 8 * i, .lse = 1};
-        failures += check_case(&c, config_for(c.head_dim, i), gpu_seed_base() + 200 + i);
-    }
-    assert_int_equal(failures, 0);
+    assert_int_equal(gpu_check_gqa("f16", 3, 96, config_for, check_case, 200), 0);
 }
 
 /* Every key-tile width and ring depth at D=128, causal, over several tiles. */
@@ -240,11 +228,7 @@ static void test_overlap_head_dims(void **state) {
 /* Ragged lengths (blocks with no key tile at all under bottom-right causal,
  * one tile, many), Nq != Nk, both causal alignments, always with the LSE. */
 static void test_overlap_lengths_ragged_match_reference_with_lse(void **state) {
-    int failures = 0;
-    gpu_case c;
-    for (int i = 0; gpu_lengths_case("f16", 5, i, &c); i++)
-        failures += check_case(&c, pp_config_for(c.head_dim, i), gpu_seed_base() + 600 + i);
-    assert_int_equal(failures, 0);
+    assert_int_equal(gpu_check_lengths("f16", 5, pp_config_for, check_case, 600), 0);
 }
 
 /* Grouped-query heads with batch, both layouts, padded strides, both causal alignments. */

@@ -9,46 +9,35 @@
 #include <string.h>
 #include <cmocka.h>
 #include "mxattn.h"
+#include "support/fixtures.h"
 #include "gen/gen.h"
 #include "support/temp_dir.h"
 
-static mxattn_ctx *g_ctx;
-
-static int setup(void **state) {
-    mxattn_options o;
-    mxattn_options_init(&o);
-    o.no_cache = 1;
-    return mxattn_create(&g_ctx, &o) == MXATTN_OK ? 0 : -1;
-}
-
-static int teardown(void **state) {
-    mxattn_destroy(g_ctx);
-    return 0;
-}
-
 static void test_resolve_fills_the_defaults(void **state) {
+    mxattn_ctx *cacheless = *state;
     char *canonical = NULL;
-    assert_int_equal(mxattn_params_resolve(g_ctx, "family=int8-fp8 head_dim=80", &canonical), MXATTN_OK);
+    assert_int_equal(mxattn_params_resolve(cacheless, "family=int8-fp8 head_dim=80", &canonical), MXATTN_OK);
     assert_non_null(strstr(canonical, "family=int8-fp8"));
     assert_non_null(strstr(canonical, "arch=sm_90a"));
     assert_non_null(strstr(canonical, " block_n="));   /* a knob, from the family's default */
     mxattn_free(canonical);
-    assert_int_equal(mxattn_params_resolve(g_ctx, "family=f16 head_dim=80 block_n=17", &canonical),
+    assert_int_equal(mxattn_params_resolve(cacheless, "family=f16 head_dim=80 block_n=17", &canonical),
                      MXATTN_ERROR_INVALID_VALUE);
     assert_null(canonical);
     assert_non_null(strstr(mxattn_last_error(), "block_n"));
     assert_int_equal(mxattn_params_resolve(NULL, "family=f16", &canonical), MXATTN_ERROR_NULL_POINTER);
-    assert_int_equal(mxattn_params_resolve(g_ctx, NULL, &canonical), MXATTN_ERROR_NULL_POINTER);
+    assert_int_equal(mxattn_params_resolve(cacheless, NULL, &canonical), MXATTN_ERROR_NULL_POINTER);
 }
 
 static void test_render_and_help(void **state) {
+    mxattn_ctx *cacheless = *state;
     char *source = NULL, *help = NULL;
-    assert_int_equal(mxattn_render(g_ctx, "family=f16 head_dim=64 variant=mma", &source), MXATTN_OK);
+    assert_int_equal(mxattn_render(cacheless, "family=f16 head_dim=64 variant=mma", &source), MXATTN_OK);
     assert_non_null(strstr(source, "extern \"C\" __global__"));
     assert_non_null(strstr(source, "variant=mma"));       /* the header's parameter table */
     mxattn_free(source);
-    assert_int_equal(mxattn_render(g_ctx, "family=f32 head_dim=64", &source), MXATTN_ERROR_INVALID_VALUE);
-    assert_int_equal(mxattn_params_help(g_ctx, &help), MXATTN_OK);
+    assert_int_equal(mxattn_render(cacheless, "family=f32 head_dim=64", &source), MXATTN_ERROR_INVALID_VALUE);
+    assert_int_equal(mxattn_params_help(cacheless, &help), MXATTN_OK);
     const mxattn_param *p = NULL;
     int n = 0;
     assert_int_equal(mxattn_params(&p, &n), MXATTN_OK);
@@ -59,6 +48,7 @@ static void test_render_and_help(void **state) {
 /* A rule is declared once (templates/rules.lua): the line help prints for it
  * and the message of a table that breaks it name the same demands. */
 static void test_help_and_messages_read_the_same_rules(void **state) {
+    mxattn_ctx *cacheless = *state;
     static const struct { const char *table, *rule; } cases[] = {
         {"family=int8-fp8 head_dim=128 variant=wgmma overlap=3 block_m=128 warps=8 block_n=128 stages=3",
          "overlap=3: head_dim<=128 block_m=192 warps=12"},
@@ -68,10 +58,10 @@ static void test_help_and_messages_read_the_same_rules(void **state) {
         {"family=nvfp4 head_dim=64 variant=wgmma block_m=128 warps=12 block_n=32 stages=2", "block_n=64|128"},
     };
     char *help = NULL;
-    assert_int_equal(mxattn_params_help(g_ctx, &help), MXATTN_OK);
+    assert_int_equal(mxattn_params_help(cacheless, &help), MXATTN_OK);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *source = NULL;
-        assert_int_equal(mxattn_render(g_ctx, cases[i].table, &source), MXATTN_ERROR_INVALID_VALUE);
+        assert_int_equal(mxattn_render(cacheless, cases[i].table, &source), MXATTN_ERROR_INVALID_VALUE);
         const char *msg = mxattn_last_error();
         /* The help line "when: needs (why)" against the message "when: schedule needs needs (why), not ...". */
         const char *colon = strstr(cases[i].rule, ": ");
@@ -83,14 +73,15 @@ static void test_help_and_messages_read_the_same_rules(void **state) {
 }
 
 static void test_compile_only_reports_usage_and_ptx_from_whole_module(void **state) {
+    mxattn_ctx *cacheless = *state;
     mxattn_compile_options opt;
     mxattn_compile_result r;
     assert_int_equal(mxattn_compile_options_init(&opt), MXATTN_OK);
     opt.want_ptx = 1;   /* PTX comes from a whole-module compile */
-    assert_int_equal(mxattn_compile(g_ctx, "family=f16 head_dim=64", &opt, &r), MXATTN_ERROR_INVALID_VALUE);
+    assert_int_equal(mxattn_compile(cacheless, "family=f16 head_dim=64", &opt, &r), MXATTN_ERROR_INVALID_VALUE);
     assert_null(r.ptx);
-    assert_int_equal(mxattn_compile(g_ctx, "family=f16 head_dim=64 block_n=17", NULL, &r), MXATTN_ERROR_INVALID_VALUE);
-    mxattn_status st = mxattn_compile(g_ctx, "family=int8-fp8 head_dim=64", NULL, &r);
+    assert_int_equal(mxattn_compile(cacheless, "family=f16 head_dim=64 block_n=17", NULL, &r), MXATTN_ERROR_INVALID_VALUE);
+    mxattn_status st = mxattn_compile(cacheless, "family=int8-fp8 head_dim=64", NULL, &r);
     if (st == MXATTN_ERROR_NO_COMPILER) skip();
     assert_int_equal(st, MXATTN_OK);
     assert_true(r.kernels > 1);                 /* the quantization kernels, then attention */
@@ -102,7 +93,7 @@ static void test_compile_only_reports_usage_and_ptx_from_whole_module(void **sta
     mxattn_compile_result_free(&r);
     opt.whole_module = 1;
     opt.want_cubin = 1;
-    assert_int_equal(mxattn_compile(g_ctx, "family=f16 head_dim=64 variant=mma", &opt, &r), MXATTN_OK);
+    assert_int_equal(mxattn_compile(cacheless, "family=f16 head_dim=64 variant=mma", &opt, &r), MXATTN_OK);
     assert_non_null(r.ptx);
     assert_non_null(strstr(r.ptx, r.kernel_name));
     assert_non_null(r.cubin);
@@ -138,6 +129,7 @@ static void count_progress(void *user, const mxattn_tune_progress *p) {
 /* A tuning run that compiles only: no GPU, the kernels into the database,
  * found there the second time. */
 static void test_tune_run_compile_only(void **state) {
+    mxattn_ctx *cacheless = *state;
     mxattn_problem p;
     mxattn_problem_init(&p, "f16", 64);
     p.seq_q = p.seq_k = 1024;
@@ -154,19 +146,14 @@ static void test_tune_run_compile_only(void **state) {
     assert_int_equal(opt.resume, 1);
     /* No database: nowhere to put what it compiles. */
     opt.compile_only = 1;
-    assert_int_equal(mxattn_tune_run(g_ctx, &p, &opt, &rep), MXATTN_ERROR_NOT_FOUND);
+    assert_int_equal(mxattn_tune_run(cacheless, &p, &opt, &rep), MXATTN_ERROR_NOT_FOUND);
     opt.reps = 0;
-    assert_int_equal(mxattn_tune_run(g_ctx, &p, &opt, &rep), MXATTN_ERROR_INVALID_VALUE);
+    assert_int_equal(mxattn_tune_run(cacheless, &p, &opt, &rep), MXATTN_ERROR_INVALID_VALUE);
 
     char dir[256], db[300];
     assert_int_equal(temp_dir_make(dir, sizeof dir, "mxattn-tune-run"), 0);
     snprintf(db, sizeof db, "%s/t.db", dir);
-    mxattn_options o;
-    mxattn_options_init(&o);
-    o.db_path = db;
-    o.tune_policy = "off";
-    mxattn_ctx *ctx = NULL;
-    assert_int_equal(mxattn_create(&ctx, &o), MXATTN_OK);
+    mxattn_ctx *ctx = untuned_ctx(db);
     mxattn_tune_options_init(&opt);
     opt.compile_only = 1;
     opt.max_candidates = 2;
@@ -209,5 +196,5 @@ int main(void) {
         cmocka_unit_test(test_tune_run_compile_only),
         cmocka_unit_test(test_key_block_is_the_templates_answer),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, cacheless_ctx_setup, ctx_teardown);
 }

@@ -25,23 +25,11 @@
 #include "gen/gen.h"
 #include "mxattn.h"
 #include "support/temp_dir.h"
+#include "util/file.h"
 
 static char g_root[256];     /* scratch: templates in t/, the marker, outside modules */
 static char g_tdir[320];     /* g_root/t, the MXATTN_TEMPLATE_DIR */
 static char g_marker[320];   /* g_root/marker: exists only if an escape worked */
-
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) { free(buf); buf = NULL; }
-    fclose(f);
-    if (buf) { buf[n] = 0; if (len) *len = (size_t)n; }
-    return buf;
-}
 
 static void write_file(const char *path, const void *data, size_t len) {
     FILE *f = fopen(path, "wb");
@@ -57,7 +45,7 @@ static int copy_entry(const char *path, const struct stat *sb, int type, struct 
     snprintf(dst, sizeof dst, "%s%s", g_tdir, path + g_src_len);
     if (type == FTW_D) return mkdir(dst, 0700) == 0 || ftw->level == 0 ? 0 : -1;
     size_t len = 0;
-    char *text = read_file(path, &len);
+    char *text = mx_read_file(path, &len);
     if (!text) return -1;
     FILE *f = fopen(dst, "wb");
     int ok = f && fwrite(text, 1, len, f) == len;
@@ -103,7 +91,7 @@ static void plant(const char *rel, const char *code) {
     }
     text[n++] = '\n';
     size_t len = 0;
-    char *old = read_file(path, &len);
+    char *old = mx_read_file(path, &len);
     char *all = malloc(n + len);
     assert_non_null(all);
     memcpy(all, text, n);
@@ -203,7 +191,7 @@ static void test_io_open_in_a_family(void **state) {
 static void test_require_of_a_c_module(void **state) {
     (void)state;
     size_t len = 0;
-    char *so = read_file(GEN_SANDBOX_CMOD, &len);
+    char *so = mx_read_file(GEN_SANDBOX_CMOD, &len);
     assert_non_null(so);
     char path[512];
     snprintf(path, sizeof path, "%s/cmod.so", g_tdir);
@@ -263,7 +251,7 @@ static void test_require_of_a_path(void **state) {
         /* Take the line out again: plant() prepends. */
         snprintf(path, sizeof path, "%s/mxattn.lua", g_tdir);
         size_t len = 0;
-        char *text = read_file(path, &len);
+        char *text = mx_read_file(path, &len);
         char *nl = strchr(text, '\n');
         write_file(path, nl + 1, len - (size_t)(nl + 1 - text));
         free(text);

@@ -199,9 +199,6 @@ static void test_nvrtc_compiles_lean(void **state) {
     mx_compile_result_free(&r);
 }
 
-static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
-static int teardown(void **state) { mx_gen_close(g); return 0; }
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_renders_deterministically),
@@ -211,5 +208,5 @@ int main(void) {
         cmocka_unit_test(test_candidates_for_decode),
         cmocka_unit_test(test_nvrtc_compiles_lean),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return gen_run_tests(&g, tests, sizeof tests / sizeof *tests);
 }

@@ -384,9 +384,6 @@ static void test_wgmma_p_arithmetic_is_exact(void **state) {
     assert_int_equal(bad, 0);
 }
 
-static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
-static int teardown(void **state) { mx_gen_close(g); return 0; }
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grid_renders_deterministically),
@@ -400,5 +397,5 @@ int main(void) {
         cmocka_unit_test(test_wgmma_compiles_for_sm90a),
         cmocka_unit_test(test_wgmma_p_arithmetic_is_exact),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return gen_run_tests(&g, tests, sizeof tests / sizeof *tests);
 }

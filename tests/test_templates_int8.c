@@ -292,9 +292,6 @@ static void test_defaults_do_not_spill(void **state) {
     }
 }
 
-static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
-static int teardown(void **state) { mx_gen_close(g); return 0; }
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grid_renders_deterministically),
@@ -306,5 +303,5 @@ int main(void) {
         cmocka_unit_test(test_nvrtc_ptx_has_int8_and_fp8_mma),
         cmocka_unit_test(test_defaults_do_not_spill),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return gen_run_tests(&g, tests, sizeof tests / sizeof *tests);
 }

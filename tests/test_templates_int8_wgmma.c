@@ -37,18 +37,10 @@ static void wg_params(char *out, size_t cap, int d, const char *extra) {
 static void test_renders_deterministically(void **state) {
     static const char *extra[] = {"", "causal=1 lse=1", "dtype=f16 out_dtype=f16", "smooth_k=0 lse=1",
                                   "block_m=64 warps=4 block_n=32 stages=3", "block_m=128 warps=8 block_n=64 stages=2"};
-    for (int i = 0; i < N_DIMS; i++)
-        for (size_t j = 0; j < sizeof extra / sizeof *extra; j++) {
-            char params[256];
-            wg_params(params, sizeof params, DIMS[i], extra[j]);
-            char *a = gen_render_stable(g, params, "int8-fp8");
-            assert_non_null(strstr(a, "variant=wgmma"));
-            assert_non_null(strstr(a, "__grid_constant__"));
-            assert_non_null(strstr(a, "_stats(const mx_kernel_args a)"));
-            assert_non_null(strstr(a, "_quant_q(const mx_kernel_args a)"));
-            assert_non_null(strstr(a, "_quant_kv(const mx_kernel_args a)"));
-            free(a);
-        }
+    static const char *want[] = {"variant=wgmma", "__grid_constant__", "_stats(const mx_kernel_args a)",
+                                 "_quant_q(const mx_kernel_args a)", "_quant_kv(const mx_kernel_args a)"};
+    gen_expect_stable_sweep(g, "int8-fp8", DIMS, N_DIMS, knobs_for, extra, sizeof extra / sizeof *extra, want,
+                            sizeof want / sizeof *want);
 }
 
 /* The mma variant's quantization helpers and kernels, byte for byte: from
@@ -133,22 +125,19 @@ static void test_launch_plan_and_tensor_maps(void **state) {
 }
 
 static void test_invalid_tables_name_the_parameter(void **state) {
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 arch=sm_89 " KNOBS, "arch");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=32 warps=8 block_n=64 stages=2",
-                          "block_m");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=256 warps=8 block_n=64 stages=2",
-                          "block_m");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=128 warps=4 block_n=64 stages=2", "warps");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=64 warps=12 block_n=64 stages=2", "warps");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=128 warps=8 block_n=16 stages=2",
-                          "block_n");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma block_m=128 warps=8 block_n=64 stages=1",
-                          "stages");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=256 variant=wgmma block_m=128 warps=8 block_n=128 stages=2",
-                          "block_n");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=64 variant=wgmma q_regs=0 block_m=128 warps=8 block_n=64 stages=2",
-                          "q_regs");
-    gen_expect_invalid(g, "family=int8-f16 head_dim=64 " KNOBS, "variant");
+    static const struct { const char *params, *needle; } cases[] = {
+        {"family=int8-fp8 head_dim=64 arch=sm_89 " KNOBS, "arch"},
+        {"family=int8-fp8 head_dim=64 variant=wgmma block_m=32 warps=8 block_n=64 stages=2", "block_m"},
+        {"family=int8-fp8 head_dim=64 variant=wgmma block_m=256 warps=8 block_n=64 stages=2", "block_m"},
+        {"family=int8-fp8 head_dim=64 variant=wgmma block_m=128 warps=4 block_n=64 stages=2", "warps"},
+        {"family=int8-fp8 head_dim=64 variant=wgmma block_m=64 warps=12 block_n=64 stages=2", "warps"},
+        {"family=int8-fp8 head_dim=64 variant=wgmma block_m=128 warps=8 block_n=16 stages=2", "block_n"},
+        {"family=int8-fp8 head_dim=64 variant=wgmma block_m=128 warps=8 block_n=64 stages=1", "stages"},
+        {"family=int8-fp8 head_dim=256 variant=wgmma block_m=128 warps=8 block_n=128 stages=2", "block_n"},
+        {"family=int8-fp8 head_dim=64 variant=wgmma q_regs=0 block_m=128 warps=8 block_n=64 stages=2", "q_regs"},
+        {"family=int8-f16 head_dim=64 " KNOBS, "variant"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) gen_expect_invalid(g, cases[i].params, cases[i].needle);
 }
 
 /* On sm_90a the default is wgmma (checked on the H200) and every wgmma
@@ -585,9 +574,6 @@ static void test_shared_ring_releases_slots_by_count_with_no_barrier(void **stat
     mx_compile_result_free(&one);
 }
 
-static int setup(void **state) { return mx_gen_open(&g) == MXATTN_OK ? 0 : -1; }
-static int teardown(void **state) { mx_gen_close(g); return 0; }
-
 /* Occurrences of `what` in the attention kernel's PTX (the module's last entry). */
 static int count_in_kernel(const char *ptx, const char *what) {
     int n = 0;
@@ -706,5 +692,5 @@ int main(void) {
         cmocka_unit_test(test_candidates_put_rivals_next),
         cmocka_unit_test(test_ring_overlap3_compiles_lean_with_named_barrier_turns),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return gen_run_tests(&g, tests, sizeof tests / sizeof *tests);
 }

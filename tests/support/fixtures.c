@@ -15,6 +15,27 @@ mxattn_ctx *cacheless_ctx(void) {
     return ctx;
 }
 
+int cacheless_ctx_setup(void **state) {
+    *state = cacheless_ctx();
+    return 0;
+}
+
+int ctx_teardown(void **state) {
+    mxattn_destroy(*state);
+    return 0;
+}
+
+mxattn_ctx *untuned_ctx(const char *db) {
+    mxattn_options o;
+    mxattn_options_init(&o);
+    o.db_path = db;
+    o.no_cache = db == NULL;
+    o.tune_policy = "off";
+    mxattn_ctx *ctx = NULL;
+    if (mxattn_create(&ctx, &o) != MXATTN_OK) fail_msg("mxattn_create: %s", mxattn_last_error());
+    return ctx;
+}
+
 void tune_key_h200(mx_tune_key *k, const char *gpu) {
     memset(k, 0, sizeof *k);
     snprintf(k->gpu_name, sizeof k->gpu_name, "%s", gpu);

@@ -9,6 +9,14 @@
 /* A context with no database (o.no_cache): tests that must leave no file
  * behind. Fails the test when mxattn_create does. */
 mxattn_ctx *cacheless_ctx(void);
+/* cmocka group fixtures for a file whose tests share one cacheless_ctx(),
+ * which each test reads as *state: one set-up instead of one a file. */
+int cacheless_ctx_setup(void **state);
+int ctx_teardown(void **state);
+/* A context on the database `db` (NULL: none, o.no_cache) with tuning off, so
+ * that a plan without a config builds the stored row or the default,
+ * whatever $MXATTN_TUNE says.  Fails the test when mxattn_create does. */
+mxattn_ctx *untuned_ctx(const char *db);
 
 /* Zeroes *k and fills in the machine part of a tuning key as an H200 with
  * CUDA 12.4 and mxattn 0.1.0 would have it, family "f16", gpu_name `gpu`;

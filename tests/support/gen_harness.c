@@ -125,3 +125,44 @@ char *gen_render_stable(mx_gen *g, const char *params, const char *family) {
     free(canon);
     return a;
 }
+
+int gen_run_tests(mx_gen **g, const struct CMUnitTest *tests, size_t count) {
+    if (mx_gen_open(g) != MXATTN_OK) {
+        printf("mx_gen_open: %s\n", mxattn_last_error());
+        return 1;
+    }
+    int failed = _cmocka_run_group_tests("tests", tests, count, NULL, NULL);
+    mx_gen_close(*g);
+    return failed;
+}
+
+void gen_expect_contains(const char *src, const char *what, const char *const *want, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!strstr(src, want[i])) fail_msg("%s: the source lacks '%s'", what, want[i]);
+}
+
+char *gen_render_with_header(mx_gen *g, const char *params, const char *shape, char *header, size_t cap) {
+    char *src = gen_call(g, "render", params, NULL);
+    char *lp = gen_call(g, "launch", params, shape);
+    gen_plan_kernel k;
+    assert_int_equal(gen_plan_kernels(lp, &k, 1), 1);
+    free(lp);
+    snprintf(header, cap, "\n#define KERNEL_NAME %.150s\n", k.name);
+    char guard[192];
+    snprintf(guard, sizeof guard, "|| defined(MX_COMPILE_%.150s)\n", k.name);
+    assert_non_null(strstr(src, guard));
+    assert_null(strstr(src, "${"));
+    return src;
+}
+
+void gen_expect_stable_sweep(mx_gen *g, const char *family, const int *dims, size_t n_dims, const char *(*knobs)(int d),
+                             const char *const *extra, size_t n_extra, const char *const *want, size_t n_want) {
+    for (size_t i = 0; i < n_dims; i++)
+        for (size_t j = 0; j < n_extra; j++) {
+            char params[256];
+            gen_params_with(params, sizeof params, family, dims[i], knobs(dims[i]), extra[j]);
+            char *a = gen_render_stable(g, params, family);
+            gen_expect_contains(a, params, want, n_want);
+            free(a);
+        }
+}

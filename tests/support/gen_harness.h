@@ -48,4 +48,24 @@ void expect_lean_wgmma_kernel(const char *params, const char *label, const mx_co
 int expect_three_consumer_kernels(int (*compile)(const char *, mx_compile_result *), const char *prefix,
                                   const char *const *cases, size_t n);
 
+/* Opens the template engine into *g, runs `tests` as the cmocka group
+ * "tests" and closes it: the one main of the template tests.  1, with the
+ * engine's message, when it does not open. */
+struct CMUnitTest;
+int gen_run_tests(mx_gen **g, const struct CMUnitTest *tests, size_t count);
+/* Asserts that `src` holds each of want[0..n-1], naming `what` and the first
+ * it lacks: a rendered kernel's structure checks as a table. */
+void gen_expect_contains(const char *src, const char *what, const char *const *want, size_t n);
+/* Renders `params`, plans it on `shape` (one kernel) and returns the source
+ * (the caller frees it), with header[cap] set to the line that must declare
+ * the plan's kernel ("\n#define KERNEL_NAME <name>\n"); asserts the kernel's
+ * own compile guard and that no template hole is left.  The
+ * header-then-CUDA-file tests' common part. */
+char *gen_render_with_header(mx_gen *g, const char *params, const char *shape, char *header, size_t cap);
+/* The determinism sweep of a family's templates: for each head dim and
+ * extra, "family=F head_dim=D" with knobs(D) and the extra (gen_params_with)
+ * renders stably (gen_render_stable) and holds each of want[]. */
+void gen_expect_stable_sweep(mx_gen *g, const char *family, const int *dims, size_t n_dims, const char *(*knobs)(int d),
+                             const char *const *extra, size_t n_extra, const char *const *want, size_t n_want);
+
 #endif

@@ -10,6 +10,7 @@
 #include "gen/gen.h"
 #include "util/err.h"
 #include "support/ref_parallel.h"
+#include "support/temp_dir.h"
 
 uint64_t gpu_seed_base(void) {
     const char *fixed = getenv("MXATTN_TEST_SEED");
@@ -44,6 +45,27 @@ void gpu_open_or_skip(mx_device *dev, const char *test_name) {
     if (st == MXATTN_OK) return;
     printf("%s: skipped, no GPU here (%s: %s)\n", test_name, mxattn_status_string(st), mxattn_last_error());
     exit(MX_TEST_SKIP);
+}
+
+int gpu_run_in_temp_dir(const char *name, const char *prefix, char *dir, size_t cap, char *db, size_t dbcap,
+                        const char *db_name, const struct CMUnitTest *tests, size_t count) {
+    mx_device dev;
+    gpu_open_or_skip(&dev, name);
+    mx_device_close(&dev);
+    if (temp_dir_make(dir, cap, prefix)) return 1;
+    snprintf(db, dbcap, "%s/%s", dir, db_name);
+    int failed = _cmocka_run_group_tests("tests", tests, count, NULL, NULL);
+    temp_dir_remove(dir);
+    return failed;
+}
+
+mxattn_problem gpu_f16_problem(int head_dim, int batch, int heads, int seq) {
+    mxattn_problem p;
+    mxattn_problem_init(&p, "f16", head_dim);
+    p.batch = batch;
+    p.heads_q = p.heads_kv = heads;
+    p.seq_q = p.seq_k = seq;
+    return p;
 }
 
 void gpu_case_describe(const gpu_case *c, char *out, size_t cap) {
@@ -86,6 +108,27 @@ int gpu_lengths_case(const char *family, int n_lens, int i, gpu_case *c) {
             return 1;
         }
     return 0;
+}
+
+int gpu_check_lengths(const char *family, int n_lens, gpu_config_fn config_for, gpu_check_fn check, uint64_t seed) {
+    int failures = 0;
+    gpu_case c;
+    for (int i = 0; gpu_lengths_case(family, n_lens, i, &c); i++)
+        failures += check(&c, config_for(c.head_dim, i), gpu_seed_base() + seed + i);
+    return failures;
+}
+
+int gpu_check_gqa(const char *family, int batch, int other_dim, gpu_config_fn config_for, gpu_check_fn check,
+                  uint64_t seed) {
+    static const int gqa[] = {1, 4, 8};
+    int failures = 0;
+    for (int i = 0; i < 3; i++) {
+        gpu_case c = {.family = family, .batch = batch, .heads_kv = 2, .heads_q = 2 * gqa[i], .seq_q = 200,
+                      .seq_k = 333, .head_dim = i == 1 ? other_dim : 128, .causal = MXATTN_CAUSAL_BOTTOM_RIGHT,
+                      .dtype = MXATTN_BF16, .layout = (mxattn_layout)(i % 2), .pad = 8 * i, .lse = 1};
+        failures += check(&c, config_for(c.head_dim, i), gpu_seed_base() + seed + i);
+    }
+    return failures;
 }
 
 static mxattn_strides padded_strides(const gpu_case *c, int heads, int seq) {

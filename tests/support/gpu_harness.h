@@ -29,6 +29,16 @@ uint64_t gpu_seed_base(void);
 struct CMUnitTest;
 int gpu_run_tests(const char *group, const struct CMUnitTest *tests, size_t count, int argc, char **argv);
 
+/* The main of a GPU test whose tests share a scratch directory and a
+ * database in it (gpu_plan_store, gpu_tune_rows): skips without a GPU, makes
+ * dir ("/tmp/<prefix>-XXXXXX") and db (`db_name` in it), runs the tests as
+ * the cmocka group "tests" and removes dir.  1 when dir cannot be made. */
+int gpu_run_in_temp_dir(const char *name, const char *prefix, char *dir, size_t cap, char *db, size_t dbcap,
+                        const char *db_name, const struct CMUnitTest *tests, size_t count);
+/* An f16 problem of `batch` x `heads` query and KV heads, `seq` queries and
+ * keys, the rest mxattn_problem_init's: the plan-level tests' shape. */
+mxattn_problem gpu_f16_problem(int head_dim, int batch, int heads, int seq);
+
 /* One attention case. */
 typedef struct {
     const char *family;
@@ -92,6 +102,21 @@ gpu_case gpu_tile_sweep_case(const char *family, int i);
  * CPU reference's time), D 128 or 64, both causal alignments, both layouts,
  * padded strides, the LSE.  Returns 0 past the last case. */
 int gpu_lengths_case(const char *family, int n_lens, int i, gpu_case *c);
+/* The sweeps that the wgmma suites (gpu_wgmma, gpu_int8_wgmma) run the same
+ * way through their own check: `check` runs one case under an explicit
+ * configuration and returns 1 on failure; config_for(D, i) is the file's
+ * i-th configuration for head dim D.  Both return the failures. */
+typedef int (*gpu_check_fn)(const gpu_case *c, const char *config, uint64_t seed);
+typedef const char *(*gpu_config_fn)(int head_dim, int i);
+/* Case i of gpu_lengths_case(family, n_lens) under config_for(D, i), seed
+ * gpu_seed_base() + seed + i. */
+int gpu_check_lengths(const char *family, int n_lens, gpu_config_fn config_for, gpu_check_fn check, uint64_t seed);
+/* Grouped-query heads: 1, 4 and 8 query heads on each of 2 KV heads, `batch`
+ * batches, Nq=200, Nk=333, bottom-right causal, bf16, both layouts, padding
+ * 8 * i, the LSE, D=other_dim for case 1 and 128 for the others; under
+ * config_for(D, i), seed gpu_seed_base() + seed + i. */
+int gpu_check_gqa(const char *family, int batch, int other_dim, gpu_config_fn config_for, gpu_check_fn check,
+                  uint64_t seed);
 /* `count` device buffers of `elems` bf16 values each, filled with a repeating
  * 1M-element Gaussian pattern (inputs for timing, not for checking); freed
  * with gpu_free_buffers.  Fails the calling cmocka test on error. */
