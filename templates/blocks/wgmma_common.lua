@@ -1,7 +1,7 @@
 -- What the warpgroup-MMA families share (their kernels are CUDA files:
 -- families/f16_wgmma.lua, families/int8_fp8_wgmma.lua): the warpgroup rules
 -- (check_warpgroups), setmaxnreg's split (register_split) and the split
--- units' workspace (split_workspace; f16's cuda/fwd_wgmma_split.cuh).
+-- units' workspace (split_workspace; f16's cuda/fwd_wgmma_persistent.cuh, SPLIT).
 local C = {}
 
 -- The warpgroup rules both wgmma families share: 64 query rows per consumer
