@@ -150,9 +150,8 @@ static void test_overlap0_kernels_have_their_structure(void **state) {
         const char *want[] = {"attend_tile(o, row_max, row_sum",
                               cases[i].producer ? "constexpr bool PRODUCER = true;" : "constexpr bool PRODUCER = false;",
                               "const GridBlock b = grid_block_start(smem, a);",
-                              "init_ring(b.bar_q, b.map_q, b.map_k, b.map_v);", "mbar_init(bar_q + 8 * (1 + s), 1);",
-                              "mbar_init(bar_q + 8 * (1 + STAGES + s), 1);",
-                              "mbar_init(bar_q + 8 * (1 + 2 * STAGES + s), CONSUMERS * 128);",
+                              "init_ring(b);", "mbar_init(b.bar_k(s), 1);", "mbar_init(b.bar_v(s), 1);",
+                              "mbar_init(b.bar_empty(s), CONSUMERS * 128);",
                               "if (PRODUCER && warp < 4) {", "setmaxnreg.dec.sync.aligned.u32", "mbar_wait(b.bar_empty(slot)"};
         gen_expect_contains(a, cases[i].params, want, sizeof want / sizeof *want);
         assert_non_null(strstr(a, "__syncthreads();               // every warpgroup is done with this slot"));
@@ -445,7 +444,7 @@ static void test_split_is_persistent_noncausal_and_default_when_sms_idle(void **
     assert_non_null(strstr(src, "constexpr bool SPLIT = true;"));
     assert_non_null(strstr(src, "constexpr int MAX_SPLIT = 8, MAX_PIECES = 160;"));
     assert_non_null(strstr(src, "finish_piece(o, row_max"));
-    assert_non_null(strstr(src, "tile0 + t, slot, b.kv_head, b.batch)"));
+    assert_non_null(strstr(src, "b.load_kv_into(tile0 + t, slot)"));
     assert_non_null(strstr(src, "mask_tile(s, tile0 + t, warp_row0, a)"));
     free(src);
     char *plain = gen_call(g, "render", "family=f16 head_dim=128 " PP "persistent=1 block_n=128 stages=3", NULL);

@@ -44,7 +44,7 @@
 extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __grid_constant__ mx_kernel_args a) {
   // Shared memory: Q, then the ring's K and V slots, then the barriers.
   extern __shared__ __align__(1024) u8 smem[];
-  TmaBlock b;                          // cuda/tma_block.cuh: tiles and barriers; set_work places the unit
+  GridBlock b;                         // cuda/wgmma_ring.cuh: tiles, barriers, copies; set_work places the unit
   place_ring(b, smem, a);
   const int warp = b.warp;
 
@@ -92,7 +92,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
     }
   };
   if (threadIdx.x == 0) mbar_init(bar_q_empty, CONSUMERS * 128);   // fenced with the ring's below
-  init_ring(b.bar_q, b.map_q, b.map_k, b.map_v);   // the ring's barriers, then the block sees them
+  init_ring(b);   // the ring's barriers, then the block sees them
   __syncthreads();
 
   // The producer: for each item, once the consumers are done with the last
@@ -110,12 +110,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(const __gri
         // The next unit, asked for now so the answer is back by the last load.
         const int next = (int)atomicAdd(&sched[0], 1u) + gridDim.x;
         set_work(w);
-        if (b.n_tiles > 0) load_q_tile(b.bar_q, b.sQ, b.map_q, b.m0, b.head, b.batch);
+        if (b.n_tiles > 0) b.load_q();
         else mbar_arrive(b.bar_q);
         for (int t = 0; t < b.n_tiles; t++, g++) {
           const int slot = g % STAGES;
           if (g >= STAGES) mbar_wait(b.bar_empty(slot), (g / STAGES - 1) & 1);   // tile g - STAGES released
-          load_kv_tile(b.bar_k(slot), b.bar_v(slot), b.sK, b.sV, b.map_k, b.map_v, tile0 + t, slot, b.kv_head, b.batch);
+          b.load_kv_into(tile0 + t, slot);
         }
         w = next;
       }

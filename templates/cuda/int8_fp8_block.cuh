@@ -53,7 +53,7 @@ MX_INLINE Block block_start(u8 *smem, const mx_kernel_args &a) {
                    : "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   }
-  init_ring(b.bar_q, b.map_q, b.map_k, b.map_v);
+  init_ring(b);
   __syncthreads();
   wait_for_previous_kernel();          // the quant kernels' Q8, K8, V^T and scales (a "pdl" launch)
   return b;

@@ -8,7 +8,7 @@
 // SM_BAR and CAUSAL.
 struct TmaBlock {
   u32 base, sQ, sK, sV, bar_q;
-  int warp;                  // from lane 0: a uniform branch (place_block says why)
+  int warp;                  // from lane 0: a uniform branch (place_ring says why)
   int head, batch, kv_head, m0;
   int n_tiles;               // all keys, or (causal) up to the last row's diagonal
   const void *map_q, *map_k, *map_v;
@@ -22,14 +22,14 @@ struct TmaBlock {
 // wait for one arrival (the copies' issuer, with their bytes), each slot's
 // empty barrier for every consumer thread; and prefetches the tensor maps.
 // The caller's __syncthreads() makes them visible to the block.
-MX_INLINE void init_ring(u32 bar_q, const void *map_q, const void *map_k, const void *map_v) {
+MX_INLINE void init_ring(const TmaBlock &b) {
   if (threadIdx.x == 0) {
-    tma_prefetch_map(map_q); tma_prefetch_map(map_k); tma_prefetch_map(map_v);
-    mbar_init(bar_q, 1);
+    tma_prefetch_map(b.map_q); tma_prefetch_map(b.map_k); tma_prefetch_map(b.map_v);
+    mbar_init(b.bar_q, 1);
     for (int s = 0; s < STAGES; s++) {
-      mbar_init(bar_q + 8 * (1 + s), 1);
-      mbar_init(bar_q + 8 * (1 + STAGES + s), 1);
-      mbar_init(bar_q + 8 * (1 + 2 * STAGES + s), CONSUMERS * 128);   // every consumer thread releases the slot
+      mbar_init(b.bar_k(s), 1);
+      mbar_init(b.bar_v(s), 1);
+      mbar_init(b.bar_empty(s), CONSUMERS * 128);   // every consumer thread releases the slot
     }
     mbar_init_fence();
   }

@@ -24,15 +24,15 @@ MX_INLINE void load_q_tile(u32 bar_q, u32 sQ, const void *map_q, int m0, int hea
   for (int p = 0; p < PANELS; p++) tma_load_4d(sQ + p * BM * ROW_BYTES, map_q, p * W, m0, head, batch, bar_q);
 }
 
-// A block of f16's grid kernels (cuda/fwd_wgmma.cuh, fwd_wgmma_pingpong.cuh)
-// and the FP4 wgmma kernel: cuda/tma_block.cuh's block with the copies that
-// fill its ring.
+// A block of f16's wgmma kernels and the FP4 wgmma kernel:
+// cuda/tma_block.cuh's block with the copies that fill its ring.
 struct GridBlock : TmaBlock {
-  // K and V tile `tile` into ring slot tile % STAGES: one box per panel.
-  MX_INLINE void load_kv(int tile) const {
-    const int s = tile % STAGES;
+  // K and V tile `tile` into ring slot `s`: one box per panel.
+  MX_INLINE void load_kv_into(int tile, int s) const {
     load_kv_tile(bar_k(s), bar_v(s), sK, sV, map_k, map_v, tile, s, kv_head, batch);
   }
+  // The grid kernels' ring: tile t always in slot t % STAGES.
+  MX_INLINE void load_kv(int tile) const { load_kv_into(tile, tile % STAGES); }
   MX_INLINE void load_q() const { load_q_tile(bar_q, sQ, map_q, m0, head, batch); }
 };
 
@@ -41,7 +41,7 @@ MX_INLINE GridBlock grid_block_start(u8 *smem, const mx_kernel_args &a) {
   GridBlock b;
   place_block(b, smem, a);
   b.n_tiles = key_tiles(b.m0, a);
-  init_ring(b.bar_q, b.map_q, b.map_k, b.map_v);
+  init_ring(b);
   __syncthreads();
   return b;
 }
