@@ -53,9 +53,6 @@ static int default_block_n(const char *family, int head_dim) {
     return bn;
 }
 
-/* What the last pipeline reference scored against fp64 (set by pipeline_ref). */
-static mx_error_stats g_pipe_vs_exact;
-
 static mxattn_status pipeline_ref(const gpu_case *c, const char *config, const float *q, const float *k,
                                   const float *v, double *o, double *lse) {
     mxattn_problem p;
@@ -63,29 +60,22 @@ static mxattn_status pipeline_ref(const gpu_case *c, const char *config, const f
     p.batch = c->batch; p.heads_q = c->heads_q; p.heads_kv = c->heads_kv;
     p.seq_q = c->seq_q; p.seq_k = c->seq_k; p.causal = c->causal; p.dtype = c->dtype;
     int bn = (int)mx_params_get_int(config, "block_n", -1);   /* P's scale tile: the plan's */
-    mxattn_status st = mx_ref_family_attention(c->family, &p, bn, q, k, v, o, lse);
-    return st == MXATTN_OK ? gpu_design_error(c, q, k, v, o, &g_pipe_vs_exact) : st;
+    return mx_ref_family_attention(c->family, &p, bn, q, k, v, o, lse);
 }
 
 /* One case, twice on the same inputs: against the pipeline reference (tight),
  * then against fp64 (within 1.25x the pipeline's own error + the rounding). */
 static int check_case(const gpu_case *c, uint64_t seed) {
-    char what[256];
-    gpu_result r, e;
-    gpu_case_describe(c, what, sizeof what);
-    mxattn_status st = gpu_run_case(g_ctx, &g_dev, c, seed, pipeline_ref, &r);
-    if (st == MXATTN_OK) st = gpu_run_case(g_ctx, &g_dev, c, seed, NULL, &e);
-    if (st != MXATTN_OK) {
-        printf("FAIL %s: %s: %s\n", what, mxattn_status_string(st), mxattn_last_error());
-        return 1;
-    }
+    gpu_two_refs t;
+    if (gpu_run_two_refs(g_ctx, &g_dev, c, seed, pipeline_ref, NULL, &t) != MXATTN_OK) return 1;
+    const gpu_result *r = &t.pipe, *e = &t.exact;
     double tol = c->dtype == MXATTN_BF16 ? PIPE_REL_L1_BF16 : PIPE_REL_L1_F16;
-    double bound = 1.25 * g_pipe_vs_exact.rel_l1 + tol;
-    int ok = r.unwritten == 0 && r.o.rel_l1 < tol && (!c->lse || r.lse_max_abs < LSE_TOL) && e.o.rel_l1 < bound;
+    double bound = 1.25 * t.design.rel_l1 + tol;
+    int ok = r->unwritten == 0 && r->o.rel_l1 < tol && (!c->lse || r->lse_max_abs < LSE_TOL) && e->o.rel_l1 < bound;
     printf("%s %s [%s]: vs pipeline rel_l1 %.2e max_abs %.2e lse %.1e | vs fp64 rel_l1 %.3f (bound %.3f) cos %.5f"
            " | pipeline vs fp64 cos %.5f, %.3f ms, seed %llu\n",
-           ok ? "ok  " : "FAIL", what, r.config, r.o.rel_l1, r.o.max_abs, r.lse_max_abs, e.o.rel_l1, bound,
-           e.o.cosine, g_pipe_vs_exact.cosine, r.ms, (unsigned long long)seed);
+           ok ? "ok  " : "FAIL", t.what, r->config, r->o.rel_l1, r->o.max_abs, r->lse_max_abs, e->o.rel_l1, bound,
+           e->o.cosine, t.design.cosine, r->ms, (unsigned long long)seed);
     return !ok;
 }
 
@@ -127,37 +117,11 @@ static void test_lengths_and_gqa(void **state) {
 /* Runs one problem on BHND contiguous bf16 inputs (host floats, already
  * bf16-exact) and returns O as floats. */
 static mxattn_status run_problem(const mxattn_problem *p, const float *q, const float *k, const float *v, float *o) {
-    mxattn_status st = MXATTN_OK;
-    size_t nq = (size_t)p->batch * p->heads_q * p->seq_q * p->head_dim;
-    size_t nk = (size_t)p->batch * p->heads_kv * p->seq_k * p->head_dim;
-    uint16_t *h = malloc((nq > nk ? nq : nk) * 2);
-    void *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL;
     mxattn_plan *plan = NULL;
-    MX_TRY(mx_mem_alloc(&g_dev, nq * 2, &dq));
-    MX_TRY(mx_mem_alloc(&g_dev, nk * 2, &dk));
-    MX_TRY(mx_mem_alloc(&g_dev, nk * 2, &dv));
-    MX_TRY(mx_mem_alloc(&g_dev, nq * 2, &dout));
-    for (size_t i = 0; i < nq; i++) h[i] = mx_f32_to_bf16(q[i]);
-    MX_TRY(mx_memcpy_htod(&g_dev, dq, h, nq * 2));
-    for (size_t i = 0; i < nk; i++) h[i] = mx_f32_to_bf16(k[i]);
-    MX_TRY(mx_memcpy_htod(&g_dev, dk, h, nk * 2));
-    for (size_t i = 0; i < nk; i++) h[i] = mx_f32_to_bf16(v[i]);
-    MX_TRY(mx_memcpy_htod(&g_dev, dv, h, nk * 2));
-    MX_TRY(mxattn_plan_create(g_ctx, p, NULL, &plan));
-    MX_TRY(mxattn_run(plan, dq, dk, dv, dout, NULL, NULL));
-    MX_TRY(mx_device_synchronize(&g_dev));
-    MX_TRY(mx_memcpy_dtoh(&g_dev, h, dout, nq * 2));
-    for (size_t i = 0; i < nq; i++) o[i] = mx_bf16_to_f32(h[i]);
-fail:
+    mxattn_status st = mxattn_plan_create(g_ctx, p, NULL, &plan);
+    if (st == MXATTN_OK) st = gpu_run_bf16(&g_dev, plan, p, q, k, v, o, NULL);
     mxattn_plan_destroy(plan);
-    mx_mem_free(&g_dev, dq); mx_mem_free(&g_dev, dk); mx_mem_free(&g_dev, dv); mx_mem_free(&g_dev, dout);
-    free(h);
     return st;
-}
-
-static void random_bf16(mx_rng *rng, float *x, size_t n, double mean, double sd) {
-    mx_rng_fill_gaussian(rng, x, n, mean, sd);
-    for (size_t i = 0; i < n; i++) x[i] = mx_round_bf16(x[i]);
 }
 
 /* The design notes' headline: Gaussian Q/K give near-uniform attention, where
@@ -175,10 +139,10 @@ static void test_two_level_beats_direct(void **state) {
     double *exact = malloc(n * 8), *pipe = malloc(n * 8);
     mx_rng rng;
     mx_rng_seed(&rng, 20260101);
-    random_bf16(&rng, q, n, 0, 1);
-    random_bf16(&rng, k, n, 0, 1);
+    gpu_random_bf16(&rng, q, n, 0, 1);
+    gpu_random_bf16(&rng, k, n, 0, 1);
     for (size_t i = 0; i < n; i++) k[i] = mx_round_bf16(k[i] + (float)((i % D) % 7) * 0.5f);  /* channel means */
-    random_bf16(&rng, v, n, 0, 1);
+    gpu_random_bf16(&rng, v, n, 0, 1);
     mx_ref_shape s = {1, 1, 1, N, N, D, MXATTN_CAUSAL_NONE, 0};
     assert_int_equal(mx_ref_attention(&s, q, k, v, exact, NULL), MXATTN_OK);
     for (int f = 0; f < 3; f++) {
@@ -360,9 +324,9 @@ static void test_quantizers_bit_exact(void **state) {
             float *q = malloc(nq * 4), *k = malloc(nk * 4), *v = malloc(nk * 4);
             mx_rng rng;
             mx_rng_seed(&rng, 7 + f);
-            random_bf16(&rng, q, nq, 0, 1);
-            random_bf16(&rng, k, nk, 0.5, 2);
-            random_bf16(&rng, v, nk, 0, 1);
+            gpu_random_bf16(&rng, q, nq, 0, 1);
+            gpu_random_bf16(&rng, k, nk, 0.5, 2);
+            gpu_random_bf16(&rng, v, nk, 0, 1);
             plant_specials(q, Nq, D, 1);
             plant_specials(k, Nk, D, 0);   /* NaN in K: gpu_nan */
             /* V^T rows are channels: plant along the keys of channel 0..3. */
@@ -418,9 +382,9 @@ static void test_int8_ties_bit_exact(void **state) {
     float *q = malloc((size_t)Hq * Nq * D * 4), *k = malloc((size_t)Nk * D * 4), *v = malloc((size_t)Nk * D * 4);
     mx_rng rng;
     mx_rng_seed(&rng, gpu_seed_base());
-    random_bf16(&rng, q, (size_t)Hq * Nq * D, 0, 1);
-    random_bf16(&rng, k, (size_t)Nk * D, 0, 1);
-    random_bf16(&rng, v, (size_t)Nk * D, 0, 1);
+    gpu_random_bf16(&rng, q, (size_t)Hq * Nq * D, 0, 1);
+    gpu_random_bf16(&rng, k, (size_t)Nk * D, 0, 1);
+    gpu_random_bf16(&rng, v, (size_t)Nk * D, 0, 1);
     float *blocks[2] = {q, k};   /* Q's first block (all its rows) and K's first 64 rows */
     int rows[2] = {Nq, 64};
     for (int t = 0; t < 2; t++) {
@@ -505,9 +469,9 @@ static void test_wgmma_operands_bit_exact(void **state) {
             float *q = malloc(nq * 4), *k = malloc(nk * 4), *v = malloc(nk * 4);
             mx_rng rng;
             mx_rng_seed(&rng, gpu_seed_base() + 50 + f);
-            random_bf16(&rng, q, nq, 0, 1);
-            random_bf16(&rng, k, nk, 0.5, 2);
-            random_bf16(&rng, v, nk, 0, 1);
+            gpu_random_bf16(&rng, q, nq, 0, 1);
+            gpu_random_bf16(&rng, k, nk, 0.5, 2);
+            gpu_random_bf16(&rng, v, nk, 0, 1);
             plant_specials(q, Nq, D, 1);
             plant_specials(k, Nk, D, 0);
             for (int j = 0; j < 32; j++) v[(size_t)j * D + 0] = 0.0f;

@@ -292,34 +292,20 @@ static void test_quantizers_bit_exact(void **state) {
 #define PIPE_REL_L1_F16 2e-3
 #define PIPE_COS 0.99998
 
-/* What the last pipeline reference scored against fp64 (set by pipeline_ref). */
-static mx_error_stats g_design;
-
-static mxattn_status pipeline_ref(const gpu_case *c, const char *config, const float *q, const float *k,
-                                  const float *v, double *o, double *lse) {
-    mxattn_status st = gpu_int8_pipeline_reference(c, config, q, k, v, o, lse);
-    return st == MXATTN_OK ? gpu_design_error(c, q, k, v, o, &g_design) : st;
-}
-
 static int check_case(const gpu_case *c, uint64_t seed) {
-    char what[256];
-    gpu_result r, e;
-    gpu_case_describe(c, what, sizeof what);
-    mxattn_status st = gpu_run_case(g_ctx, &g_dev, c, seed, pipeline_ref, &r);
-    if (st == MXATTN_OK) st = gpu_run_case(g_ctx, &g_dev, c, seed, NULL, &e);   /* same seed, same inputs */
-    if (st != MXATTN_OK) {
-        printf("FAIL %s: %s: %s\n", what, mxattn_status_string(st), mxattn_last_error());
-        return 1;
-    }
+    gpu_two_refs t;
+    if (gpu_run_two_refs(g_ctx, &g_dev, c, seed, gpu_int8_pipeline_reference, NULL, &t) != MXATTN_OK) return 1;
+    const gpu_result *r = &t.pipe, *e = &t.exact;
     int fp8 = !strcmp(c->family, "int8-fp8");
     double pipe_tol = c->dtype == MXATTN_BF16 ? PIPE_REL_L1_BF16 : PIPE_REL_L1_F16;
-    int ok_pipe = r.unwritten == 0 && r.o.rel_l1 < pipe_tol && r.o.cosine > PIPE_COS && (!c->lse || gpu_lse_matches_pipeline(r.lse_max_abs, r.lse_rows_over, (long)c->batch * c->heads_q * c->seq_q));
+    int ok_pipe = r->unwritten == 0 && r->o.rel_l1 < pipe_tol && r->o.cosine > PIPE_COS &&
+                  (!c->lse || gpu_lse_matches_pipeline(r->lse_max_abs, r->lse_rows_over, (long)c->batch * c->heads_q * c->seq_q));
     gpu_bounds exact = gpu_exact_bounds(fp8 ? FP8_FAMILY_REL_L1 : F16_FAMILY_REL_L1, fp8 ? FP8_FAMILY_COS : F16_FAMILY_COS,
-                                        g_design, pipe_tol);
-    int ok_exact = e.o.cosine >= exact.cos && e.o.rel_l1 <= exact.rel_l1 && (!c->lse || e.lse_max_abs < LSE_VS_FP64);
+                                        t.design, pipe_tol);
+    int ok_exact = e->o.cosine >= exact.cos && e->o.rel_l1 <= exact.rel_l1 && (!c->lse || e->lse_max_abs < LSE_VS_FP64);
     printf("%s %s [%s] seed %llu: pipeline rel_l1 %.2e cos %.7f lse %.1e | fp64 rel_l1 %.4f (bound %.4f) cos %.6f lse %.1e"
-           " | unwritten %ld, %.3f ms\n", ok_pipe && ok_exact ? "ok  " : "FAIL", what, r.config, (unsigned long long)seed,
-           r.o.rel_l1, r.o.cosine, r.lse_max_abs, e.o.rel_l1, exact.rel_l1, e.o.cosine, e.lse_max_abs, r.unwritten, r.ms);
+           " | unwritten %ld, %.3f ms\n", ok_pipe && ok_exact ? "ok  " : "FAIL", t.what, r->config, (unsigned long long)seed,
+           r->o.rel_l1, r->o.cosine, r->lse_max_abs, e->o.rel_l1, exact.rel_l1, e->o.cosine, e->lse_max_abs, r->unwritten, r->ms);
     return !(ok_pipe && ok_exact);
 }
 

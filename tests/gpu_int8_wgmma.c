@@ -71,78 +71,12 @@ static void watch(int seconds, const char *what) {
     alarm((unsigned)seconds);
 }
 
-/* ---- a local runner: a configuration string, two references ---- */
-
-typedef struct { float *ref; uint16_t *host; size_t len; void *dev; mxattn_strides s; } tensor;
-
-static mxattn_strides padded_strides(const gpu_case *c, int heads, int seq) {
-    mxattn_strides s;
-    int64_t row = c->head_dim + c->pad;
-    if (c->layout == MXATTN_LAYOUT_BHND) {
-        s.seq = row; s.head = row * seq + c->pad; s.batch = s.head * heads + c->pad;
-    } else {
-        s.head = row; s.seq = row * heads + c->pad; s.batch = s.seq * seq + c->pad;
-    }
-    return s;
-}
-
-static uint16_t to_half(mxattn_dtype t, float x) { return t == MXATTN_F16 ? mx_f32_to_f16(x) : mx_f32_to_bf16(x); }
-static float from_half(mxattn_dtype t, uint16_t h) { return t == MXATTN_F16 ? mx_f16_to_f32(h) : mx_bf16_to_f32(h); }
-
-/* Random (or, random=0, NaN-poisoned) tensor; the gaps between rows, heads and
- * batches hold NaN, so a kernel that reads them poisons its output. */
-static mxattn_status tensor_make(const gpu_case *c, mx_rng *rng, int heads, int seq, int random, tensor *t) {
-    mxattn_status st = MXATTN_OK;
-    t->s = padded_strides(c, heads, seq);
-    t->len = (size_t)((c->batch - 1) * t->s.batch + (heads - 1) * t->s.head + (seq - 1) * t->s.seq + c->head_dim);
-    t->ref = calloc((size_t)c->batch * heads * seq * c->head_dim, sizeof(float));
-    t->host = malloc(t->len * 2);
-    if (!t->ref || !t->host) return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "test tensors");
-    for (size_t i = 0; i < t->len; i++) t->host[i] = 0x7fc1;
-    if (random)
-        for (int b = 0; b < c->batch; b++)
-            for (int h = 0; h < heads; h++)
-                for (int n = 0; n < seq; n++)
-                    for (int d = 0; d < c->head_dim; d++) {
-                        uint16_t x = to_half(c->dtype, (float)mx_rng_gaussian(rng));
-                        t->ref[(((size_t)b * heads + h) * seq + n) * c->head_dim + d] = from_half(c->dtype, x);
-                        t->host[b * t->s.batch + h * t->s.head + n * t->s.seq + d] = x;
-                    }
-    MX_TRY(mx_mem_alloc(&g_dev, t->len * 2, &t->dev));
-    MX_TRY(mx_memcpy_htod(&g_dev, t->dev, t->host, t->len * 2));
-fail:
-    return st;
-}
-
-static void tensor_free(tensor *t) {
-    free(t->ref); free(t->host);
-    mx_mem_free(&g_dev, t->dev);
-    memset(t, 0, sizeof *t);
-}
-
-static void problem_of(const gpu_case *c, mxattn_problem *p) {
-    mxattn_problem_init(p, c->family, c->head_dim);
-    p->batch = c->batch; p->heads_q = c->heads_q; p->heads_kv = c->heads_kv;
-    p->seq_q = c->seq_q; p->seq_k = c->seq_k; p->causal = c->causal;
-    p->dtype = p->out_dtype = c->dtype; p->layout = c->layout; p->return_lse = c->lse;
-    p->v_terms = c->v_terms ? c->v_terms : 1;
-}
-
-typedef struct {
-    mx_error_stats pipe, exact;        /* O against the pipeline reference and against fp64 */
-    mx_error_stats design;             /* the pipeline reference itself against fp64 */
-    double lse_pipe, lse_exact;        /* max |lse - ref| over rows that see a key */
-    long lse_pipe_over;                /* rows whose LSE is more than GPU_LSE_VS_PIPE off the pipeline's */
-    long unwritten;                    /* outputs still holding the poison */
-    double ms;
-    char config[256];
-} result;
-
 /* Where the error sits, for a failing case: by warp of the warpgroup (row /
  * 16 % 4), by fragment half (row % 16 < 8), by column pair in an 8-column
  * chunk (col % 8 / 2), by key-free columns past the 16-aligned part; and the
  * worst element.  A layout or descriptor bug shows as one bucket failing. */
-static void diagnose(const gpu_case *c, const float *got, const double *ref) {
+static void diagnose(const gpu_case *c, const float *got, const double *ref, const gpu_result *pipe) {
+    if (pipe->o.rel_l1 < (c->dtype == MXATTN_BF16 ? PIPE_REL_L1_BF16 : PIPE_REL_L1_F16)) return;
     double err[4][2] = {{0}}, mag[4][2] = {{0}}, cerr[4] = {0}, cmag[4] = {0}, worst = -1;
     size_t at = 0;
     for (int b = 0; b < c->batch; b++)
@@ -164,100 +98,38 @@ static void diagnose(const gpu_case *c, const float *got, const double *ref) {
     printf("\n    worst: row %d col %d got %g want %g\n", i, d, got[at], ref[at]);
 }
 
-static mxattn_status run_case(const gpu_case *c, const char *config, uint64_t seed, int verbose, result *r) {
-    mxattn_status st = MXATTN_OK;
-    mx_rng rng;
-    tensor q = {0}, k = {0}, v = {0}, o = {0};
-    float *lse_dev = NULL, *lse = NULL, *got = NULL;
-    double *o_ref = NULL, *o_exact = NULL, *lse_ref = NULL;
-    mxattn_plan *plan = NULL;
-    mx_timer timer = {0};
-    memset(r, 0, sizeof *r);
-    mx_rng_seed(&rng, seed);
-    MX_TRY(tensor_make(c, &rng, c->heads_q, c->seq_q, 1, &q));
-    MX_TRY(tensor_make(c, &rng, c->heads_kv, c->seq_k, 1, &k));
-    MX_TRY(tensor_make(c, &rng, c->heads_kv, c->seq_k, 1, &v));
-    MX_TRY(tensor_make(c, &rng, c->heads_q, c->seq_q, 0, &o));
-    size_t rows = (size_t)c->batch * c->heads_q * c->seq_q, n = rows * c->head_dim;
-    if (c->lse) {
-        MX_TRY(mx_mem_alloc(&g_dev, rows * 4, (void **)&lse_dev));
-        MX_TRY(mx_memset_d32(&g_dev, lse_dev, 0x7fc00001u, rows, NULL));
-        lse = malloc(rows * 4);
-    }
-    mxattn_problem p;
-    problem_of(c, &p);
-    p.q_strides = q.s; p.k_strides = k.s; p.v_strides = v.s; p.o_strides = o.s;
-    MX_TRY(mxattn_plan_create(g_ctx, &p, config, &plan));
-    mxattn_plan_info info;
-    mxattn_plan_get_info(plan, &info);
-    snprintf(r->config, sizeof r->config, "%s", info.config);
-    MX_TRY(mx_timer_create(&g_dev, &timer));
-    MX_TRY(mx_timer_start(&timer, NULL));
-    MX_TRY(mxattn_run(plan, q.dev, k.dev, v.dev, o.dev, lse_dev, NULL));
-    MX_TRY(mx_timer_stop(&timer, NULL));
-    float ms = 0;
-    MX_TRY(mx_timer_elapsed_ms(&timer, &ms));
-    r->ms = ms;
-    MX_TRY(mx_memcpy_dtoh(&g_dev, o.host, o.dev, o.len * 2));
-    if (c->lse) MX_TRY(mx_memcpy_dtoh(&g_dev, lse, lse_dev, rows * 4));
-    got = malloc(n * sizeof(float));
-    o_ref = malloc(n * sizeof(double));
-    lse_ref = malloc(rows * sizeof(double));
-    for (int b = 0; b < c->batch; b++)
-        for (int h = 0; h < c->heads_q; h++)
-            for (int i = 0; i < c->seq_q; i++)
-                for (int d = 0; d < c->head_dim; d++) {
-                    float f = from_half(c->dtype, o.host[b * o.s.batch + h * o.s.head + i * o.s.seq + d]);
-                    if (isnan(f)) r->unwritten++;
-                    got[(((size_t)b * c->heads_q + h) * c->seq_q + i) * c->head_dim + d] = f;
-                }
-    MX_TRY(gpu_int8_pipeline_reference(c, info.config, q.ref, k.ref, v.ref, o_ref, lse_ref));
-    r->pipe = mx_compare_f32(got, o_ref, n);
-    r->lse_pipe = gpu_lse_error(lse, lse_ref, rows, &r->lse_pipe_over);
-    double pipe_tol = c->dtype == MXATTN_BF16 ? PIPE_REL_L1_BF16 : PIPE_REL_L1_F16;
-    if (verbose && !(r->pipe.rel_l1 < pipe_tol)) diagnose(c, got, o_ref);
-    mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
-    o_exact = malloc(n * sizeof(double));
-    if (!o_exact) MX_TRY(mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "fp64 reference of %zu outputs", n));
-    MX_TRY(ref_attention_parallel(&s, NULL, q.ref, k.ref, v.ref, o_exact, lse_ref, 0));
-    r->design = mx_compare(o_ref, o_exact, n);
-    r->exact = mx_compare_f32(got, o_exact, n);
-    r->lse_exact = gpu_lse_error(lse, lse_ref, rows, NULL);
-fail:
-    mx_timer_destroy(&timer);
-    mxattn_plan_destroy(plan);
-    tensor_free(&q); tensor_free(&k); tensor_free(&v); tensor_free(&o);
-    mx_mem_free(&g_dev, lse_dev);
-    free(lse); free(got); free(o_ref); free(o_exact); free(lse_ref);
-    return st;
+/* gpu_run_two_refs under an explicit configuration, against the quantized
+ * pipeline as the config quantizes; `verbose`: diagnose a pipeline failure. */
+static mxattn_status run_case(const gpu_case *c, const char *config, uint64_t seed, int verbose, gpu_two_refs *r) {
+    gpu_case with = *c;
+    with.config = config;
+    return gpu_run_two_refs(g_ctx, &g_dev, &with, seed, gpu_int8_pipeline_reference, verbose ? diagnose : NULL, r);
 }
 
 static int check_case(const gpu_case *c, const char *config, uint64_t seed) {
     char what[256];
-    result r;
+    gpu_two_refs t;
     gpu_case_describe(c, what, sizeof what);
     char running[320];
     snprintf(running, sizeof running, "%s {%s}", what, config);
     watch(180, running);
-    mxattn_status st = run_case(c, config, seed, 1, &r);
+    mxattn_status st = run_case(c, config, seed, 1, &t);
     alarm(0);
-    if (st != MXATTN_OK) {
-        printf("FAIL %s {%s}: %s: %s\n", what, config, mxattn_status_string(st), mxattn_last_error());
-        return 1;
-    }
+    if (st != MXATTN_OK) return 1;
+    const gpu_result *r = &t.pipe, *e = &t.exact;
     /* No allowance for the key count: each key tile's P V is added to O in
      * fp32 (test_long_rows_of_16k_keys_do_not_drift_from_reference says
      * why), so long rows meet the same bound. */
     double pipe_tol = c->dtype == MXATTN_BF16 ? PIPE_REL_L1_BF16 : PIPE_REL_L1_F16;
     long rows = (long)c->batch * c->heads_q * c->seq_q;
-    int ok_pipe = r.unwritten == 0 && r.pipe.rel_l1 < pipe_tol && r.pipe.cosine > PIPE_COS &&
-                  (!c->lse || gpu_lse_matches_pipeline(r.lse_pipe, r.lse_pipe_over, rows));
-    gpu_bounds exact = gpu_exact_bounds(FP8_FAMILY_REL_L1, FP8_FAMILY_COS, r.design, pipe_tol);
-    int ok_exact = r.exact.cosine >= exact.cos && r.exact.rel_l1 <= exact.rel_l1 && (!c->lse || r.lse_exact < LSE_VS_FP64);
+    int ok_pipe = r->unwritten == 0 && r->o.rel_l1 < pipe_tol && r->o.cosine > PIPE_COS &&
+                  (!c->lse || gpu_lse_matches_pipeline(r->lse_max_abs, r->lse_rows_over, rows));
+    gpu_bounds exact = gpu_exact_bounds(FP8_FAMILY_REL_L1, FP8_FAMILY_COS, t.design, pipe_tol);
+    int ok_exact = e->o.cosine >= exact.cos && e->o.rel_l1 <= exact.rel_l1 && (!c->lse || e->lse_max_abs < LSE_VS_FP64);
     printf("%s %s [%s] seed %llu: pipeline rel_l1 %.2e cos %.7f lse %.1e (%ld rows > %.0e) | fp64 rel_l1 %.4f (bound %.4f)"
-           " cos %.6f lse %.1e | unwritten %ld, %.3f ms\n", ok_pipe && ok_exact ? "ok  " : "FAIL", what, r.config,
-           (unsigned long long)seed, r.pipe.rel_l1, r.pipe.cosine, r.lse_pipe, r.lse_pipe_over, GPU_LSE_VS_PIPE, r.exact.rel_l1,
-           exact.rel_l1, r.exact.cosine, r.lse_exact, r.unwritten, r.ms);
+           " cos %.6f lse %.1e | unwritten %ld, %.3f ms\n", ok_pipe && ok_exact ? "ok  " : "FAIL", what, r->config,
+           (unsigned long long)seed, r->o.rel_l1, r->o.cosine, r->lse_max_abs, r->lse_rows_over, GPU_LSE_VS_PIPE,
+           e->o.rel_l1, exact.rel_l1, e->o.cosine, e->lse_max_abs, r->unwritten, r->ms);
     fflush(stdout);
     return !(ok_pipe && ok_exact);
 }
@@ -339,11 +211,8 @@ static void speed_sweep(const char *label, const char *const *configs, size_t n_
         for (int ni = 0; ni < 2; ni++)
             for (int causal = 0; causal < 2; causal++) {
                 const int D = dims[di], N = seqs[ni];
-                mxattn_problem p;
-                mxattn_problem_init(&p, "int8-fp8", D);
-                p.batch = B; p.heads_q = p.heads_kv = H; p.seq_q = p.seq_k = N;
-                p.causal = causal ? MXATTN_CAUSAL_TOP_LEFT : MXATTN_CAUSAL_NONE;
-                double flops = 4.0 * B * H * (double)N * N * D * (causal ? 0.5 : 1.0);
+                double flops;
+                mxattn_problem p = gpu_speed_problem("int8-fp8", D, B, H, N, causal, &flops);
                 for (size_t i = 0; i < n_configs; i++) {
                     char used[320] = "", running[320];
                     snprintf(running, sizeof running, "%s D=%d N=%d causal=%d %s", label, D, N, causal,
@@ -520,14 +389,14 @@ static void test_v_terms_2_matches_reference_and_cuts_fp64_error(void **state) {
     }
     gpu_case c = {.family = "int8-fp8", .batch = 1, .heads_q = 8, .heads_kv = 8, .seq_q = 512, .seq_k = 4096,
                   .head_dim = 128, .dtype = MXATTN_BF16, .layout = MXATTN_LAYOUT_BHND};
-    result one, two;
+    gpu_two_refs one, two;
     assert_int_equal(run_case(&c, WG "block_m=64 warps=4 block_n=128 stages=2", 77, 0, &one), MXATTN_OK);
     c.v_terms = 2;
     assert_int_equal(run_case(&c, WG "block_m=64 warps=4 block_n=128 stages=2", 77, 0, &two), MXATTN_OK);
-    printf("fp64 rel_l1 one term %.4f cos %.6f, two terms %.4f cos %.6f\n", one.exact.rel_l1, one.exact.cosine,
-           two.exact.rel_l1, two.exact.cosine);
-    assert_true(two.exact.rel_l1 < 0.85 * one.exact.rel_l1);
-    assert_true(1 - two.exact.cosine < 0.8 * (1 - one.exact.cosine));
+    printf("fp64 rel_l1 one term %.4f cos %.6f, two terms %.4f cos %.6f\n", one.exact.o.rel_l1, one.exact.o.cosine,
+           two.exact.o.rel_l1, two.exact.o.cosine);
+    assert_true(two.exact.o.rel_l1 < 0.85 * one.exact.o.rel_l1);
+    assert_true(1 - two.exact.o.cosine < 0.8 * (1 - one.exact.o.cosine));
     assert_int_equal(failures, 0);
 }
 

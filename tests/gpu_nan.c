@@ -41,8 +41,6 @@ static mx_device g_dev;
 static mxattn_ctx *g_ctx;
 
 enum { B = 1, H = 2, N = 200, Q_ROW = 37, KV_ROW = 150, V_COL = 5, NAN_HEAD = 1 };
-#define OUT_POISON 0x7f7fu           /* bf16 3.39e38: finite, never an output */
-#define LSE_POISON 1e30f
 /* Finite outputs against the reference: twice the families' pipeline bound
  * for bf16 (gpu_fp4, gpu_int8: 4e-3; gpu_f16 vs fp64: 3e-3), as these cases
  * are small; and the LSE within one P-code flip (GPU_LSE_ONE_FLIP). */
@@ -73,50 +71,6 @@ static mxattn_status reference(const mxattn_problem *p, const char *config, cons
     return mx_ref_family_attention(p->family, p, bn, q, k, v, o, lse);
 }
 
-/* Runs the plan on BHND contiguous bf16 copies of q, k, v (floats already
- * bf16-exact) and returns O as floats and the LSE. */
-static mxattn_status run_plan(mxattn_plan *plan, const mxattn_problem *p, const float *q, const float *k,
-                              const float *v, float *o, float *lse) {
-    mxattn_status st = MXATTN_OK;
-    size_t nq = (size_t)p->batch * p->heads_q * p->seq_q * p->head_dim;
-    size_t nk = (size_t)p->batch * p->heads_kv * p->seq_k * p->head_dim, rows = nq / (size_t)p->head_dim;
-    uint16_t *h = malloc((nq > nk ? nq : nk) * 2);
-    void *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL, *dlse = NULL;
-    if (!h) return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "gpu_nan: host buffer");
-    MX_TRY(mx_mem_alloc(&g_dev, nq * 2, &dq));
-    MX_TRY(mx_mem_alloc(&g_dev, nk * 2, &dk));
-    MX_TRY(mx_mem_alloc(&g_dev, nk * 2, &dv));
-    MX_TRY(mx_mem_alloc(&g_dev, nq * 2, &dout));
-    MX_TRY(mx_mem_alloc(&g_dev, rows * 4, &dlse));
-    for (size_t i = 0; i < nq; i++) h[i] = mx_f32_to_bf16(q[i]);
-    MX_TRY(mx_memcpy_htod(&g_dev, dq, h, nq * 2));
-    for (size_t i = 0; i < nk; i++) h[i] = mx_f32_to_bf16(k[i]);
-    MX_TRY(mx_memcpy_htod(&g_dev, dk, h, nk * 2));
-    for (size_t i = 0; i < nk; i++) h[i] = mx_f32_to_bf16(v[i]);
-    MX_TRY(mx_memcpy_htod(&g_dev, dv, h, nk * 2));
-    for (size_t i = 0; i < nq; i++) h[i] = OUT_POISON;
-    MX_TRY(mx_memcpy_htod(&g_dev, dout, h, nq * 2));
-    float lse_poison = LSE_POISON;
-    unsigned lse_bits;
-    memcpy(&lse_bits, &lse_poison, 4);
-    MX_TRY(mx_memset_d32(&g_dev, dlse, lse_bits, rows, NULL));
-    MX_TRY(mxattn_run(plan, dq, dk, dv, dout, dlse, NULL));
-    MX_TRY(mx_device_synchronize(&g_dev));
-    MX_TRY(mx_memcpy_dtoh(&g_dev, h, dout, nq * 2));
-    for (size_t i = 0; i < nq; i++) o[i] = mx_bf16_to_f32(h[i]);
-    MX_TRY(mx_memcpy_dtoh(&g_dev, lse, dlse, rows * 4));
-fail:
-    mx_mem_free(&g_dev, dq); mx_mem_free(&g_dev, dk); mx_mem_free(&g_dev, dv);
-    mx_mem_free(&g_dev, dout); mx_mem_free(&g_dev, dlse);
-    free(h);
-    return st;
-}
-
-static void random_bf16(mx_rng *rng, float *x, size_t n, double mean, double sd) {
-    mx_rng_fill_gaussian(rng, x, n, mean, sd);
-    for (size_t i = 0; i < n; i++) x[i] = mx_round_bf16(x[i]);
-}
-
 /* Does SDPA make output row r of head NAN_HEAD NaN in column col (which:
  * 0 Q, 1 K, 2 V)?  The least any family may do. */
 static int sdpa_nan(int which, int causal, int r, int col) {
@@ -137,9 +91,9 @@ static int check_one(const kernel_case *kc, mxattn_plan *plan, const mxattn_prob
     assert_true(q && k && v && o && lse && o_ref && lse_ref);
     mx_rng rng;
     mx_rng_seed(&rng, seed);
-    random_bf16(&rng, q, n, 0, 1);
-    random_bf16(&rng, k, n, 0.5, 1);
-    random_bf16(&rng, v, n, 0, 1);
+    gpu_random_bf16(&rng, q, n, 0, 1);
+    gpu_random_bf16(&rng, k, n, 0.5, 1);
+    gpu_random_bf16(&rng, v, n, 0, 1);
     const size_t head = (size_t)NAN_HEAD * N * d;
     if (which == 0) q[head + (size_t)Q_ROW * d + 3] = NAN;
     if (which == 1) k[head + (size_t)KV_ROW * d + 3] = NAN;
@@ -148,7 +102,7 @@ static int check_one(const kernel_case *kc, mxattn_plan *plan, const mxattn_prob
     snprintf(what, sizeof what, "%s [%s] D=%d causal=%d NaN in %c", kc->family, kc->config ? kc->config : "default",
              d, causal, "QKV"[which]);
     int bad = 0;
-    mxattn_status st = run_plan(plan, &p, q, k, v, o, lse);
+    mxattn_status st = gpu_run_bf16(&g_dev, plan, &p, q, k, v, o, lse);
     if (st == MXATTN_OK) st = reference(&p, config, q, k, v, o_ref, lse_ref);
     if (st != MXATTN_OK) {
         printf("FAIL %s: %s: %s\n", what, mxattn_status_string(st), mxattn_last_error());

@@ -151,11 +151,16 @@ static void test_three_consumers_match_reference_with_idle_warpgroups(void **sta
     assert_int_equal(failures, 0);
 }
 
+/* D=128, one head of 4097 queries and keys, top-left causal, bf16, the LSE. */
+static gpu_case long_causal_case(void) {
+    return (gpu_case){.family = "f16", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 4097, .seq_k = 4097,
+                      .head_dim = 128, .causal = MXATTN_CAUSAL_TOP_LEFT, .dtype = MXATTN_BF16,
+                      .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
+}
+
 /* One long causal sequence: many blocks per head and many key tiles per block. */
 static void test_long_causal_sequence_matches_reference(void **state) {
-    gpu_case c = {.family = "f16", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 4097, .seq_k = 4097,
-                  .head_dim = 128, .causal = MXATTN_CAUSAL_TOP_LEFT, .dtype = MXATTN_BF16,
-                  .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
+    gpu_case c = long_causal_case();
     assert_int_equal(check_case(&c, config_for(128, 0), gpu_seed_base() + 400), 0);
     assert_int_equal(check_case(&c, config_for(128, 1), gpu_seed_base() + 401), 0);
 }
@@ -167,11 +172,8 @@ static void test_speed_prints_wgmma_tops_beside_the_default(void **state) {
     watch(300, "test_speed_prints_wgmma_tops_beside_the_default", NULL);
     gpu_gaussian_buffers(&g_dev, 4, (size_t)B * H * N * D, buf);
     for (int causal = 0; causal < 2; causal++) {
-        mxattn_problem p;
-        mxattn_problem_init(&p, "f16", D);
-        p.batch = B; p.heads_q = p.heads_kv = H; p.seq_q = p.seq_k = N;
-        p.causal = causal ? MXATTN_CAUSAL_TOP_LEFT : MXATTN_CAUSAL_NONE;
-        double flops = 4.0 * B * H * (double)N * N * D * (causal ? 0.5 : 1.0);
+        double flops;
+        mxattn_problem p = gpu_speed_problem("f16", D, B, H, N, causal, &flops);
         static const char *configs[] = {NULL, WG "block_m=128 warps=8 block_n=128 stages=2",
                                         WG "block_m=128 warps=8 block_n=64 stages=3",
                                         WG "block_m=128 warps=12 block_n=128 stages=2",
@@ -261,9 +263,7 @@ static void test_overlap_configs_every_tile_and_depth_match_reference(void **sta
 
 /* One long causal sequence: many blocks per head, up to 33 turns per block. */
 static void test_overlap_long_sequence_of_many_turns_matches_reference(void **state) {
-    gpu_case c = {.family = "f16", .batch = 1, .heads_q = 1, .heads_kv = 1, .seq_q = 4097, .seq_k = 4097,
-                  .head_dim = 128, .causal = MXATTN_CAUSAL_TOP_LEFT, .dtype = MXATTN_BF16,
-                  .layout = MXATTN_LAYOUT_BNHD, .lse = 1};
+    gpu_case c = long_causal_case();
     assert_int_equal(check_case(&c, PP "block_n=128 stages=3", gpu_seed_base() + 900), 0);
     c.causal = MXATTN_CAUSAL_NONE;
     assert_int_equal(check_case(&c, PP "block_n=64 stages=2", gpu_seed_base() + 901), 0);
@@ -369,11 +369,8 @@ static void test_overlap_speed_prints_each_tile_beside_overlap_0(void **state) {
     static const char *tiles[] = {"block_n=128 stages=3", "block_n=176 stages=2", "block_n=64 stages=2"};
     for (int n = 4096; n <= NMAX; n *= 4)
         for (int causal = 0; causal < 2; causal++) {
-            mxattn_problem p;
-            mxattn_problem_init(&p, "f16", D);
-            p.batch = B; p.heads_q = p.heads_kv = H; p.seq_q = p.seq_k = n;
-            p.causal = causal ? MXATTN_CAUSAL_TOP_LEFT : MXATTN_CAUSAL_NONE;
-            double flops = 4.0 * B * H * (double)n * n * D * (causal ? 0.5 : 1.0);
+            double flops;
+            mxattn_problem p = gpu_speed_problem("f16", D, B, H, n, causal, &flops);
             for (int i = 0; i < 3; i++)
                 for (int overlap = 0; overlap < 2; overlap++) {
                     char config[160], used[320] = "";

@@ -78,10 +78,9 @@ static void test_default_for_a_few_rows(void **state) {
  * (batch, head, query) row) as a programmatic dependent, and the pieces'
  * fp32 rows and LSEs in the workspace.  One piece: no combine, no workspace. */
 static void test_launch_plan_adds_combine_and_workspace_only_when_split(void **state) {
-    char *lp = gen_call(g, "launch", "family=f16 head_dim=128 causal=1 " DEC " kv_splits=16",
-                        "batch=8 heads_q=32 heads_kv=8 seq_q=4 seq_k=32768");
     gen_plan_kernel k[2];
-    assert_int_equal(gen_plan_kernels(lp, k, 2), 2);
+    char *lp = gen_launch(g, "family=f16 head_dim=128 causal=1 " DEC " kv_splits=16",
+                        "batch=8 heads_q=32 heads_kv=8 seq_q=4 seq_k=32768", k, 2, 2);
     expect_plan_kernel(&k[0], 16, 8, 8, 128);            /* 16 packed rows: 1 row tile x 16 pieces */
     expect_plan_kernel(&k[1], 8 * 32 * 4 / 4, 1, 1, 128);
     assert_non_null(strstr(k[1].name, "_combine"));
@@ -97,16 +96,19 @@ static void test_launch_plan_adds_combine_and_workspace_only_when_split(void **s
 }
 
 static void test_invalid_tables_name_the_knob(void **state) {
-    gen_expect_invalid(g, "family=f16 head_dim=100 align=4 " DEC, "align");
-    gen_expect_invalid(g, "family=f16 head_dim=128 variant=decode block_m=128 warps=8", "block_m");
-    gen_expect_invalid(g, "family=f16 head_dim=128 variant=decode block_m=16 warps=12", "warps");
-    gen_expect_invalid(g, "family=f16 head_dim=128 variant=decode block_m=16 warps=4 block_n=32", "block_n");
-    gen_expect_invalid(g, "family=f16 head_dim=128 variant=decode block_m=16 warps=4 stages=1", "stages");
-    gen_expect_invalid(g, "family=f16 head_dim=128 variant=decode block_m=16 warps=4 overlap=1", "overlap");
-    gen_expect_invalid(g, "family=f16 head_dim=128 variant=wgmma kv_splits=4", "kv_splits");
-    gen_expect_invalid(g, "family=f16 head_dim=128 variant=mma kv_splits=2", "kv_splits");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 variant=decode", "variant=decode");
-    gen_expect_invalid(g, "family=int8-fp8 head_dim=128 kv_splits=2", "kv_splits");
+    static const gen_invalid_case cases[] = {
+        {"family=f16 head_dim=100 align=4 " DEC, "align"},
+        {"family=f16 head_dim=128 variant=decode block_m=128 warps=8", "block_m"},
+        {"family=f16 head_dim=128 variant=decode block_m=16 warps=12", "warps"},
+        {"family=f16 head_dim=128 variant=decode block_m=16 warps=4 block_n=32", "block_n"},
+        {"family=f16 head_dim=128 variant=decode block_m=16 warps=4 stages=1", "stages"},
+        {"family=f16 head_dim=128 variant=decode block_m=16 warps=4 overlap=1", "overlap"},
+        {"family=f16 head_dim=128 variant=wgmma kv_splits=4", "kv_splits"},
+        {"family=f16 head_dim=128 variant=mma kv_splits=2", "kv_splits"},
+        {"family=int8-fp8 head_dim=128 variant=decode", "variant=decode"},
+        {"family=int8-fp8 head_dim=128 kv_splits=2", "kv_splits"},
+    };
+    gen_expect_invalid_cases(g, cases, sizeof cases / sizeof *cases);
 }
 
 /* The tuner's list for a decode problem: the default first, then decode

@@ -19,29 +19,18 @@ static mx_gen *g;
 static const char *FAMILIES[] = {"nvfp4", "mxfp4", "nvfp4-int8qk"};
 static const int DIMS[] = {64, 80, 96, 128, 256};
 
+static const char *default_knobs(int head_dim) {
+    (void)head_dim;
+    return "";
+}
+
 static void test_grid_renders_deterministically(void **state) {
-    static const char *extra[] = {"", "causal=1 lse=1", "p_scale=direct", "lse=1 smooth_k=0 dtype=f16 out_dtype=f16",
-                                  "arch=sm_120a causal=1 lse=1", "arch=sm_120a p_scale=direct"};
-    int rendered = 0;
+    static const char *const extra[] = {"", "causal=1 lse=1", "p_scale=direct", "lse=1 smooth_k=0 dtype=f16 out_dtype=f16",
+                                        "arch=sm_120a causal=1 lse=1", "arch=sm_120a p_scale=direct"};
+    static const char *const want[] = {"_quant_q(", "_quant_kv("};
     for (size_t f = 0; f < 3; f++)
-        for (size_t i = 0; i < sizeof DIMS / sizeof *DIMS; i++)
-            for (size_t j = 0; j < sizeof extra / sizeof *extra; j++) {
-                char params[256], *a, *b, *canon;
-                snprintf(params, sizeof params, "family=%s head_dim=%d %s", FAMILIES[f], DIMS[i], extra[j]);
-                canon = gen_call(g, "validate", params, NULL);
-                a = gen_call(g, "render", params, NULL);
-                b = gen_call(g, "render", canon, NULL);
-                assert_string_equal(a, b);
-                char want[64];
-                snprintf(want, sizeof want, "params: family=%s", FAMILIES[f]);
-                assert_non_null(strstr(a, want));
-                assert_null(strstr(a, "#include"));
-                assert_non_null(strstr(a, "_quant_q("));
-                assert_non_null(strstr(a, "_quant_kv("));
-                rendered++;
-                free(a); free(b); free(canon);
-            }
-    assert_int_equal(rendered, 90);
+        gen_expect_stable_sweep(g, FAMILIES[f], DIMS, sizeof DIMS / sizeof *DIMS, default_knobs, extra,
+                                sizeof extra / sizeof *extra, want, sizeof want / sizeof *want);
 }
 
 /* Each FP4 source is a constants header (the kernels' symbols as #defines,
@@ -80,31 +69,25 @@ static void test_sources_are_header_then_cuda_files(void **state) {
     }
 }
 
+static void expect_native_key_tile(const char *canon) {
+    long bn = mx_params_get_int(canon, "block_n", -1);
+    assert_true(bn == 64 || bn == 128);
+}
+
 static void test_illegal_knobs_are_named(void **state) {
     gen_expect_invalid(g, "family=nvfp4 head_dim=64 block_n=16", "block_n=16");
     gen_expect_invalid(g, "family=mxfp4 head_dim=64 block_n=16", "multiple of 32");
     gen_expect_invalid(g, "family=nvfp4 head_dim=64 arch=sm_120a block_n=32", "multiple of 64");
     gen_expect_invalid(g, "family=nvfp4-int8qk head_dim=64 arch=sm_120a block_n=32", "block_n=32");
-    /* Every candidate the enumerator offers renders. */
-    char *cands = gen_call(g, "candidates", "family=mxfp4 head_dim=96 arch=sm_120a", NULL);
-    int n = 0;
-    for (char *line = strtok(cands, "\n"); line; line = strtok(NULL, "\n"), n++) {
-        char params[512], *canon = NULL;
-        snprintf(params, sizeof params, "family=mxfp4 head_dim=96 arch=sm_120a %s", line);
-        assert_int_equal(mx_gen_call(g, "validate", params, NULL, &canon), MXATTN_OK);
-        assert_non_null(strstr(canon, "block_n=64") ? canon : strstr(canon, "block_n=128"));
-        free(canon);
-    }
-    assert_true(n > 3);
-    free(cands);
+    /* Every candidate the enumerator offers is legal, with sm_120a's key tiles. */
+    assert_true(gen_expect_candidates_valid(g, "family=mxfp4 head_dim=96 arch=sm_120a", expect_native_key_tile) > 3);
 }
 
 /* Launch plan: kmean (smooth-K), quant_kv, quant_q, attention; eight 256-aligned sections. */
 static void test_launch_plan_quantizes_first_into_256_aligned_sections(void **state) {
-    char *lp = gen_call(g, "launch", "family=nvfp4 head_dim=80 lse=1 block_m=64 warps=4 block_n=32 stages=2",
-                    "batch=2 heads_q=8 heads_kv=2 seq_q=100 seq_k=70");
     gen_plan_kernel k[4];
-    assert_int_equal(gen_plan_kernels(lp, k, 4), 4);
+    char *lp = gen_launch(g, "family=nvfp4 head_dim=80 lse=1 block_m=64 warps=4 block_n=32 stages=2",
+                    "batch=2 heads_q=8 heads_kv=2 seq_q=100 seq_k=70", k, 4, 4);
     const gen_plan_kernel *attn = &k[3];   /* the last: attention */
     assert_null(strstr(attn->name, "_quant"));
     assert_null(strstr(attn->name, "_kmean"));
@@ -229,10 +212,9 @@ static void test_wgmma_is_the_hopper_default(void **state) {
  * (rows padded to the tiles; INT8 ones to whole scale blocks too) and their
  * three TMA maps. */
 static void test_wgmma_launch_plan(void **state) {
-    char *lp = gen_call(g, "launch", "family=nvfp4-int8qk head_dim=72 lse=1 variant=wgmma block_m=128 warps=12 block_n=64 stages=2",
-                        "batch=2 heads_q=8 heads_kv=2 seq_q=100 seq_k=70");
     gen_plan_kernel k[4];
-    assert_int_equal(gen_plan_kernels(lp, k, 4), 4);
+    char *lp = gen_launch(g, "family=nvfp4-int8qk head_dim=72 lse=1 variant=wgmma block_m=128 warps=12 block_n=64 stages=2",
+                        "batch=2 heads_q=8 heads_kv=2 seq_q=100 seq_k=70", k, 4, 4);
     expect_plan_kernel(&k[3], 1, 8, 2, 384);
     /* Q: 16 heads x 128 rows x 80 bf16; K, V: 4 heads x 128 rows (two INT8 blocks of 64) x 80 bf16. */
     assert_true(gen_plan_value(lp, "wsoff 1 ") - gen_plan_value(lp, "wsoff 0 ") >= 16ull * 128 * 80 * 2);

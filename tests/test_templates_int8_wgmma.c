@@ -125,7 +125,7 @@ static void test_launch_plan_and_tensor_maps(void **state) {
 }
 
 static void test_invalid_tables_name_the_parameter(void **state) {
-    static const struct { const char *params, *needle; } cases[] = {
+    static const gen_invalid_case cases[] = {
         {"family=int8-fp8 head_dim=64 arch=sm_89 " KNOBS, "arch"},
         {"family=int8-fp8 head_dim=64 variant=wgmma block_m=32 warps=8 block_n=64 stages=2", "block_m"},
         {"family=int8-fp8 head_dim=64 variant=wgmma block_m=256 warps=8 block_n=64 stages=2", "block_m"},
@@ -137,7 +137,7 @@ static void test_invalid_tables_name_the_parameter(void **state) {
         {"family=int8-fp8 head_dim=64 variant=wgmma q_regs=0 block_m=128 warps=8 block_n=64 stages=2", "q_regs"},
         {"family=int8-f16 head_dim=64 " KNOBS, "variant"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) gen_expect_invalid(g, cases[i].params, cases[i].needle);
+    gen_expect_invalid_cases(g, cases, sizeof cases / sizeof *cases);
 }
 
 /* On sm_90a the default is wgmma (checked on the H200) and every wgmma
@@ -653,9 +653,8 @@ static void test_each_schedule_is_one_cuda_file(void **state) {
         char params[256], line[192];
         snprintf(params, sizeof params, "family=int8-fp8 head_dim=128 variant=wgmma %s", cases[i].knobs);
         char *src = gen_call(g, "render", params, NULL);
-        char *lp = gen_call(g, "launch", params, "batch=1 heads_q=1 heads_kv=1 seq_q=256 seq_k=256");
         gen_plan_kernel k[4];
-        assert_int_equal(gen_plan_kernels(lp, k, 4), 4);
+        char *lp = gen_launch(g, params, "batch=1 heads_q=1 heads_kv=1 seq_q=256 seq_k=256", k, 4, 4);
         snprintf(line, sizeof line, "\n#define KERNEL_NAME %.150s\n", k[3].name);
         const char *header = strstr(src, line);
         const char *kernel = strstr(src, " KERNEL_NAME(const __grid_constant__ mx_kernel_args a) {");

@@ -43,9 +43,8 @@ static void test_launch_asks_for_tensor_maps(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char params[256], want[64];
         snprintf(params, sizeof params, "family=f16 head_dim=%d " KNOBS, cases[i].d);
-        char *lp = gen_call(g, "launch", params, "batch=3 heads_q=8 heads_kv=2 seq_q=1000 seq_k=17");
         gen_plan_kernel k;
-        assert_int_equal(gen_plan_kernels(lp, &k, 1), 1);
+        char *lp = gen_launch(g, params, "batch=3 heads_q=8 heads_kv=2 seq_q=1000 seq_k=17", &k, 1, 1);
         expect_plan_kernel(&k, 8, 8, 3, 256);   /* ceil(1000 / 128) row blocks x heads x batch */
         assert_true(k.smem <= 227 * 1024);
         snprintf(want, sizeof want, "tmap 0 q %d 128 %d", cases[i].w, 2 * cases[i].w);

@@ -36,6 +36,12 @@ void gen_plan_last_kernel(const char *plan, char *name, size_t cap) {
     snprintf(name, cap, "%s", k[n - 1].name);
 }
 
+char *gen_launch(mx_gen *g, const char *params, const char *shape, gen_plan_kernel *k, int cap, int expect) {
+    char *lp = gen_call(g, "launch", params, shape);
+    assert_int_equal(gen_plan_kernels(lp, k, cap), expect);
+    return lp;
+}
+
 void expect_plan_kernel(const gen_plan_kernel *k, unsigned gx, unsigned gy, unsigned gz, unsigned threads) {
     if (k->grid[0] != gx || k->grid[1] != gy || k->grid[2] != gz || k->threads != threads)
         fail_msg("%s: grid %u %u %u of %u threads, want %u %u %u of %u", k->name, k->grid[0], k->grid[1], k->grid[2],
@@ -54,6 +60,25 @@ void gen_expect_invalid(mx_gen *g, const char *params, const char *needle) {
     assert_int_equal(mx_gen_call(g, "render", params, NULL, &out), MXATTN_ERROR_INVALID_VALUE);
     if (!strstr(mxattn_last_error(), needle)) fail_msg("'%s': message '%s' lacks '%s'", params, mxattn_last_error(), needle);
     assert_null(out);
+}
+
+void gen_expect_invalid_cases(mx_gen *g, const gen_invalid_case *cases, size_t n) {
+    for (size_t i = 0; i < n; i++) gen_expect_invalid(g, cases[i].params, cases[i].needle);
+}
+
+int gen_expect_candidates_valid(mx_gen *g, const char *params, void (*check)(const char *canon)) {
+    char *cands = gen_call(g, "candidates", params, NULL);
+    int n = 0;
+    for (char *line = strtok(cands, "\n"); line; line = strtok(NULL, "\n"), n++) {
+        char with[768], *canon = NULL;
+        snprintf(with, sizeof with, "%s %s", params, line);
+        if (mx_gen_call(g, "validate", with, NULL, &canon) != MXATTN_OK)
+            fail_msg("candidate '%s' of '%s' is refused: %s", line, params, mxattn_last_error());
+        if (check) check(canon);
+        free(canon);
+    }
+    free(cands);
+    return n;
 }
 
 void gen_expect_valid(mx_gen *g, const char *prefix, const char *const *tables, size_t n, const char *needle) {

@@ -27,6 +27,9 @@ int gen_plan_kernels(const char *plan, gen_plan_kernel *out, int max);
 /* The name of the plan's last kernel (the attention kernel), into name[cap];
  * fails the test when the plan names none. */
 void gen_plan_last_kernel(const char *plan, char *name, size_t cap);
+/* The launch plan of `params` for `shape` (free it), its kernels parsed
+ * into k (at most cap); asserts that it has `expect` of them. */
+char *gen_launch(mx_gen *g, const char *params, const char *shape, gen_plan_kernel *k, int cap, int expect);
 /* Asserts a plan kernel's grid and block size. */
 void expect_plan_kernel(const gen_plan_kernel *k, unsigned gx, unsigned gy, unsigned gz, unsigned threads);
 /* The number after the plan's first `key` ("workspace ", "wsoff 2 "); 0 if absent. */
@@ -34,6 +37,13 @@ unsigned long long gen_plan_value(const char *plan, const char *key);
 /* Asserts that rendering `params` is refused as an invalid value, with a
  * message that contains `needle`, and returns no source. */
 void gen_expect_invalid(mx_gen *g, const char *params, const char *needle);
+/* gen_expect_invalid for each of a table of cases. */
+typedef struct { const char *params, *needle; } gen_invalid_case;
+void gen_expect_invalid_cases(mx_gen *g, const gen_invalid_case *cases, size_t n);
+/* Asserts that every line of candidates(params) validates when appended to
+ * params, hands each canonical text to `check` (unless NULL), and returns
+ * the number of candidates. */
+int gen_expect_candidates_valid(mx_gen *g, const char *params, void (*check)(const char *canon));
 /* Each "prefix table" validates, and its canonical text holds `needle`. */
 void gen_expect_valid(mx_gen *g, const char *prefix, const char *const *tables, size_t n, const char *needle);
 /* Prints the registers of a compiled warpgroup kernel (`label` names the

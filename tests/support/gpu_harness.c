@@ -195,25 +195,6 @@ static mxattn_status tensor_make(const mx_device *dev, const gpu_case *c, mx_rng
     return upload(dev, t->host, t->len, &t->dev);
 }
 
-static void compare(const gpu_case *c, const tensor *o, const float *lse, const double *o_ref,
-                    const double *lse_ref, gpu_result *r) {
-    size_t n = (size_t)c->batch * c->heads_q * c->seq_q * c->head_dim;
-    float *got = malloc(n * sizeof(float));
-    r->unwritten = 0;
-    for (int b = 0; b < c->batch; b++)
-        for (int h = 0; h < c->heads_q; h++)
-            for (int q = 0; q < c->seq_q; q++)
-                for (int d = 0; d < c->head_dim; d++) {
-                    uint16_t x = o->host[b * o->s.batch + h * o->s.head + q * o->s.seq + d];
-                    float f = from_half(c->dtype, x);
-                    if (isnan(f)) r->unwritten++;
-                    got[(((size_t)b * c->heads_q + h) * c->seq_q + q) * c->head_dim + d] = f;
-                }
-    r->o = mx_compare_f32(got, o_ref, n);
-    r->lse_max_abs = gpu_lse_error(lse, lse_ref, (size_t)c->batch * c->heads_q * c->seq_q, &r->lse_rows_over);
-    free(got);
-}
-
 double gpu_lse_error(const float *lse, const double *ref, size_t rows, long *rows_over) {
     double worst = 0;
     if (rows_over) *rows_over = 0;
@@ -226,16 +207,37 @@ double gpu_lse_error(const float *lse, const double *ref, size_t rows, long *row
     return worst;
 }
 
-mxattn_status gpu_run_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case *c, uint64_t seed,
-                           gpu_reference_fn reference, gpu_result *r) {
+void gpu_output_free(gpu_output *out) {
+    free(out->q); free(out->k); free(out->v); free(out->o); free(out->lse);
+    memset(out, 0, sizeof *out);
+}
+
+/* The output tensor at its strided places, gathered in BHND order; a NaN is
+ * poison the kernel left (or a NaN it made, which is as wrong). */
+static mxattn_status gather_output(const gpu_case *c, const tensor *o, gpu_output *out) {
+    size_t n = (size_t)c->batch * c->heads_q * c->seq_q * c->head_dim;
+    out->o = malloc((n ? n : 1) * sizeof(float));
+    if (!out->o) return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "output of %zu values", n);
+    for (int b = 0; b < c->batch; b++)
+        for (int h = 0; h < c->heads_q; h++)
+            for (int q = 0; q < c->seq_q; q++)
+                for (int d = 0; d < c->head_dim; d++) {
+                    float f = from_half(c->dtype, o->host[b * o->s.batch + h * o->s.head + q * o->s.seq + d]);
+                    if (isnan(f)) out->unwritten++;
+                    out->o[(((size_t)b * c->heads_q + h) * c->seq_q + q) * c->head_dim + d] = f;
+                }
+    return MXATTN_OK;
+}
+
+mxattn_status gpu_run_output(mxattn_ctx *ctx, const mx_device *dev, const gpu_case *c, uint64_t seed,
+                             gpu_output *out) {
     mxattn_status st = MXATTN_OK;
     mx_rng rng;
     tensor q = {0}, k = {0}, v = {0}, o = {0};
-    float *lse_dev = NULL, *lse_host = NULL;
-    double *o_ref = NULL, *lse_ref = NULL;
+    float *lse_dev = NULL;
     mxattn_plan *plan = NULL;
     mx_timer timer = {0};
-    memset(r, 0, sizeof *r);
+    memset(out, 0, sizeof *out);
     mx_rng_seed(&rng, seed);
     MX_TRY(tensor_make(dev, c, &rng, c->heads_q, c->seq_q, 1, &q));
     MX_TRY(tensor_make(dev, c, &rng, c->heads_kv, c->seq_k, 1, &k));
@@ -245,7 +247,8 @@ mxattn_status gpu_run_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case
     if (c->lse) {
         MX_TRY(mx_mem_alloc(dev, rows * 4, (void **)&lse_dev));
         MX_TRY(mx_memset_d32(dev, lse_dev, 0x7fc00001u, rows, NULL));
-        lse_host = malloc(rows * 4);
+        out->lse = malloc((rows ? rows : 1) * 4);
+        if (!out->lse) MX_TRY(mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "LSE of %zu rows", rows));
     }
     mxattn_problem p;
     mxattn_problem_init(&p, c->family, c->head_dim);
@@ -257,7 +260,7 @@ mxattn_status gpu_run_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case
     MX_TRY(mxattn_plan_create(ctx, &p, c->config, &plan));
     mxattn_plan_info info;
     mxattn_plan_get_info(plan, &info);
-    snprintf(r->config, sizeof r->config, "%s", info.config);
+    snprintf(out->config, sizeof out->config, "%s", info.config);
     for (int i = 1; i < c->launches; i++) MX_TRY(mxattn_run(plan, q.dev, k.dev, v.dev, o.dev, lse_dev, NULL));
     if (c->launches > 1) {
         MX_TRY(mx_memcpy_htod(dev, o.dev, o.host, o.len * 2));   /* the poison again */
@@ -269,24 +272,55 @@ mxattn_status gpu_run_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case
     MX_TRY(mx_timer_stop(&timer, NULL));
     float ms = 0;
     MX_TRY(mx_timer_elapsed_ms(&timer, &ms));
-    r->ms = ms;
+    out->ms = ms;
     MX_TRY(mx_memcpy_dtoh(dev, o.host, o.dev, o.len * 2));
-    if (c->lse) MX_TRY(mx_memcpy_dtoh(dev, lse_host, lse_dev, rows * 4));
-    o_ref = malloc((size_t)rows * c->head_dim * sizeof(double));
-    lse_ref = malloc(rows * sizeof(double));
-    if (reference) {
-        MX_TRY(reference(c, info.config, q.ref, k.ref, v.ref, o_ref, lse_ref));
-    } else {
-        mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
-        MX_TRY(ref_attention_parallel(&s, NULL, q.ref, k.ref, v.ref, o_ref, lse_ref, 0));
-    }
-    compare(c, &o, lse_host, o_ref, lse_ref, r);
+    if (c->lse) MX_TRY(mx_memcpy_dtoh(dev, out->lse, lse_dev, rows * 4));
+    MX_TRY(gather_output(c, &o, out));
+    out->q = q.ref; out->k = k.ref; out->v = v.ref;   /* the rounded inputs move to out */
+    q.ref = k.ref = v.ref = NULL;
 fail:
     mx_timer_destroy(&timer);
     mxattn_plan_destroy(plan);
     tensor_free(dev, &q); tensor_free(dev, &k); tensor_free(dev, &v); tensor_free(dev, &o);
     mx_mem_free(dev, lse_dev);
-    free(lse_host); free(o_ref); free(lse_ref);
+    if (st != MXATTN_OK) gpu_output_free(out);
+    return st;
+}
+
+/* out's O and LSE against a reference's. */
+static void score(const gpu_case *c, const gpu_output *out, const double *o_ref, const double *lse_ref,
+                  gpu_result *r) {
+    size_t rows = (size_t)c->batch * c->heads_q * c->seq_q;
+    memset(r, 0, sizeof *r);
+    r->o = mx_compare_f32(out->o, o_ref, rows * c->head_dim);
+    r->lse_max_abs = gpu_lse_error(out->lse, lse_ref, rows, &r->lse_rows_over);
+    r->unwritten = out->unwritten;
+    r->ms = out->ms;
+    snprintf(r->config, sizeof r->config, "%s", out->config);
+}
+
+/* fp64 attention of out's inputs. */
+static mxattn_status exact_reference(const gpu_case *c, const gpu_output *out, double *o, double *lse) {
+    mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
+    return ref_attention_parallel(&s, NULL, out->q, out->k, out->v, o, lse, 0);
+}
+
+mxattn_status gpu_run_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case *c, uint64_t seed,
+                           gpu_reference_fn reference, gpu_result *r) {
+    mxattn_status st = MXATTN_OK;
+    size_t rows = (size_t)c->batch * c->heads_q * c->seq_q;
+    double *o_ref = malloc((rows ? rows : 1) * c->head_dim * sizeof(double));
+    double *lse_ref = malloc((rows ? rows : 1) * sizeof(double));
+    gpu_output out = {0};
+    memset(r, 0, sizeof *r);
+    if (!o_ref || !lse_ref) MX_TRY(mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "reference of %zu rows", rows));
+    MX_TRY(gpu_run_output(ctx, dev, c, seed, &out));
+    if (reference) MX_TRY(reference(c, out.config, out.q, out.k, out.v, o_ref, lse_ref));
+    else MX_TRY(exact_reference(c, &out, o_ref, lse_ref));
+    score(c, &out, o_ref, lse_ref, r);
+fail:
+    gpu_output_free(&out);
+    free(o_ref); free(lse_ref);
     return st;
 }
 
@@ -353,15 +387,30 @@ void gpu_free_buffers(const mx_device *dev, int count, void **bufs) {
     for (int t = 0; t < count; t++) mx_mem_free(dev, bufs[t]);
 }
 
-mxattn_status gpu_design_error(const gpu_case *c, const float *q, const float *k, const float *v,
-                               const double *o_design, mx_error_stats *out) {
-    size_t n = (size_t)c->batch * c->heads_q * c->seq_q * c->head_dim;
-    double *exact = malloc((n ? n : 1) * sizeof *exact);
-    if (!exact) return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "fp64 reference of %zu outputs", n);
-    mx_ref_shape s = {c->batch, c->heads_q, c->heads_kv, c->seq_q, c->seq_k, c->head_dim, c->causal, 0};
-    mxattn_status st = ref_attention_parallel(&s, NULL, q, k, v, exact, NULL, 0);
-    if (st == MXATTN_OK) *out = mx_compare(o_design, exact, n);
-    free(exact);
+mxattn_status gpu_run_two_refs(mxattn_ctx *ctx, const mx_device *dev, const gpu_case *c, uint64_t seed,
+                               gpu_reference_fn pipeline, gpu_diagnose_fn diagnose, gpu_two_refs *r) {
+    mxattn_status st = MXATTN_OK;
+    size_t rows = (size_t)c->batch * c->heads_q * c->seq_q, n = (rows ? rows : 1) * c->head_dim;
+    double *o_pipe = malloc(n * sizeof(double)), *o_exact = malloc(n * sizeof(double));
+    double *lse_pipe = malloc((rows ? rows : 1) * sizeof(double)), *lse_exact = malloc((rows ? rows : 1) * sizeof(double));
+    gpu_output out = {0};
+    memset(r, 0, sizeof *r);
+    gpu_case_describe(c, r->what, sizeof r->what);
+    if (!o_pipe || !o_exact || !lse_pipe || !lse_exact)
+        MX_TRY(mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "references of %zu rows", rows));
+    MX_TRY(gpu_run_output(ctx, dev, c, seed, &out));
+    MX_TRY(pipeline(c, out.config, out.q, out.k, out.v, o_pipe, lse_pipe));
+    MX_TRY(exact_reference(c, &out, o_exact, lse_exact));
+    score(c, &out, o_pipe, lse_pipe, &r->pipe);
+    score(c, &out, o_exact, lse_exact, &r->exact);
+    r->design = mx_compare(o_pipe, o_exact, rows * c->head_dim);
+    if (diagnose) diagnose(c, out.o, o_pipe, &r->pipe);
+fail:
+    if (st != MXATTN_OK)
+        printf("FAIL %s [%s] seed %llu: %s: %s\n", r->what, c->config ? c->config : "default", (unsigned long long)seed,
+               mxattn_status_string(st), mxattn_last_error());
+    gpu_output_free(&out);
+    free(o_pipe); free(o_exact); free(lse_pipe); free(lse_exact);
     return st;
 }
 
@@ -408,4 +457,57 @@ mxattn_ctx *gpu_cacheless_ctx(void) {
         return NULL;
     }
     return ctx;
+}
+
+mxattn_status gpu_run_bf16(const mx_device *dev, mxattn_plan *plan, const mxattn_problem *p, const float *q,
+                           const float *k, const float *v, float *o, float *lse) {
+    mxattn_status st = MXATTN_OK;
+    size_t nq = (size_t)p->batch * p->heads_q * p->seq_q * p->head_dim;
+    size_t nk = (size_t)p->batch * p->heads_kv * p->seq_k * p->head_dim, rows = nq / (size_t)p->head_dim;
+    uint16_t *h = malloc((nq > nk ? nq : nk) * 2);
+    void *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL, *dlse = NULL;
+    if (!h) return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "gpu_run_bf16: host buffer");
+    MX_TRY(mx_mem_alloc(dev, nq * 2, &dq));
+    MX_TRY(mx_mem_alloc(dev, nk * 2, &dk));
+    MX_TRY(mx_mem_alloc(dev, nk * 2, &dv));
+    MX_TRY(mx_mem_alloc(dev, nq * 2, &dout));
+    MX_TRY(mx_mem_alloc(dev, rows * 4, &dlse));
+    const float *src[3] = {q, k, v};
+    void *dst[3] = {dq, dk, dv};
+    for (int t = 0; t < 3; t++) {
+        size_t n = t == 0 ? nq : nk;
+        for (size_t i = 0; i < n; i++) h[i] = mx_f32_to_bf16(src[t][i]);
+        MX_TRY(mx_memcpy_htod(dev, dst[t], h, n * 2));
+    }
+    for (size_t i = 0; i < nq; i++) h[i] = GPU_OUT_POISON;
+    MX_TRY(mx_memcpy_htod(dev, dout, h, nq * 2));
+    float lse_poison = GPU_LSE_POISON;
+    unsigned lse_bits;
+    memcpy(&lse_bits, &lse_poison, 4);
+    MX_TRY(mx_memset_d32(dev, dlse, lse_bits, rows, NULL));
+    MX_TRY(mxattn_run(plan, dq, dk, dv, dout, dlse, NULL));
+    MX_TRY(mx_device_synchronize(dev));
+    MX_TRY(mx_memcpy_dtoh(dev, h, dout, nq * 2));
+    for (size_t i = 0; i < nq; i++) o[i] = mx_bf16_to_f32(h[i]);
+    if (lse) MX_TRY(mx_memcpy_dtoh(dev, lse, dlse, rows * 4));
+fail:
+    mx_mem_free(dev, dq); mx_mem_free(dev, dk); mx_mem_free(dev, dv);
+    mx_mem_free(dev, dout); mx_mem_free(dev, dlse);
+    free(h);
+    return st;
+}
+
+void gpu_random_bf16(mx_rng *rng, float *x, size_t n, double mean, double sd) {
+    mx_rng_fill_gaussian(rng, x, n, mean, sd);
+    for (size_t i = 0; i < n; i++) x[i] = mx_round_bf16(x[i]);
+}
+
+mxattn_problem gpu_speed_problem(const char *family, int head_dim, int batch, int heads, int seq, int causal,
+                                 double *flops) {
+    mxattn_problem p;
+    mxattn_problem_init(&p, family, head_dim);
+    p.batch = batch; p.heads_q = p.heads_kv = heads; p.seq_q = p.seq_k = seq;
+    p.causal = causal ? MXATTN_CAUSAL_TOP_LEFT : MXATTN_CAUSAL_NONE;
+    *flops = 4.0 * batch * heads * (double)seq * seq * head_dim * (causal ? 0.5 : 1.0);
+    return p;
 }

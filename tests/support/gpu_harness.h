@@ -64,6 +64,22 @@ typedef struct {
     char config[256];
 } gpu_result;
 
+/* A case's kernel run: random inputs (Gaussian, rounded to the dtype) at
+ * the case's strides with NaN in the gaps, the plan of c->config run on them
+ * with a poisoned output (c->launches times), and what it wrote, all in BHND
+ * contiguous order.  Freed with gpu_output_free (also on failure). */
+typedef struct {
+    float *q, *k, *v;      /* the rounded inputs */
+    float *o;              /* the kernel's output */
+    float *lse;            /* the kernel's LSE; NULL unless c->lse */
+    long unwritten;        /* outputs still holding the poison */
+    double ms;             /* the last launch, events */
+    char config[256];      /* the plan's canonical config */
+} gpu_output;
+mxattn_status gpu_run_output(mxattn_ctx *ctx, const mx_device *dev, const gpu_case *c, uint64_t seed,
+                             gpu_output *out);
+void gpu_output_free(gpu_output *out);
+
 /* Builds random inputs (Gaussian, rounded to the dtype), runs the family's
  * plan on them with a poisoned output, and compares with the fp64 reference
  * (or with `reference`, when given: a function computing the expected O
@@ -79,6 +95,11 @@ mxattn_status gpu_run_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case
 double gpu_time_plan(mxattn_ctx *ctx, const mx_device *dev, const mxattn_problem *p, const char *config,
                      void *q, void *k, void *v, void *o, char *used, size_t used_len);
 void gpu_case_describe(const gpu_case *c, char *out, size_t cap);
+/* The speed lines' problem: `family`, B x H heads (MHA) of N queries and
+ * keys at head dim D, top-left causal or none; *flops gets 4 B H N^2 D,
+ * halved for causal. */
+mxattn_problem gpu_speed_problem(const char *family, int head_dim, int batch, int heads, int seq, int causal,
+                                 double *flops);
 /* The f16 kernels' check of one case, gpu_f16's and gpu_decode's alike: the
  * fp64 reference within 3e-3 relative L1 for bf16 (8 significant bits:
  * rounding P and O costs ~1e-3) or 1e-3 for f16, the LSE within 1e-3, every
@@ -86,6 +107,17 @@ void gpu_case_describe(const gpu_case *c, char *out, size_t cap);
  * ("variant=decode").  Prints a line; returns 1 on failure, else 0. */
 int gpu_check_f16_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case *c, uint64_t seed,
                        const char *variant);
+/* Runs `plan` (made for `p`) on BHND contiguous bf16 copies of q, k, v
+ * (floats already bf16-exact) with O and the LSE poisoned first, and returns
+ * O as floats and, unless lse is NULL, the LSE.  The poison (bf16 3.39e38,
+ * an LSE of 1e30) is finite and never an output, so a NaN check and the
+ * written check stay apart. */
+#define GPU_OUT_POISON 0x7f7fu
+#define GPU_LSE_POISON 1e30f
+mxattn_status gpu_run_bf16(const mx_device *dev, mxattn_plan *plan, const mxattn_problem *p, const float *q,
+                           const float *k, const float *v, float *o, float *lse);
+/* n Gaussian values of mean and sd, rounded to bf16. */
+void gpu_random_bf16(mx_rng *rng, float *x, size_t n, double mean, double sd);
 /* A context with no cache, so that every kernel is compiled: the GPU tests
  * check the code path, not the cache.  NULL (and a line printed) on failure. */
 mxattn_ctx *gpu_cacheless_ctx(void);
@@ -150,11 +182,17 @@ int gpu_lse_matches_pipeline(double worst, long rows_over, long rows);
  * *rows_over (unless NULL) counts the rows above GPU_LSE_VS_PIPE. */
 double gpu_lse_error(const float *lse, const double *ref, size_t rows, long *rows_over);
 
-/* What the design itself scores against fp64 on one case's inputs: the
- * pipeline reference `o_design` (a gpu_reference_fn's output) against the
- * exact attention of q, k, v.  Sets *out; fails only for memory. */
-mxattn_status gpu_design_error(const gpu_case *c, const float *q, const float *k, const float *v,
-                               const double *o_design, mx_error_stats *out);
+/* One run of a case checked against two references on the same output:
+ * `pipeline`, the family's quantized reference, into r->pipe, and fp64 into
+ * r->exact; r->design is what the pipeline itself scores against fp64, which
+ * gpu_exact_bounds loosens the fp64 bounds by; r->what is the case in words
+ * (gpu_case_describe).  `diagnose` (unless NULL) sees
+ * the output and the pipeline's, to say where a failure sits.  On an error
+ * prints a FAIL line for the case and returns the status. */
+typedef struct { gpu_result pipe, exact; mx_error_stats design; char what[256]; } gpu_two_refs;
+typedef void (*gpu_diagnose_fn)(const gpu_case *c, const float *o, const double *o_pipe, const gpu_result *pipe);
+mxattn_status gpu_run_two_refs(mxattn_ctx *ctx, const mx_device *dev, const gpu_case *c, uint64_t seed,
+                               gpu_reference_fn pipeline, gpu_diagnose_fn diagnose, gpu_two_refs *r);
 /* The bounds of a kernel against fp64: the family's (family_rel_l1,
  * family_cos, what its design scores over many rows), loosened where the
  * design is further from fp64 on this case's own inputs (a handful of rows
