@@ -115,11 +115,9 @@ end
 -- The grammar of every parameter text (a configuration, a shape, a tuned
 -- row): tokens separated by one or more spaces, each exactly key=value with
 -- a known key and a value legal for it, no key twice.  Anything else is an
--- error naming the token, never dropped: cuDNN's knobs are typed and
--- enumerated the same way.  A lenient parser (the old gmatch) turned
--- "block_m:64", "block_m = 64" and "block_m64" into the default without a
--- word and let the last of two block_m win.  Integers are decimal only
--- (tonumber would read "0x40" and "6.4e1" as 64).
+-- error naming the token, never dropped ("block_m:64" must not quietly
+-- become the default).  Integers are decimal only (tonumber would read
+-- "0x40" and "6.4e1" as 64).
 function S.parse(text)
   local t = {}
   for token in string.gmatch(text or "", "[^ ]+") do

@@ -41,8 +41,8 @@ MX_INLINE void quantize_v_transposed(const u16 *v, i64 ss, int key0, int keys, c
     // whose channel is all zero codes anyway.  Every load is unconditional,
     // from a clamped key and channel, and what lies outside is zeroed after:
     // under `if (in range) load` the compiler put a branch around each load
-    // and its first use, so a lane's 16 loads went out one at a time (s10
-    // ncu: half the quant pass's stall samples, long-scoreboard, on them).
+    // and its first use, so a lane's 16 loads went out one at a time (in ncu,
+    // half the quant pass's stall samples, long-scoreboard, on them).
     const bool chan_in = c0 < D;
     const u16 *vc = v + (chan_in ? c0 : 0);
     v_vec x[16];

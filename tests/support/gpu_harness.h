@@ -163,14 +163,14 @@ void gpu_free_buffers(const mx_device *dev, int count, void **bufs);
  * bench/NOTES.md), rowsum_mma=1 sums P as E4M3 (l_from_p_hat). Reading all of
  * it from the config keeps every GPU test's reference in step with the
  * defaults: gpu_int8 once assumed mma.sync kernels after int8-fp8's default
- * had become wgmma with rowsum_mma=1 (s13, 2-6e-3 off). */
+ * had become wgmma with rowsum_mma=1 (2-6e-3 off). */
 mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, const char *config, const float *q, const float *k,
                                           const float *v, double *o, double *lse);
 
 /* The LSE of an INT8 kernel against its pipeline reference: within 2e-3 but
  * in a few rows.  One P code that fp32 and fp64 round apart moves l by up to
  * an E4M3 step of that P (1/16 to 1/8 of it), and with rowsum_mma=1 l sums
- * the codes themselves: in a row of 17 keys that reads 2-3e-3 (s18, in one
+ * the codes themselves: in a row of 17 keys that reads 2-3e-3 (seen in one
  * row of 8194).  So at most 1 + rows/4096 rows above 2e-3, and none above
  * what one flip can do, ln(1 + 1/16) (two keys that share the row's mass; the
  * row's maximum is exactly 1 and never flips).  A wrong scale or mask moves
