@@ -119,6 +119,12 @@ def parse_args():
                         help="before each timing, the implementation's own untimed load for this "
                              "long, so that each is timed in its sustained state under the power "
                              "limit (default 0: timed right after the previous row)")
+    parser.add_argument("--tuned-db", default=None,
+                        help="a database `mxattn tune` filled (or a shipped one): each mxattn "
+                             "family F is timed twice, as F pinned to the heuristic default (the "
+                             "first of mxattn.candidates) and as 'F tuned' with the library's "
+                             "choice, the database's winner for the problem's bucket where it has "
+                             "one (the default where not)")
     parser.add_argument("--clocks", action="store_true",
                         help="sample the SM clock, power and temperature with nvidia-smi while "
                              "timing (bench/clock_log.py); each row gets their means over its "
@@ -151,6 +157,15 @@ def parse_args():
     if args.settle_ms < 0:
         parser.error("--settle-ms must not be negative")
     args.families += [name for name in args.extra if name not in args.families]
+    if args.tuned_db:
+        if not os.path.isfile(args.tuned_db):
+            parser.error(f"--tuned-db {args.tuned_db}: no such file")
+        # Before the library's context exists: it opens $MXATTN_CACHE on first use.
+        os.environ["MXATTN_CACHE"] = os.path.abspath(args.tuned_db)
+        global PIN_DEFAULTS
+        PIN_DEFAULTS = True
+        args.families = [n for f in args.families
+                         for n in ((f, f + TUNED_SUFFIX) if family_and_config(f)[1] is None else (f,))]
     unknown = [b for b in args.baselines if b not in SDPA_NAMES]
     if unknown:
         parser.error(f"unknown baselines {unknown}; choose from {list(SDPA_NAMES)}")
@@ -418,8 +433,31 @@ def family_and_config(name):
     return family, " ".join(knobs) or None, options
 
 
-def mxattn_impl(name, cfg):
-    family, config, options = family_and_config(name)
+TUNED_SUFFIX = " tuned"   # --tuned-db: the row of the library's own choice
+PIN_DEFAULTS = False      # --tuned-db: plain family rows run the heuristic default
+_default_configs = {}
+
+
+def resolve(name, inputs, cfg):
+    """A row's (family, config, options).  'F tuned' takes the library's
+    choice; with --tuned-db a plain 'F' is pinned to the heuristic default
+    (what a plan builds where the database has no row), asked once a shape."""
+    tuned = name.endswith(TUNED_SUFFIX)
+    family, config, options = family_and_config(name[:-len(TUNED_SUFFIX)] if tuned else name)
+    if PIN_DEFAULTS and not tuned and config is None:
+        q, k, v = inputs
+        key = (family, tuple(q.shape), tuple(k.shape), cfg["causal"], cfg["alignment"],
+               tuple(sorted(options.items())))
+        if key not in _default_configs:
+            _default_configs[key] = mxattn.candidates(q, k, v, family=family, causal=cfg["causal"],
+                                                      causal_alignment=cfg["alignment"], limit=1,
+                                                      **options)[0]
+        config = _default_configs[key]
+    return family, config, options
+
+
+def mxattn_impl(name, cfg, inputs):
+    family, config, options = resolve(name, inputs, cfg)
     causal, alignment = cfg["causal"], cfg["alignment"]
 
     def run(q, k, v):
@@ -556,7 +594,7 @@ def prepare(name, cfg, input_sets, reference):
     """One implementation's first call on one config (its plan, first-call
     time and accuracy): its row and a function that times it once."""
     row = base_row(name, cfg, input_sets)
-    context, run = sdpa_impl(name, cfg) if name in SDPA_BACKENDS else mxattn_impl(name, cfg)
+    context, run = sdpa_impl(name, cfg) if name in SDPA_BACKENDS else mxattn_impl(name, cfg, input_sets[0])
     torch.cuda.reset_peak_memory_stats()
     with context():
         begin = time.perf_counter()
@@ -589,8 +627,8 @@ def finish(row, cfg, round_ms):
 
 def plan_info(name, inputs, cfg):
     """What mxattn chose; a failure here should not discard the timing."""
-    family, config, options = family_and_config(name)
     try:
+        family, config, options = resolve(name, inputs, cfg)
         return mxattn.plan_info(*inputs, family=family, causal=cfg["causal"], config=config,
                                 causal_alignment=cfg["alignment"], **options)
     except Exception as error:

@@ -87,6 +87,18 @@ class SuiteRows(unittest.TestCase):
         self.assertIn("58 problems x 4 implementations", out.stdout)
         self.assertIn("decode B16 H32/8 D128 Nq16 Nk32768 causal-br", out.stdout)
 
+    def test_tuned_db_times_each_family_twice(self):
+        with tempfile.NamedTemporaryFile(suffix=".db") as db:
+            out = subprocess.run([sys.executable, os.path.join(BENCH, "attention.py"), "--suite", "shapes", "--groups", "cross",
+                                  "--list", "--tuned-db", db.name, "--extra", "f16[variant=mma]"],
+                                 capture_output=True, text=True, check=True).stdout
+        self.assertIn("(sdpa-cudnn, sdpa-flash, f16, f16 tuned, int8-fp8, int8-fp8 tuned, "
+                      "f16[variant=mma])", out)
+        missing = subprocess.run([sys.executable, os.path.join(BENCH, "attention.py"), "--suite", "shapes", "--list",
+                                  "--tuned-db", "/nonexistent/x.db"], capture_output=True, text=True)
+        self.assertEqual(missing.returncode, 2)
+        self.assertIn("no such file", missing.stderr)
+
 
 class Flops(unittest.TestCase):
     def test_visible_pairs_exact_where_nq_differs(self):

@@ -21,7 +21,7 @@ from ._plans import query as _query
 from ._sdpa import (SdpaPatch, patch_sdpa, register_op, scaled_dot_product_attention,
                     unpatch_sdpa, unsupported_reason)
 from ._native import families, params
-from ._torch_api import attention, plan_info, tune
+from ._torch_api import attention, candidates, plan_info, tune
 
 try:
     from ._version import __version__  # written into the wheel by the build backend
@@ -30,7 +30,7 @@ except ImportError:  # the source tree: the header is the one source of the vers
     __version__ = _source_tree_version()
 
 __all__ = ["MxattnError", "MxattnValueError", "SdpaPatch", "Status", "__version__",
-           "attention", "families", "last_error", "library_path", "params", "patch_sdpa", "plan_count", "plan_info",
+           "attention", "candidates", "families", "last_error", "library_path", "params", "patch_sdpa", "plan_count", "plan_info",
            "query", "register_op", "scaled_dot_product_attention", "tune", "unpatch_sdpa",
            "unsupported_reason", "version"]
 

@@ -172,6 +172,17 @@ def tune(spec):
     return best.value.decode(errors="replace"), speedup.value
 
 
+def candidates(spec, limit):
+    """The legal configurations of spec's problem, the heuristic default first
+    (mxattn_candidates); at most `limit` of them."""
+    problem = spec.to_struct()
+    configs = (ctypes.c_void_p * limit)()
+    count = ctypes.c_int(0)
+    check(lib.mxattn_candidates(context(spec.device), ctypes.byref(problem), configs, limit,
+                                ctypes.byref(count)))
+    return [take_string(configs[i]) for i in range(min(count.value, limit))]
+
+
 def query(filter=None, device=0):
     """Tuned configurations in the database, as a list of dicts."""
     raw = ctypes.c_void_p()

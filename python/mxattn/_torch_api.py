@@ -245,6 +245,21 @@ def tune(q, k, v, *, family="f16", causal=False, sm_scale=None, layout="HND",
         return _plans.tune(spec)
 
 
+def candidates(q, k, v, *, family="f16", causal=False, sm_scale=None, layout="HND",
+               return_lse=False, causal_alignment="top-left", v_terms=1, limit=64):
+    """The configurations the tuner would time for this problem, without
+    compiling anything (mxattn_candidates): the heuristic default first (what
+    a plan builds where the database has no tuned row), then the rest best
+    first by the analytic prior; at most `limit`.  Any of them can be passed
+    as attention(config=...)."""
+    torch = _torch()
+    if not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"mxattn: limit must be a positive int, not {limit!r}")
+    spec, _ = _checked_spec(torch, q, k, v, family, causal, sm_scale, layout, return_lse,
+                            causal_alignment, None, v_terms)
+    return _plans.candidates(spec, limit)
+
+
 def plan_info(q, k, v, *, family="f16", causal=False, sm_scale=None, layout="HND",
               return_lse=False, causal_alignment="top-left", config=None, v_terms=1):
     """What the plan for this problem chose (config, kernel name, compile time,

@@ -233,6 +233,22 @@ class BindingTest(unittest.TestCase):
         self.assertIn(info["config_source"], ("explicit", "tuned", "tuned-other-build", "default"))
         self.assertTrue(info["config"])
 
+    def test_candidates_start_with_what_a_plan_builds(self):
+        q, k, v = make_inputs(1, 4, 4, 200, 333, 80, torch.bfloat16, "HND")
+        configs = mxattn.candidates(q, k, v, family="int8-fp8", causal=True, limit=8)
+        self.assertTrue(1 < len(configs) <= 8)
+        self.assertEqual(len(set(configs)), len(configs))
+        # The first is the heuristic default, which an untuned plan builds.
+        plan = mxattn.plan_info(q, k, v, family="int8-fp8", causal=True, config=configs[0])
+        self.assertEqual(plan["config"], configs[0])
+        # Every one runs, and agrees with the default's output.
+        want = mxattn.attention(q, k, v, family="int8-fp8", causal=True, config=configs[0])
+        got = mxattn.attention(q, k, v, family="int8-fp8", causal=True, config=configs[-1])
+        self.assertGreater(torch.nn.functional.cosine_similarity(got.flatten().float(),
+                                                                  want.flatten().float(), dim=0), 0.999)
+        with self.assertRaises(ValueError):
+            mxattn.candidates(q, k, v, limit=0)
+
     def test_heads_not_a_multiple_is_a_value_error(self):
         q, k, v = make_inputs(1, 6, 4, 64, 64, 64, torch.bfloat16, "HND")
         with self.assertRaises(ValueError) as caught:
