@@ -46,6 +46,20 @@ function U.occupancy_prior(t, smem_bytes, registers)
   return math.min(resident_warps, 16) * reuse
 end
 
+-- How much of a tile's work is the problem's, for a prior (pr: the sizes, or
+-- nil: long sequences, 1): the share of real rows and keys in the padded
+-- tiles (77 keys in one 192-key tile use 40% of its MMAs), and a ring deeper
+-- than a row's key tiles holds shared memory that no load uses.
+function U.size_fit(t, pr)
+  local fit = 1
+  if pr and pr.seq_k then
+    fit = fit * pr.seq_k / U.round_up(pr.seq_k, t.block_n)
+    if t.stages and t.stages > 2 and U.ceil_div(pr.seq_k, t.block_n) < t.stages then fit = fit * 0.9 end
+  end
+  if pr and pr.seq_q then fit = fit * pr.seq_q / U.round_up(pr.seq_q, t.block_m) end
+  return fit
+end
+
 -- The text of a CUDA file of the templates (templates/cuda/): a schedule is
 -- real CUDA there, and a template writes the constants it reads before it.
 -- Read at a module's top level, so the file is in the template hash.

@@ -498,6 +498,21 @@ static void test_split_is_persistent_noncausal_and_default_when_sms_idle(void **
     }
 }
 
+/* The prior reads the sizes: over 77 keys (cross-attention) a 96-key tile
+ * wastes less of its MMAs than a 192-key one, and ranks first; over 4096
+ * keys the 128-key tile still ranks above the 176-key one. */
+static void test_prior_ranks_tiles_that_fit_the_keys_first(void **state) {
+    const char *shape = "family=f16 arch=sm_90a head_dim=64 align=8";
+    char *cross = gen_call(g, "candidates", shape, "batch=2 heads_q=16 heads_kv=16 seq_q=4096 seq_k=77 head_dim=64 sms=132");
+    const char *fit = strstr(cross, "block_n=96 "), *wide = strstr(cross, "block_n=192 ");
+    if (!fit || !wide || fit > wide) fail_msg("over 77 keys, 96-key tiles do not rank above 192:\n%.1500s", cross);
+    free(cross);
+    char *prefill = gen_call(g, "candidates", shape, "batch=4 heads_q=32 heads_kv=32 seq_q=4096 seq_k=4096 head_dim=64 sms=132");
+    const char *even = strstr(prefill, "block_n=128 "), *odd = strstr(prefill, "block_n=176 ");
+    if (!even || !odd || even > odd) fail_msg("over 4096 keys, 128-key tiles do not rank above 176:\n%.1500s", prefill);
+    free(prefill);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_renders_deterministically),
@@ -515,6 +530,7 @@ int main(void) {
         cmocka_unit_test(test_three_consumers_legal_to_d64_and_compile_lean),
         cmocka_unit_test(test_default_reads_the_queries),
         cmocka_unit_test(test_split_is_persistent_noncausal_and_default_when_sms_idle),
+        cmocka_unit_test(test_prior_ranks_tiles_that_fit_the_keys_first),
     };
     return gen_run_tests(&g, tests, sizeof tests / sizeof *tests);
 }

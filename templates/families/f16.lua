@@ -81,7 +81,7 @@ end
 -- on an SM times the reuse a tile buys.  Only the order matters.
 function F.prior(t, pr)
   if t.variant == "decode" then return DEC.prior(t, pr) end
-  if t.variant == "wgmma" then return WG.prior(t) end
+  if t.variant == "wgmma" then return WG.prior(t) * U.size_fit(t, pr) end
   return U.occupancy_prior(t, F.smem_bytes(t), F.register_estimate(t))
 end
 

@@ -10,6 +10,7 @@ local F = require("blocks.attn_int8")("int8-fp8", "fp8")
 
 -- Loaded here so the template hash covers it.
 local WG = require("families.int8_fp8_wgmma")
+local U = require("util")
 
 local mma = { smem_bytes = F.smem_bytes, register_estimate = F.register_estimate, default = F.default,
               prior = F.prior, render = F.render, launches = F.launches }
@@ -41,8 +42,8 @@ function F.default(t, pr)
   return mma.default(t)
 end
 
-function F.prior(t)
-  if t.variant == "wgmma" then return WG.prior(t) end
+function F.prior(t, pr)
+  if t.variant == "wgmma" then return WG.prior(t) * U.size_fit(t, pr) end
   return mma.prior(t)
 end
 
