@@ -348,6 +348,15 @@ typedef struct {
      * l sums the unrounded exponentials, as the softmax's FADDs do.  Then O is
      * V weighed by weights that sum to one exactly. */
     int l_from_p_hat;
+    /* 0: smooth-K's mean and FP8 V's per-channel scales are over all of a
+     * head's keys (SageAttention2's passes over the whole K and V before the
+     * attention kernel).  N > 0: over each tile of N keys alone, as a kernel
+     * that quantizes K and V in registers while it streams them (decoding
+     * over a cache) can take them: key j's K is smoothed by its tile's mean
+     * and the score gets q . mean_tile back exactly (the whole-head form
+     * drops that term, a constant of the row), and V's scales are its tile's.
+     * Needs p_fold 0 and kmean_sampled 0. */
+    int kv_tile;
 } mx_ref_config;
 
 /* Optional intermediates, each NULL or batch*heads_q*seq_q*seq_k doubles

@@ -95,6 +95,9 @@ static mxattn_status check_config(const mx_ref_config *c) {
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "pipeline reference: int8_per_thread needs INT8 QK");
     if (c->l_from_p_hat && !c->p_fold)
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "pipeline reference: l_from_p_hat models a p_fold kernel; set p_fold");
+    if (c->kv_tile < 0 || (c->kv_tile > 0 && (c->p_fold || c->kmean_sampled)))
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE,
+                       "pipeline reference: kv_tile %d (needs p_fold 0 and kmean_sampled 0)", c->kv_tile);
     if (!(c->temperature > 0) || isinf(c->temperature))
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "pipeline reference: bad temperature %g", c->temperature);
     return MXATTN_OK;
@@ -103,12 +106,13 @@ static mxattn_status check_config(const mx_ref_config *c) {
 /* Scratch for one (batch, head) slice; sized once for the whole call. */
 typedef struct {
     int d, nq, nk;
+    int kv_tile, kv_tiles;  /* keys a smooth-K mean and a V scale cover (nk: all), and their count */
     float *rounded;      /* max(nq, nk) * d: an input slice after dtype rounding */
     float *smoothed;     /* nk * d: K minus its channel mean */
-    float *kmean;        /* d */
+    float *kmean;        /* kv_tiles * d */
     float *transposed;   /* nk * d: V^T, then its dequantized form */
     double *qhat, *khat, *vhat;   /* dequantized operands */
-    double *corr;        /* nq: smooth-K correction q . mean */
+    double *corr;        /* kv_tiles * nq: smooth-K correction q . mean of key tile t at [t * nq + i] */
     double *scores, *p, *phat;    /* nk: one row */
     double *o;           /* d: one output row */
     double *tile_max;    /* nk: the running max each tile was quantized under */
@@ -128,19 +132,21 @@ static void workspace_free(workspace *w) {
     free(w->qcode); free(w->kcode); free(w->qscale); free(w->kscale); free(w->acc);
 }
 
-static int workspace_alloc(workspace *w, const mx_ref_shape *s) {
+static int workspace_alloc(workspace *w, const mx_ref_shape *s, const mx_ref_config *c) {
     memset(w, 0, sizeof *w);
     w->d = s->head_dim; w->nq = s->seq_q; w->nk = s->seq_k;
-    size_t d = (size_t)w->d, nq = (size_t)w->nq, nk = (size_t)w->nk;
+    w->kv_tile = c->kv_tile > 0 && c->kv_tile < w->nk ? c->kv_tile : w->nk > 0 ? w->nk : 1;
+    w->kv_tiles = (w->nk + w->kv_tile - 1) / w->kv_tile;
+    size_t d = (size_t)w->d, nq = (size_t)w->nq, nk = (size_t)w->nk, tiles = (size_t)w->kv_tiles;
     size_t rows = nq > nk ? nq : nk, padded = nk + 32;
     w->rounded = malloc(rows * d * sizeof(float));
     w->smoothed = malloc(nk * d * sizeof(float));
-    w->kmean = malloc(d * sizeof(float));
+    w->kmean = malloc(tiles * d * sizeof(float));
     w->transposed = malloc(nk * d * sizeof(float));
     w->qhat = malloc(nq * d * sizeof(double));
     w->khat = malloc(nk * d * sizeof(double));
     w->vhat = malloc(nk * d * sizeof(double));
-    w->corr = malloc(nq * sizeof(double));
+    w->corr = malloc((nq * tiles + 1) * sizeof(double));
     w->scores = malloc(nk * sizeof(double));
     w->p = malloc(nk * sizeof(double));
     w->phat = malloc(nk * sizeof(double));
@@ -243,13 +249,18 @@ static mxattn_status prepare_v_hat(workspace *w, const mx_ref_config *c, const f
         float *scales = malloc((size_t)d * sizeof(float));
         mxattn_status st = !codes || !scales || (two && !lo)
             ? (mxattn_status)mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "pipeline reference: out of memory")
-            : two ? mx_e4m3x2_quantize_per_channel(x, nk, d, d, codes, lo, scales)
-                  : mx_e4m3_quantize_per_channel(x, nk, d, d, codes, scales);
-        if (st == MXATTN_OK)
-            for (size_t i = 0; i < n; i++) {
+            : MXATTN_OK;
+        /* One set of channel scales a key tile (all of the keys: one tile). */
+        for (int t = 0; t < w->kv_tiles && st == MXATTN_OK; t++) {
+            int j0 = t * w->kv_tile, rows = nk - j0 < w->kv_tile ? nk - j0 : w->kv_tile;
+            size_t at = (size_t)j0 * (size_t)d, len = (size_t)rows * (size_t)d;
+            st = two ? mx_e4m3x2_quantize_per_channel(x + at, rows, d, d, codes + at, lo + at, scales)
+                     : mx_e4m3_quantize_per_channel(x + at, rows, d, d, codes + at, scales);
+            for (size_t i = at; st == MXATTN_OK && i < at + len; i++) {
                 double code = (double)mx_e4m3_to_f32(codes[i]) + (two ? (double)mx_e4m3_to_f32(lo[i]) : 0.0);
                 w->vhat[i] = code * scales[i % (size_t)d];
             }
+        }
         free(codes); free(lo); free(scales);
         return st;
     }
@@ -288,8 +299,12 @@ static mxattn_status prepare_k(workspace *w, const mx_ref_config *c, const float
     round_slice(c->input_round, k, (size_t)nk * d, w->rounded);
     const float *x = w->rounded;
     if (c->smooth_k && c->qk != MX_QK_EXACT) {
-        mx_channel_mean_sampled(x, nk, d, d, c->kmean_sampled ? mx_kmean_step(nk) : 1, w->kmean);
-        mx_subtract_mean(x, nk, d, d, w->kmean, w->smoothed);
+        for (int t = 0; t < w->kv_tiles; t++) {
+            int j0 = t * w->kv_tile, rows = nk - j0 < w->kv_tile ? nk - j0 : w->kv_tile;
+            float *mean = w->kmean + (size_t)t * d;
+            mx_channel_mean_sampled(x + (size_t)j0 * d, rows, d, d, c->kmean_sampled ? mx_kmean_step(nk) : 1, mean);
+            mx_subtract_mean(x + (size_t)j0 * d, rows, d, d, mean, w->smoothed + (size_t)j0 * d);
+        }
         x = w->smoothed;
     }
     if (c->qk == MX_QK_INT8 && c->int8_per_thread)
@@ -301,10 +316,13 @@ static mxattn_status prepare_k(workspace *w, const mx_ref_config *c, const float
 static mxattn_status prepare_q(workspace *w, const mx_ref_config *c, const float *q) {
     int d = w->d, nq = w->nq;
     round_slice(c->input_round, q, (size_t)nq * d, w->rounded);
+    /* The whole-head form keeps q . mean in every score of the row (a
+     * constant: the LSE's), the tiled form needs it (each tile's differs). */
     if (c->smooth_k && c->qk != MX_QK_EXACT)
-        mx_smooth_k_correction(w->rounded, nq, d, d, w->kmean, w->corr);
+        for (int t = 0; t < w->kv_tiles; t++)
+            mx_smooth_k_correction(w->rounded, nq, d, d, w->kmean + (size_t)t * d, w->corr + (size_t)t * nq);
     else
-        for (int i = 0; i < nq; i++) w->corr[i] = 0;
+        for (size_t i = 0; i < (size_t)nq * w->kv_tiles; i++) w->corr[i] = 0;
     if (c->q_prescale != 0)
         for (size_t i = 0; i < (size_t)nq * d; i++) w->rounded[i] = w->rounded[i] * c->q_prescale;
     if (c->qk == MX_QK_INT8 && c->int8_per_thread)
@@ -536,7 +554,8 @@ static mxattn_status run_kv_group(workspace *w, const mx_ref_shape *s, const mx_
         for (size_t i = 0; i < nq && st == MXATTN_OK; i++) {
             const double *qi = w->qhat + i * d;
             for (size_t j = 0; j < nk && need_scores; j++)
-                w->scores[j] = scale * (dot(qi, w->khat + j * d, (int)d) * unscale_q + w->corr[i]);
+                w->scores[j] = scale * (dot(qi, w->khat + j * d, (int)d) * unscale_q +
+                                        w->corr[(j / (size_t)w->kv_tile) * nq + i]);
             double row_lse = -INFINITY;
             if (c->p_fold)
                 st = attend_folded(w, s, c, (int)i, scale * unscale_q, scale * w->corr[i], &row_lse);
@@ -560,7 +579,7 @@ mxattn_status mx_ref_pipeline_attention(const mx_ref_shape *s, const mx_ref_conf
     if (st != MXATTN_OK) return st;
     if (!q || !k || !v) return mx_fail(MXATTN_ERROR_NULL_POINTER, "pipeline reference: NULL input");
     workspace w;
-    if (!workspace_alloc(&w, s)) {
+    if (!workspace_alloc(&w, s, c)) {
         workspace_free(&w);
         return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "pipeline reference: out of memory");
     }

@@ -297,6 +297,69 @@ static void test_pipeline_smooth_k(void **state) {
     release(&p);
 }
 
+/* kv_tile: smooth-K's mean and V's FP8 scales per tile of keys, as a decode
+ * kernel can take them while it streams the cache, against the whole-head
+ * passes.  K gets a channel bias (the outliers smooth-K is for) and a drift
+ * along the keys (RoPE rotates channel pairs with the position, so a head's
+ * channel means move along the cache).  One tile of all keys is the whole-head
+ * form bit for bit; 64-key tiles stay as accurate against fp64 (the score
+ * gets each tile's q . mean back: without it the tiles' softmax would be
+ * off by whole units); no smoothing at all is worse (0.045 against 0.034). */
+static void test_pipeline_kv_tile(void **state) {
+    (void)state;
+    const int nq = 4, nk = 2048, d = 128;
+    problem p = make(1, 8, 2, nq, nk, d, MXATTN_CAUSAL_BOTTOM_RIGHT, 11);
+    mx_rng rng;
+    mx_rng_seed(&rng, 12);
+    float bias[128];
+    for (int c = 0; c < d; c++) bias[c] = (float)(3.0 * mx_rng_gaussian(&rng));
+    for (size_t i = 0; i < p.nk_elems; i++) {
+        int c = (int)(i % (size_t)d), j = (int)(i / (size_t)d % (size_t)nk);
+        double freq = pow(10000.0, -(double)(c / 2 * 2) / d);
+        p.k[i] = mx_round_bf16(p.k[i] + bias[c] + 2.0f * (float)sin(j * freq * 50.0));
+    }
+    for (size_t i = 0; i < p.nq_elems; i++) p.q[i] = mx_round_bf16(p.q[i]);
+    for (size_t i = 0; i < p.nk_elems; i++) p.v[i] = mx_round_bf16(p.v[i]);
+    mx_ref_config exact;
+    mx_ref_config_exact(&exact);
+    assert_int_equal(mx_ref_pipeline_attention(&p.s, &exact, p.q, p.k, p.v, p.o, NULL, NULL), MXATTN_OK);
+    double *whole = malloc(p.no_elems * sizeof(double));
+    assert_non_null(whole);
+    mx_ref_config c;
+    assert_int_equal(mx_ref_family_config("int8-fp8", 0, 1, MXATTN_BF16, &c), MXATTN_OK);
+    c.int8_block_q = c.int8_block_k = 16;
+    c.int8_per_thread = 0;
+    c.kmean_sampled = 0;
+    c.p_tile = 64;
+    assert_int_equal(mx_ref_pipeline_attention(&p.s, &c, p.q, p.k, p.v, whole, NULL, NULL), MXATTN_OK);
+    double rel_whole = mx_rel_l1(whole, p.o, p.no_elems);
+    c.kv_tile = nk;
+    assert_int_equal(mx_ref_pipeline_attention(&p.s, &c, p.q, p.k, p.v, p.o2, NULL, NULL), MXATTN_OK);
+    assert_memory_equal(p.o2, whole, p.no_elems * sizeof(double));
+    static const int tiles[] = {64, 128, 512};
+    double rel_tile[3];
+    for (int t = 0; t < 3; t++) {
+        c.kv_tile = tiles[t];
+        assert_int_equal(mx_ref_pipeline_attention(&p.s, &c, p.q, p.k, p.v, p.o2, NULL, NULL), MXATTN_OK);
+        rel_tile[t] = mx_rel_l1(p.o2, p.o, p.no_elems);
+    }
+    c.kv_tile = 0;
+    c.smooth_k = 0;
+    assert_int_equal(mx_ref_pipeline_attention(&p.s, &c, p.q, p.k, p.v, p.o2, NULL, NULL), MXATTN_OK);
+    double rel_plain = mx_rel_l1(p.o2, p.o, p.no_elems);
+    printf("int8-fp8 vs fp64, rel-L1: whole-head %.4f, kv_tile 64 %.4f, 128 %.4f, 512 %.4f, no smooth-K %.4f\n",
+           rel_whole, rel_tile[0], rel_tile[1], rel_tile[2], rel_plain);
+    for (int t = 0; t < 3; t++) assert_true(rel_tile[t] < 1.1 * rel_whole);
+    assert_true(rel_plain > 1.2 * rel_whole);
+    c.kv_tile = -1;
+    assert_int_equal(mx_ref_pipeline_attention(&p.s, &c, p.q, p.k, p.v, p.o2, NULL, NULL), MXATTN_ERROR_INVALID_VALUE);
+    c.kv_tile = 64;
+    c.kmean_sampled = 1;
+    assert_int_equal(mx_ref_pipeline_attention(&p.s, &c, p.q, p.k, p.v, p.o2, NULL, NULL), MXATTN_ERROR_INVALID_VALUE);
+    free(whole);
+    release(&p);
+}
+
 /* p_fold: int8-fp8's pipeline with the wgmma kernel's fp32 exponent.  It
  * stays within E4M3 flips of the plain tiled form on many rows (outputs and
  * LSE, both causal alignments, ragged tiles), rejects configurations it
@@ -701,6 +764,7 @@ int main(void) {
         cmocka_unit_test(test_family_table_maps_each_family_to_its_rounding),
         cmocka_unit_test(test_pipeline_smooth_k),
         cmocka_unit_test(test_pipeline_v_two_terms),
+        cmocka_unit_test(test_pipeline_kv_tile),
         cmocka_unit_test(test_pipeline_p_fold),
         cmocka_unit_test(test_pipeline_l_from_p_hat),
         cmocka_unit_test(test_pipeline_int8_per_thread),
