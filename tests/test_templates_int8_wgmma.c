@@ -193,6 +193,15 @@ static void test_default_is_wgmma_on_hopper(void **state) {
     knobs = gen_call(g, "default_knobs", "family=int8-fp8 head_dim=64", "batch=4 heads_q=32 heads_kv=32 seq_q=4096 seq_k=4096");
     assert_non_null(strstr(knobs, "blocks_per_sm=4"));
     free(knobs);
+    /* Above D=128: two consumers behind a producer, 64-key tiles, causal or not. */
+    for (int causal = 0; causal < 2; causal++) {
+        char params[96];
+        snprintf(params, sizeof params, "family=int8-fp8 head_dim=%d causal=%d", causal ? 256 : 160, causal);
+        knobs = gen_call(g, "knobs", params, NULL);
+        if (!strstr(knobs, "rowsum_mma=1 block_m=128 block_n=64 warps=12 stages=2"))
+            fail_msg("%s: default %s", params, knobs);
+        free(knobs);
+    }
 }
 
 /* The candidate list puts the family's defaults at other sizes right after

@@ -410,6 +410,9 @@ static void test_default_reads_the_queries(void **state) {
         {"batch=4 heads_q=32 heads_kv=32 seq_q=1024 seq_k=1024 head_dim=64", "block_m=64 "},
         {"batch=4 heads_q=32 heads_kv=32 seq_q=2048 seq_k=2048 head_dim=64", "block_m=192 "},
         {"batch=1 heads_q=8 heads_kv=8 seq_q=16384 seq_k=16384 head_dim=64", "block_m=192 "},
+        /* cross-attention: few keys keep the 64-row blocks, 77 of them one 96-key tile */
+        {"batch=2 heads_q=16 heads_kv=16 seq_q=4096 seq_k=77 head_dim=64", "block_m=64 block_n=96 "},
+        {"batch=2 heads_q=16 heads_kv=16 seq_q=4096 seq_k=1024 head_dim=64", "block_m=64 block_n=128 "},
         {NULL, "block_m=192 "}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *knobs = gen_call(g, "default_knobs", shape, cases[i].sizes);

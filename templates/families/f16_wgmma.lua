@@ -95,11 +95,21 @@ function WG.default(t, pr)
   -- 12% (4096: 3%), and with a few rows (decoding) its idle warpgroups
   -- would still stream every key tile while taking a whole SM.  Measured at
   -- N >= 4096; 2048 pads by 3% as 4096 does.
+  -- Few keys (cross-attention over text tokens) keep the 64-row blocks too:
+  -- a 192-row block then does one key tile and waits on its loads, while
+  -- three 64-row blocks an SM overlap theirs.  B2 H16 Nq=4096 (H200,
+  -- 2026-12-02): 77 keys in one 96-key tile 0.0260 ms against 0.0376 (0.95x
+  -- cuDNN, was 0.66x); 256 keys 0.0385 against 0.0456, 1024 keys 0.0917
+  -- against 0.0999 (with 96-key tiles; the tuner's pick at 77 keys).
   local long_queries = pr == nil or pr.seq_q == nil or pr.seq_q >= 2048
-  if dp <= 64 and long_queries then
+  local long_keys = pr == nil or pr.seq_k == nil or pr.seq_k >= 2048
+  if dp <= 64 and long_queries and long_keys then
     return { variant = "wgmma", q_regs = 0, block_m = 192, warps = 16, stages = 2, block_n = 128 }
   end
-  if dp <= 64 then return { variant = "wgmma", q_regs = 0, block_m = 64, warps = 4, stages = 2, block_n = 128 } end
+  if dp <= 64 then
+    local bn = pr and pr.seq_k and pr.seq_k <= 96 and 96 or 128
+    return { variant = "wgmma", q_regs = 0, block_m = 64, warps = 4, stages = 2, block_n = bn }
+  end
   -- Ping-pong of the two consumer warpgroups (overlap=1): 643 vs 599 TOPS at
   -- D=128 N=4096, 571 vs 516 causal (gpu_wgmma on the H200, 2026-11-29).
   -- (A table that names its own tile keeps overlap=0 unless it asks.)

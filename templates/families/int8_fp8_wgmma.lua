@@ -196,7 +196,11 @@ function WG.default(t, pr)
     end
     return { variant = "wgmma", block_m = 64, warps = 4, block_n = 128, stages = 2, rowsum_mma = rowsum }
   end
-  return { variant = "wgmma", block_m = 64, warps = 8, block_n = 64, stages = 3 }
+  -- Above D=128, two consumer warpgroups of 64 rows behind the producer,
+  -- 64-key tiles, the row sums by MMA: 1.33-1.42x the one-consumer 64x64
+  -- tile at D 160/192/256 N=4096, causal or not (H200, 2026-12-02:
+  -- 2.384 / 2.671 / 3.077 ms against 3.397 / 3.604 / 4.097; bench/NOTES.md).
+  return { variant = "wgmma", block_m = 128, warps = 12, block_n = 64, stages = 2, rowsum_mma = open and 1 or 0 }
 end
 
 -- Checked on the H200: wgmma runs 1.5-2.3x the mma.sync plan, so its
