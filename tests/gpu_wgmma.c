@@ -92,7 +92,7 @@ static void test_smoke_one_tile_then_two_warpgroups_match_reference(void **state
     assert_int_equal(check_case(&c, WG "block_m=128 warps=8 block_n=64 stages=2", 2), 0);
 }
 
-static const int HEAD_DIMS[] = {64, 72, 80, 96, 128, 192, 256};
+static const int HEAD_DIMS[] = {8, 24, 32, 40, 56, 64, 72, 80, 96, 128, 192, 256};
 #define N_HEAD_DIMS (int)(sizeof HEAD_DIMS / sizeof *HEAD_DIMS)
 
 /* Every head dim (all three swizzle widths), each with its own mix of the rest. */
