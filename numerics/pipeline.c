@@ -124,6 +124,12 @@ typedef struct {
     int *acc;                     /* nk: p_fold's INT8 accumulators of one row */
 } workspace;
 
+/* Keys of kv tile t: the first, and how many (the last tile may be short). */
+static int kv_tile_keys(const workspace *w, int t, int *first) {
+    *first = t * w->kv_tile;
+    return w->nk - *first < w->kv_tile ? w->nk - *first : w->kv_tile;
+}
+
 static void workspace_free(workspace *w) {
     free(w->rounded); free(w->smoothed); free(w->kmean); free(w->transposed);
     free(w->qhat); free(w->khat); free(w->vhat); free(w->corr);
@@ -252,7 +258,7 @@ static mxattn_status prepare_v_hat(workspace *w, const mx_ref_config *c, const f
             : MXATTN_OK;
         /* One set of channel scales a key tile (all of the keys: one tile). */
         for (int t = 0; t < w->kv_tiles && st == MXATTN_OK; t++) {
-            int j0 = t * w->kv_tile, rows = nk - j0 < w->kv_tile ? nk - j0 : w->kv_tile;
+            int j0, rows = kv_tile_keys(w, t, &j0);
             size_t at = (size_t)j0 * (size_t)d, len = (size_t)rows * (size_t)d;
             st = two ? mx_e4m3x2_quantize_per_channel(x + at, rows, d, d, codes + at, lo + at, scales)
                      : mx_e4m3_quantize_per_channel(x + at, rows, d, d, codes + at, scales);
@@ -300,7 +306,7 @@ static mxattn_status prepare_k(workspace *w, const mx_ref_config *c, const float
     const float *x = w->rounded;
     if (c->smooth_k && c->qk != MX_QK_EXACT) {
         for (int t = 0; t < w->kv_tiles; t++) {
-            int j0 = t * w->kv_tile, rows = nk - j0 < w->kv_tile ? nk - j0 : w->kv_tile;
+            int j0, rows = kv_tile_keys(w, t, &j0);
             float *mean = w->kmean + (size_t)t * d;
             mx_channel_mean_sampled(x + (size_t)j0 * d, rows, d, d, c->kmean_sampled ? mx_kmean_step(nk) : 1, mean);
             mx_subtract_mean(x + (size_t)j0 * d, rows, d, d, mean, w->smoothed + (size_t)j0 * d);

@@ -13,27 +13,30 @@ if [ -z "$OBJDUMP" ]; then
   echo "SKIP: no cuobjdump on this machine"
   exit 77
 fi
+# The SASS of `family` at head dim d for arch, in $T/arch.sass; 1 (and a FAIL
+# line) when it does not compile.
+sass() {
+  if ! "$MX" compile --family "$1" --head-dim "$2" --arch "$3" --cubin "$T/$3.cubin" > "$T/out" 2>&1; then
+    echo "FAIL: $1 D=$2 $3 does not compile: $(cat "$T/out")"; fails=$((fails + 1)); return 1
+  fi
+  "$OBJDUMP" -sass "$T/$3.cubin" > "$T/$3.sass" 2>&1
+}
 for family in nvfp4 mxfp4 nvfp4-int8qk; do
   for d in 64 128; do
-    if ! "$MX" compile --family $family --head-dim $d --arch sm_120a --cubin "$T/native.cubin" > "$T/out" 2>&1; then
-      echo "FAIL: $family D=$d sm_120a does not compile: $(cat "$T/out")"; fails=$((fails + 1)); continue
-    fi
-    "$OBJDUMP" -sass "$T/native.cubin" > "$T/native.sass" 2>&1
-    omma=$(grep -c "OMMA" "$T/native.sass")
+    sass $family $d sm_120a || continue
+    omma=$(grep -c "OMMA" "$T/sm_120a.sass")
     if [ "$omma" -eq 0 ]; then
-      echo "FAIL: $family D=$d sm_120a: no OMMA in its SASS ($(grep -cE 'HMMA|QMMA|IMMA' "$T/native.sass") other MMAs)"
+      echo "FAIL: $family D=$d sm_120a: no OMMA in its SASS ($(grep -cE 'HMMA|QMMA|IMMA' "$T/sm_120a.sass") other MMAs)"
       fails=$((fails + 1))
     else
-      echo "ok   $family D=$d sm_120a: $omma OMMA, e.g. $(grep -m1 -o 'OMMA[^ ;]*' "$T/native.sass")"
+      echo "ok   $family D=$d sm_120a: $omma OMMA, e.g. $(grep -m1 -o 'OMMA[^ ;]*' "$T/sm_120a.sass")"
     fi
-    "$MX" compile --family $family --head-dim $d --arch sm_90a --cubin "$T/emul.cubin" > "$T/out" 2>&1 ||
-      { echo "FAIL: $family D=$d sm_90a does not compile"; fails=$((fails + 1)); continue; }
-    "$OBJDUMP" -sass "$T/emul.cubin" > "$T/emul.sass" 2>&1
-    if grep -q "OMMA" "$T/emul.sass" || ! grep -q "HGMMA" "$T/emul.sass"; then
-      echo "FAIL: $family D=$d sm_90a: OMMA $(grep -c OMMA "$T/emul.sass"), HGMMA $(grep -c HGMMA "$T/emul.sass")"
+    sass $family $d sm_90a || continue
+    if grep -q "OMMA" "$T/sm_90a.sass" || ! grep -q "HGMMA" "$T/sm_90a.sass"; then
+      echo "FAIL: $family D=$d sm_90a: OMMA $(grep -c OMMA "$T/sm_90a.sass"), HGMMA $(grep -c HGMMA "$T/sm_90a.sass")"
       fails=$((fails + 1))
     else
-      echo "ok   $family D=$d sm_90a: $(grep -c HGMMA "$T/emul.sass") HGMMA, no OMMA"
+      echo "ok   $family D=$d sm_90a: $(grep -c HGMMA "$T/sm_90a.sass") HGMMA, no OMMA"
     fi
   done
 done

@@ -51,9 +51,10 @@ function F.default(t, pr)
   -- Knobs given without a variant describe an mma.sync tile, so only a table
   -- that leaves every knob open gets the wgmma default.
   local open = t.block_m == nil and t.block_n == nil and t.warps == nil and t.stages == nil and t.q_regs == nil
-  -- Head dims under 64 too: at D=32 the 64-row wgmma tile ran 1.29-1.34x
-  -- cuDNN where the mma.sync tile ran 0.94-1.00x (H200, 2026-12-02; B4 H32
-  -- N 4096 / 16384, causal or not; tests/gpu_wgmma.c checks D 8-56).
+  -- Head dims under 64 too: B4 H32 N 4096 / 16384, causal or not, the wgmma
+  -- default ran 1.14-1.33x cuDNN at D=32 and 1.03-1.23x at D=48, where the
+  -- mma.sync tile ran 0.95-1.02x and 0.69-0.76x (H200, 2026-12-02;
+  -- tests/gpu_wgmma.c checks D 8-56).
   local hopper_fast = t.arch == "sm_90a" and t.align == 8 and t.variant == nil and open
   -- A few query rows against the keys (decoding): the split-key schedule,
   -- whose blocks fill the GPU where the prefill tiles launch one block per

@@ -98,9 +98,10 @@ function WG.default(t, pr)
   -- Few keys (cross-attention over text tokens) keep the 64-row blocks too:
   -- a 192-row block then does one key tile and waits on its loads, while
   -- three 64-row blocks an SM overlap theirs.  B2 H16 Nq=4096 (H200,
-  -- 2026-12-02): 77 keys in one 96-key tile 0.0260 ms against 0.0376 (0.95x
-  -- cuDNN, was 0.66x); 256 keys 0.0385 against 0.0456, 1024 keys 0.0917
-  -- against 0.0999 (with 96-key tiles; the tuner's pick at 77 keys).
+  -- 2026-12-02), ms against the 192-row block: 77 keys in one 96-key tile
+  -- (the tuner's pick) 0.0266 against 0.0376 (0.95x cuDNN, was 0.66x); 256
+  -- and 1024 keys in 128-key tiles 0.0349 / 0.0857 against 0.0456 / 0.0999
+  -- (96-key tiles there: 0.0383 / 0.0927).
   local long_queries = pr == nil or pr.seq_q == nil or pr.seq_q >= 2048
   local long_keys = pr == nil or pr.seq_k == nil or pr.seq_k >= 2048
   if dp <= 64 and long_queries and long_keys then
