@@ -111,7 +111,7 @@ void mx_ctx_tune_key(mxattn_ctx *ctx, const mx_device *dev, const mx_problem *pr
     key->causal = (int)p->causal;
     key->gqa = p->heads_q / p->heads_kv;
     snprintf(key->layout, sizeof key->layout, "%s", p->layout == MXATTN_LAYOUT_BHND ? "bhnd" : "bnhd");
-    key->seq_bucket = mx_seq_bucket(p->seq_q, p->seq_k);
+    key->seq_bucket = mx_seq_bucket(p->seq_k);
     key->q_bucket = mx_q_bucket(p->seq_q);
 }
 

@@ -133,7 +133,7 @@ typedef struct {
     int causal;                /* mxattn_causal */
     int gqa;                   /* heads_q / heads_kv; 1 without grouping */
     char layout[8];            /* "bhnd" | "bnhd" */
-    int seq_bucket;            /* the tuner's sequence-length bucket: max(seq_q, seq_k) */
+    int seq_bucket;            /* the tuner's key-length bucket: seq_k */
     int q_bucket;              /* the tuner's query-length bucket: seq_q (decode vs prefill) */
 } mx_tune_key;
 

@@ -63,6 +63,12 @@ int mx_cache_after_failure(mx_cache *cache, mxattn_status *st);
     "AND layout=?14 AND seq_bucket=?15 AND q_bucket=?16"
 #define MX_TUNE_KEY_NCOLS 16
 
+/* A key read from a file older than v5, in v5's bucketing: what the v5
+ * migration does to a table (schema.c says why). */
+static inline void mx_tune_key_from_v4(mx_tune_key *k) {
+    if (k->seq_bucket == 256 && k->q_bucket < 256) k->seq_bucket = k->q_bucket > 64 ? k->q_bucket : 64;
+}
+
 /* The eleven columns of a kernel row, in the order mx_read_kernel_numbers
  * and the readers of a row's text and blob columns (0, 1, 3, 4, 5) expect. */
 #define MX_KERNEL_COLUMNS                                                           \

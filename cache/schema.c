@@ -7,6 +7,7 @@
  *   v3  q_bucket in the tuning key of tune_results and measurements
  *   v4  PRAGMA application_id, kernels.last_used (LRU eviction), and a meta
  *       table that remembers when the last integrity check passed
+ *   v5  seq_bucket is the keys' bucket, no longer the longer of the two
  * Each migration is frozen text: it must build exactly what it built when it
  * was written, whatever the current key is (MX_TUNE_KEY_COLUMNS_V2 for v1).
  */
@@ -87,7 +88,21 @@ static const char SCHEMA_V4[] =
     "PRAGMA application_id=" MX_STR(MX_CACHE_APPLICATION_ID) ";"
     "PRAGMA user_version=4;";
 
-static const char *const MIGRATIONS[] = {SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4}; /* [i] makes version i + 1 */
+/* seq_bucket was the bucket of max(seq_q, seq_k), at least 256; it is now
+ * seq_k's alone, at least 64, so cross-attention's key lengths are tuned
+ * apart (tuner/tune.h).  A v4 row whose seq_bucket is above its q_bucket
+ * had the longer keys: its reading does not change.  One at the old floor
+ * (256) with a shorter query bucket was, as `mxattn tune` runs unless told
+ * otherwise, self-attention at the query's length: it moves to that length's
+ * new key bucket (64 at the least, tuner/tune.h's floor).  A row with equal
+ * buckets had keys no longer than its queries, and is read as self-attention
+ * at that length, as it was applied before.  Nothing collides: no v4 row has a seq_bucket below 256.  Import
+ * applies the same reading to older files (mx_tune_key_from_v4). */
+#define V4_REBUCKET(table)                                                                            \
+    "UPDATE " table " SET seq_bucket=max(q_bucket,64) WHERE seq_bucket=256 AND q_bucket<256;"
+static const char SCHEMA_V5[] = V4_REBUCKET("tune_results") V4_REBUCKET("measurements") "PRAGMA user_version=5;";
+
+static const char *const MIGRATIONS[] = {SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5}; /* [i] makes version i + 1 */
 #define SCHEMA_VERSION (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0])
 
 int mx_cache_schema_version(void) { return SCHEMA_VERSION; }

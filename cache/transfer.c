@@ -391,6 +391,7 @@ static mxattn_status copy_tune_rows(sqlite3 *src, int version, sqlite3 *dst, int
         if ((st = mx_read_tune_key(stmt, 0, &key)) ||
             (st = read_source_result(stmt, MX_TUNE_KEY_NCOLS, &r, why, sizeof why)))
             break;
+        if (version < 5) mx_tune_key_from_v4(&key);
         if (why[0] || !cache_row_check(&key, &r, why, sizeof why) ||
             (opt->row_check && !opt->row_check(opt->row_check_arg, &key, &r, why, sizeof why))) {
             refuse(rep, &key, why[0] ? why : "refused by the row check");
@@ -506,6 +507,7 @@ static mxattn_status copy_measurements(sqlite3 *src, int version, sqlite3 *dst, 
         if ((st = mx_read_tune_key(stmt, 0, &key)) ||
             (st = read_source_measurement(stmt, MX_TUNE_KEY_NCOLS, &m, why, sizeof why)))
             break;
+        if (version < 5) mx_tune_key_from_v4(&key);
         if (!why[0] && cache_measurement_check(&key, &m, why, sizeof why) && opt->row_check &&
             !strcmp(m.status, MX_MEASURE_OK)) {
             /* The templates' check sees what a tuning row of this config would be. */

@@ -204,6 +204,60 @@ static void test_v1_database_is_migrated(void **state) {
     sqlite3_close(db);
 }
 
+/* v5: seq_bucket is the keys' bucket, not the longer of keys and queries.
+ * A v4 file's short self-attention rows (at the old floor of 256 keys) move
+ * to their own length's bucket; long, decode and equal-bucket rows keep
+ * theirs.  Rows are written through this build, then the file is marked v4
+ * with the old bucketing, as a v4 build left it. */
+static void test_v4_buckets_are_read_as_key_buckets(void **state) {
+    (void)state;
+    mx_cache *c = open_in_dir("v4.db");
+    mx_tune_key prefill = sample_key(), short_self = sample_key(), tiny_self = sample_key(), decode = sample_key();
+    short_self.seq_bucket = 256; short_self.q_bucket = 128;   /* v4: N=100 self-attention */
+    tiny_self.seq_bucket = 256; tiny_self.q_bucket = 16;      /* v4: N=10 */
+    decode.seq_bucket = 32768; decode.q_bucket = 16;
+    put_sample_tune(c, &prefill, "block_m=128", 1.0);
+    put_sample_tune(c, &short_self, "block_m=64", 0.1);
+    put_sample_tune(c, &tiny_self, "block_m=16", 0.01);
+    put_sample_tune(c, &decode, "block_m=32", 0.5);
+    mx_measurement m;
+    memset(&m, 0, sizeof m);
+    strcpy(m.config, "block_m=64");
+    strcpy(m.status, MX_MEASURE_OK);
+    m.median_ms = 0.1;
+    assert_int_equal(mx_cache_add_measurement(c, &short_self, &m), MXATTN_OK);
+    mx_cache_close(c);
+    sqlite3 *db = raw_open("v4.db");
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=4", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+
+    c = open_in_dir("v4.db");
+    mx_tune_result r;
+    short_self.seq_bucket = 128;
+    assert_int_equal(mx_cache_get_tune(c, &short_self, &r), MXATTN_OK);
+    assert_string_equal(r.config, "block_m=64");
+    tiny_self.seq_bucket = 64;
+    assert_int_equal(mx_cache_get_tune(c, &tiny_self, &r), MXATTN_OK);
+    assert_string_equal(r.config, "block_m=16");
+    assert_int_equal(mx_cache_get_tune(c, &decode, &r), MXATTN_OK);
+    assert_string_equal(r.config, "block_m=32");
+    assert_int_equal(mx_cache_get_tune(c, &prefill, &r), MXATTN_OK);
+    assert_string_equal(r.config, "block_m=128");
+    mx_measurement *got = NULL;
+    int n = 0;
+    assert_int_equal(mx_cache_list_measurements(c, &short_self, &got, &n), MXATTN_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(got[0].config, "block_m=64");
+    free(got);
+    short_self.seq_bucket = 256;   /* the old key answers nothing now */
+    assert_int_equal(mx_cache_get_tune(c, &short_self, &r), MXATTN_ERROR_NOT_FOUND);
+    mx_cache_close(c);
+    db = raw_open("v4.db");
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), mx_cache_schema_version());
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM tune_results WHERE seq_bucket=256"), 0);
+    sqlite3_close(db);
+}
+
 /* ---- kernels ------------------------------------------------------------- */
 
 static void test_kernel_round_trip(void **state) {
@@ -633,6 +687,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         DIR_TEST(test_fresh_database_is_created_with_parents),
         DIR_TEST(test_v1_database_is_migrated),
+        DIR_TEST(test_v4_buckets_are_read_as_key_buckets),
         DIR_TEST(test_kernel_round_trip),
         DIR_TEST(test_kernel_for_another_arch_is_never_returned),
         DIR_TEST(test_tampered_kernel_blob_is_reported_and_removed),

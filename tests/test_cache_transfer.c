@@ -712,6 +712,21 @@ static void test_old_exports_still_import(void **state) {
     assert_int_equal(rep.tune_rows_taken, 1);
     assert_int_equal(rep.measurements_taken, 1);
     assert_int_equal(measured(dst, "block_m=32").registers, 96);   /* key_named: q_bucket = seq_bucket */
+
+    /* A version 4 file: its short self-attention rows sat at the old key
+     * floor (256) and take their own length's key bucket (cache/schema.c). */
+    tamper("v2.mxdb", "UPDATE tune_results SET seq_bucket=256, config='block_m=48';"
+                      "UPDATE measurements SET seq_bucket=256, config='block_m=48';");
+    tamper("v2.mxdb", "ALTER TABLE tune_results ADD COLUMN q_bucket; UPDATE tune_results SET q_bucket=128;"
+                      "ALTER TABLE measurements ADD COLUMN q_bucket; UPDATE measurements SET q_bucket=128;"
+                      "ALTER TABLE kernels ADD COLUMN last_used; CREATE TABLE meta(name, value); PRAGMA user_version = 4;");
+    assert_int_equal(mx_cache_import(dst, in_dir("v2.mxdb"), NULL, &rep), MXATTN_OK);
+    assert_int_equal(rep.tune_rows_taken, 1);
+    assert_int_equal(rep.measurements_taken, 1);
+    mx_tune_key k = key_named("NVIDIA H200", 128);
+    mx_tune_result r;
+    assert_int_equal(mx_cache_get_tune(dst, &k, &r), MXATTN_OK);
+    assert_string_equal(r.config, "block_m=48");
     mx_cache_close(dst);
 }
 

@@ -40,20 +40,25 @@ static mx_measurement meas(const char *config, const char *status, double ms, do
 /* ---- buckets and candidate lists ------------------------------------------ */
 
 static void test_seq_bucket_rule(void **state) {
-    assert_int_equal(mx_seq_bucket(1, 1), MX_SEQ_BUCKET_MIN);
-    assert_int_equal(mx_seq_bucket(256, 100), 256);
-    assert_int_equal(mx_seq_bucket(257, 1), 512);
-    assert_int_equal(mx_seq_bucket(1000, 4096), 4096);   /* the longer of the two */
-    assert_int_equal(mx_seq_bucket(4096, 4097), 8192);
-    assert_int_equal(mx_seq_bucket(65536, 1), 65536);
-    assert_int_equal(mx_seq_bucket(1 << 20, 1 << 20), MX_SEQ_BUCKET_MAX);
+    assert_int_equal(mx_seq_bucket(1), MX_SEQ_BUCKET_MIN);
+    assert_int_equal(MX_SEQ_BUCKET_MIN, 64);
+    assert_int_equal(mx_seq_bucket(100), 128);
+    assert_int_equal(mx_seq_bucket(256), 256);
+    assert_int_equal(mx_seq_bucket(257), 512);
+    assert_int_equal(mx_seq_bucket(4097), 8192);
+    assert_int_equal(mx_seq_bucket(65536), 65536);
+    assert_int_equal(mx_seq_bucket(1 << 20), MX_SEQ_BUCKET_MAX);
+    /* Cross-attention's key lengths under one query length are tuned apart
+     * (text conditioning: 77 keys, 256, 1024 against 4096 queries). */
+    assert_true(mx_seq_bucket(77) != mx_seq_bucket(256));
+    assert_true(mx_seq_bucket(256) != mx_seq_bucket(1024));
     /* The query length alone: decoding (1 row, a few speculative rows) and
      * chunked prefill fall apart from a full prefill over the same keys. */
     assert_int_equal(mx_q_bucket(1), MX_Q_BUCKET_MIN);
     assert_int_equal(mx_q_bucket(16), 16);
     assert_int_equal(mx_q_bucket(17), 32);
     assert_int_equal(mx_q_bucket(512), 512);
-    assert_int_equal(mx_q_bucket(4096), mx_seq_bucket(4096, 4096));
+    assert_int_equal(mx_q_bucket(4096), mx_seq_bucket(4096));
     assert_int_equal(mx_q_bucket(1 << 20), MX_SEQ_BUCKET_MAX);
     assert_true(mx_q_bucket(1) != mx_q_bucket(4096));
 }

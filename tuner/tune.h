@@ -33,19 +33,23 @@
  *   is sticky) ends the run with MXATTN_ERROR_CUDA: later numbers would be
  *   garbage.  The measurements made so far stay in the cache.
  *
- * Sequence lengths are bucketed so one tuning run serves nearby lengths:
- * bucket = the next power of two >= max(seq_q, seq_k), clamped to
- * [MX_SEQ_BUCKET_MIN, MX_SEQ_BUCKET_MAX]; and the query length on its own,
- * q_bucket = the next power of two >= seq_q, clamped to [MX_Q_BUCKET_MIN,
- * MX_SEQ_BUCKET_MAX], so decoding (a few rows against a long cache) and
- * prefill over the same keys are tuned apart: their best tiles differ (f16
- * D=64: 64-row blocks 2.4x faster than the prefill's 192-row ones at
- * seq_q=1). */
+ * Sequence lengths are bucketed so one tuning run serves nearby lengths, the
+ * keys and the queries apart: seq_bucket = the next power of two >= seq_k,
+ * clamped to [MX_SEQ_BUCKET_MIN, MX_SEQ_BUCKET_MAX], and q_bucket = the next
+ * power of two >= seq_q, clamped to [MX_Q_BUCKET_MIN, MX_SEQ_BUCKET_MAX].
+ * Decoding (a few rows against a long cache) and prefill over the same keys
+ * are tuned apart: their best tiles differ (f16 D=64: 64-row blocks 2.4x
+ * faster than the prefill's 192-row ones at seq_q=1).  So are
+ * cross-attention's key lengths under one query length: with the longer of
+ * the two as the bucket, Nq=4096 against 77, 256 and 1024 keys shared one
+ * row, and the winner at 77 keys ran 0.61x of the default at 1024 (f16 D=64,
+ * H200, 2026-12-01).  The key bucket starts at one 64-key tile, so 77 keys
+ * (bucket 128) and 256 (256) are apart too. */
 #ifndef MX_TUNER_TUNE_H
 #define MX_TUNER_TUNE_H
 #include "jit/jit.h"
 
-#define MX_SEQ_BUCKET_MIN 256
+#define MX_SEQ_BUCKET_MIN 64
 #define MX_SEQ_BUCKET_MAX 65536
 #define MX_Q_BUCKET_MIN 16
 /* Under its power limit (700 W on the H200) the GPU's clock follows the
@@ -63,7 +67,7 @@
  * toggle): a team tuning for its model can match its scores' spread
  * (bench/attention.py's randn inputs: ~1). */
 #define MX_TUNE_SCORES_STD 2.5
-int mx_seq_bucket(int seq_q, int seq_k);
+int mx_seq_bucket(int seq_k);
 int mx_q_bucket(int seq_q);
 
 typedef struct {

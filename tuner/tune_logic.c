@@ -14,9 +14,7 @@ static int pow2_bucket(int n, int lo, int hi) {
     return bucket;
 }
 
-int mx_seq_bucket(int seq_q, int seq_k) {
-    return pow2_bucket(seq_q > seq_k ? seq_q : seq_k, MX_SEQ_BUCKET_MIN, MX_SEQ_BUCKET_MAX);
-}
+int mx_seq_bucket(int seq_k) { return pow2_bucket(seq_k, MX_SEQ_BUCKET_MIN, MX_SEQ_BUCKET_MAX); }
 
 int mx_q_bucket(int seq_q) { return pow2_bucket(seq_q, MX_Q_BUCKET_MIN, MX_SEQ_BUCKET_MAX); }
 
