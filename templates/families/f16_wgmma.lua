@@ -128,12 +128,18 @@ function WG.default(t, pr)
   -- idle (pr.sms: the plan's GPU): +10% at B=1 H=8 N=1024 (64 units on 132
   -- SMs, 0.0219 vs 0.0242 ms), while the split-capable kernel is 1.6%
   -- slower where it does not split (H200, D=128, 2026-11-29).
+  -- Up to 96 keys (77 text tokens) take one 96-key tile, two stages deep
+  -- (a third would hold nothing): B2 H16 Nq=4096 Nk=77 D=128, 0.0458 ms
+  -- against 0.0483 in the tuner, 0.0470 against 0.0499 in the bench (H200,
+  -- 2026-12-02, bench/results/h200/cross_key_buckets.md).
+  local few_keys = open and pr and pr.seq_k and pr.seq_k <= 96
   if dp <= 128 then
     local loops = open and t.overlap ~= 0
     local units = pr and pr.sms and pr.seq_q and U.ceil_div(pr.seq_q, 128) * (pr.heads_q or 1) * (pr.batch or 1)
     local split = loops and t.causal ~= 1 and units ~= nil and 2 * units <= pr.sms
     return { variant = "wgmma", q_regs = 0, overlap = open and 1 or 0, persistent = loops and 1 or 0,
-             split = split and 1 or 0, block_m = 128, warps = 12, stages = 3, block_n = 128 }
+             split = split and 1 or 0, block_m = 128, warps = 12, stages = few_keys and 2 or 3,
+             block_n = few_keys and 96 or 128 }
   end
   return { variant = "wgmma", q_regs = 0, block_m = 128, warps = 12, stages = 2, block_n = 64 }
 end
