@@ -96,8 +96,9 @@ static const char SCHEMA_V4[] =
  * otherwise, self-attention at the query's length: it moves to that length's
  * new key bucket (64 at the least, tuner/tune.h's floor).  A row with equal
  * buckets had keys no longer than its queries, and is read as self-attention
- * at that length, as it was applied before.  Nothing collides: no v4 row has a seq_bucket below 256.  Import
- * applies the same reading to older files (mx_tune_key_from_v4). */
+ * at that length, as it was applied before.  Nothing collides: no v4 row
+ * has a seq_bucket below 256.  Import applies the same reading to older
+ * files (mx_tune_key_from_v4). */
 #define V4_REBUCKET(table)                                                                            \
     "UPDATE " table " SET seq_bucket=max(q_bucket,64) WHERE seq_bucket=256 AND q_bucket<256;"
 static const char SCHEMA_V5[] = V4_REBUCKET("tune_results") V4_REBUCKET("measurements") "PRAGMA user_version=5;";

@@ -719,7 +719,8 @@ static void test_old_exports_still_import(void **state) {
                       "UPDATE measurements SET seq_bucket=256, config='block_m=48';");
     tamper("v2.mxdb", "ALTER TABLE tune_results ADD COLUMN q_bucket; UPDATE tune_results SET q_bucket=128;"
                       "ALTER TABLE measurements ADD COLUMN q_bucket; UPDATE measurements SET q_bucket=128;"
-                      "ALTER TABLE kernels ADD COLUMN last_used; CREATE TABLE meta(name, value); PRAGMA user_version = 4;");
+                      "ALTER TABLE kernels ADD COLUMN last_used; CREATE TABLE meta(name, value);"
+                      "PRAGMA user_version = 4;");
     assert_int_equal(mx_cache_import(dst, in_dir("v2.mxdb"), NULL, &rep), MXATTN_OK);
     assert_int_equal(rep.tune_rows_taken, 1);
     assert_int_equal(rep.measurements_taken, 1);
