@@ -681,6 +681,14 @@ static void test_impossible_measurements_are_refused(void **state) {
 
 /* Exports before measurements were carried held the table, empty (every
  * export is made with the whole schema); and v1/v2 files have no q_bucket. */
+/* Imports `file`, which must give one tuning row and one measurement. */
+static void import_one_of_each(mx_cache *dst, const char *file) {
+    mx_import_report rep;
+    assert_int_equal(mx_cache_import(dst, in_dir(file), NULL, &rep), MXATTN_OK);
+    assert_int_equal(rep.tune_rows_taken, 1);
+    assert_int_equal(rep.measurements_taken, 1);
+}
+
 static void test_old_exports_still_import(void **state) {
     (void)state;
     export_measured("ex.mxdb");
@@ -708,9 +716,7 @@ static void test_old_exports_still_import(void **state) {
            "INSERT INTO measurements VALUES('NVIDIA H200', 132, 90, 12040, 12040, '0.1.0', '', 'f16', 128, 'f16',"
            " 'f16', 0, 1, 'bhnd', 1024, 'block_m=32', 'ok', 2.5, 0.02, 96, 7);"
            "PRAGMA user_version = 2;");
-    assert_int_equal(mx_cache_import(dst, in_dir("v2.mxdb"), NULL, &rep), MXATTN_OK);
-    assert_int_equal(rep.tune_rows_taken, 1);
-    assert_int_equal(rep.measurements_taken, 1);
+    import_one_of_each(dst, "v2.mxdb");
     assert_int_equal(measured(dst, "block_m=32").registers, 96);   /* key_named: q_bucket = seq_bucket */
 
     /* A version 4 file: its short self-attention rows sat at the old key
@@ -721,9 +727,7 @@ static void test_old_exports_still_import(void **state) {
                       "ALTER TABLE measurements ADD COLUMN q_bucket; UPDATE measurements SET q_bucket=128;"
                       "ALTER TABLE kernels ADD COLUMN last_used; CREATE TABLE meta(name, value);"
                       "PRAGMA user_version = 4;");
-    assert_int_equal(mx_cache_import(dst, in_dir("v2.mxdb"), NULL, &rep), MXATTN_OK);
-    assert_int_equal(rep.tune_rows_taken, 1);
-    assert_int_equal(rep.measurements_taken, 1);
+    import_one_of_each(dst, "v2.mxdb");
     mx_tune_key k = key_named("NVIDIA H200", 128);
     mx_tune_result r;
     assert_int_equal(mx_cache_get_tune(dst, &k, &r), MXATTN_OK);
