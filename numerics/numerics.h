@@ -357,6 +357,15 @@ typedef struct {
      * drops that term, a constant of the row), and V's scales are its tile's.
      * Needs p_fold 0 and kmean_sampled 0. */
     int kv_tile;
+    /* 1: the online form's running max, in base 2, rounded up to an integer
+     * before it is subtracted (p_tile > 0, p_fold 0).  P~ = 2^(x - ceil(m))
+     * then differs between two bases by a power of two only, and an E4M3
+     * rounding of P~ * 448 does not depend on the base (but for P~ under
+     * E4M3's normals, 2^-6 / 448, which carries no weight): a kernel whose
+     * warps or key pieces keep maxima of their own (variant=decode) makes
+     * the very codes this reference makes.  The top binade of P~ is lost
+     * to the rounding up: P~ * 448 peaks in [224, 448], as accurate. */
+    int p_base_pow2;
 } mx_ref_config;
 
 /* Optional intermediates, each NULL or batch*heads_q*seq_q*seq_k doubles

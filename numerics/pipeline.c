@@ -98,6 +98,8 @@ static mxattn_status check_config(const mx_ref_config *c) {
     if (c->kv_tile < 0 || (c->kv_tile > 0 && (c->p_fold || c->kmean_sampled)))
         return mx_fail(MXATTN_ERROR_INVALID_VALUE,
                        "pipeline reference: kv_tile %d (needs p_fold 0 and kmean_sampled 0)", c->kv_tile);
+    if (c->p_base_pow2 && (c->p_tile <= 0 || c->p_fold))
+        return mx_fail(MXATTN_ERROR_INVALID_VALUE, "pipeline reference: p_base_pow2 needs p_tile > 0 and p_fold 0");
     if (!(c->temperature > 0) || isinf(c->temperature))
         return mx_fail(MXATTN_ERROR_INVALID_VALUE, "pipeline reference: bad temperature %g", c->temperature);
     return MXATTN_OK;
@@ -424,6 +426,8 @@ static mxattn_status attend_offline(workspace *w, const mx_ref_shape *s, const m
     return MXATTN_OK;
 }
 
+static const double LOG2_E = 1.4426950408889634, LN_2 = 0.6931471805599453;
+
 /* Online form: the kernel's loop over key tiles with a running max. */
 static mxattn_status attend_tiled(workspace *w, const mx_ref_shape *s, const mx_ref_config *c,
                                   int i, double *lse) {
@@ -436,6 +440,7 @@ static mxattn_status attend_tiled(workspace *w, const mx_ref_shape *s, const mx_
         for (int j = t0; j < t0 + n; j++)
             if (mx_ref_key_visible(s, i, j)) tile_max = max_nan(tile_max, w->scores[j]);
         double m_new = max_nan(m, tile_max);
+        if (c->p_base_pow2 && isfinite(m_new)) m_new = ceil(m_new * LOG2_E) * LN_2;
         w->tile_max[t0 / tile] = m_new;
         if (m_new == -INFINITY) {                         /* nothing visible yet */
             for (int j = t0; j < t0 + n; j++) w->phat[j] = 0;

@@ -360,6 +360,55 @@ static void test_pipeline_kv_tile(void **state) {
     release(&p);
 }
 
+/* p_base_pow2: with the running max rounded up to a power of two, P's E4M3
+ * codes do not depend on where the online form's maxima came from, so tiles
+ * of 16 keys and of 64 (each its own sequence of maxima) agree but for the
+ * codes under E4M3's normals (4.5e-6 here), where the plain tiled form moves
+ * by E4M3 roundings (1.7e-3).  The decode kernel's key warps and pieces rely
+ * on it.  Its price: the row's largest P is no longer exactly 448, and on
+ * these peaked rows (Q doubled) rel-L1 against fp64 reads 0.0357 against
+ * 0.0318.  Per-row Q scales and the decode kernel's 64-key kv_tile,
+ * bottom-right causal. */
+static void test_pipeline_p_base_pow2(void **state) {
+    (void)state;
+    problem p = make(2, 8, 2, 4, 1000, 72, MXATTN_CAUSAL_BOTTOM_RIGHT, 21);
+    for (size_t i = 0; i < p.nq_elems; i++) p.q[i] = mx_round_bf16(2.0f * p.q[i]);
+    for (size_t i = 0; i < p.nk_elems; i++) p.k[i] = mx_round_bf16(p.k[i]);
+    for (size_t i = 0; i < p.nk_elems; i++) p.v[i] = mx_round_bf16(p.v[i]);
+    mx_ref_config exact;
+    mx_ref_config_exact(&exact);
+    assert_int_equal(mx_ref_pipeline_attention(&p.s, &exact, p.q, p.k, p.v, p.o, NULL, NULL), MXATTN_OK);
+    double *a = malloc(p.no_elems * sizeof(double)), *b = malloc(p.no_elems * sizeof(double));
+    assert_non_null(a);
+    assert_non_null(b);
+    mx_ref_config c;
+    assert_int_equal(mx_ref_family_config("int8-fp8", 0, 1, MXATTN_BF16, &c), MXATTN_OK);
+    c.int8_block_q = 1;
+    c.int8_block_k = 16;
+    c.int8_per_thread = 0;
+    c.kmean_sampled = 0;
+    c.kv_tile = 64;
+    double moved[2], acc[2];
+    for (int pow2 = 0; pow2 < 2; pow2++) {
+        c.p_base_pow2 = pow2;
+        c.p_tile = 64;
+        assert_int_equal(mx_ref_pipeline_attention(&p.s, &c, p.q, p.k, p.v, a, NULL, NULL), MXATTN_OK);
+        c.p_tile = 16;
+        assert_int_equal(mx_ref_pipeline_attention(&p.s, &c, p.q, p.k, p.v, b, NULL, NULL), MXATTN_OK);
+        moved[pow2] = mx_rel_l1(a, b, p.no_elems);
+        acc[pow2] = mx_rel_l1(a, p.o, p.no_elems);
+    }
+    printf("p_base_pow2: 16- vs 64-key tiles rel-L1 %.2e (plain %.2e); vs fp64 %.4f (plain %.4f)\n", moved[1],
+           moved[0], acc[1], acc[0]);
+    assert_true(moved[1] < 2e-5);
+    assert_true(moved[0] > 50 * moved[1]);
+    assert_true(acc[1] < 1.2 * acc[0]);
+    c.p_tile = 0;
+    assert_int_equal(mx_ref_pipeline_attention(&p.s, &c, p.q, p.k, p.v, a, NULL, NULL), MXATTN_ERROR_INVALID_VALUE);
+    free(a); free(b);
+    release(&p);
+}
+
 /* p_fold: int8-fp8's pipeline with the wgmma kernel's fp32 exponent.  It
  * stays within E4M3 flips of the plain tiled form on many rows (outputs and
  * LSE, both causal alignments, ragged tiles), rejects configurations it
@@ -765,6 +814,7 @@ int main(void) {
         cmocka_unit_test(test_pipeline_smooth_k),
         cmocka_unit_test(test_pipeline_v_two_terms),
         cmocka_unit_test(test_pipeline_kv_tile),
+        cmocka_unit_test(test_pipeline_p_base_pow2),
         cmocka_unit_test(test_pipeline_p_fold),
         cmocka_unit_test(test_pipeline_l_from_p_hat),
         cmocka_unit_test(test_pipeline_int8_per_thread),
