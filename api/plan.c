@@ -219,11 +219,11 @@ static void fill_info(mxattn_plan *plan, double t0) {
     mxattn_plan_info *info = &plan->info;
     const mx_jit_kernel *k = &plan->kernel;
     snprintf(info->config, sizeof info->config, "%s", k->knobs);
-    snprintf(info->kernel_name, sizeof info->kernel_name, "%s", k->launch.steps[k->launch.n_steps - 1].name);
+    snprintf(info->kernel_name, sizeof info->kernel_name, "%s", k->launch.steps[k->launch.main_step].name);
     info->cubin_from_cache = k->from_cache;
     info->compile_ms = k->compile_ms;
     info->registers = k->registers;
-    info->shared_bytes = k->launch.steps[k->launch.n_steps - 1].smem_bytes + k->shared_bytes;
+    info->shared_bytes = k->launch.steps[k->launch.main_step].smem_bytes + k->shared_bytes;
     info->spill_bytes = k->spill_bytes;
     info->workspace_bytes = k->launch.workspace_bytes;
     /* The templates know which knob that is; C does not keep its name. */

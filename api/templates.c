@@ -75,7 +75,7 @@ mxattn_status mxattn_compile(mxattn_ctx *ctx, const char *params, const mxattn_c
     if (st != MXATTN_OK) goto fail;
     if (mx_params_get(canonical, "arch", out->arch, sizeof out->arch) != 1)
         snprintf(out->arch, sizeof out->arch, "sm_90a");
-    const mx_launch_step *attn = &lp.steps[lp.n_steps - 1];
+    const mx_launch_step *attn = &lp.steps[lp.main_step];
     snprintf(out->kernel_name, sizeof out->kernel_name, "%s", attn->name);
     out->kernels = lp.n_steps;
     out->shared_dynamic_bytes = attn->smem_bytes;

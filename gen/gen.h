@@ -57,12 +57,14 @@ typedef struct {
     unsigned long long workspace;
     unsigned long long ws_off[MX_GEN_MAX_WS_OFF];
     int n_kernels, n_tmaps;
+    int main;                /* the attention kernel's index (0-based; the plan's 'main', default the last) */
     mx_gen_kernel kernels[MX_GEN_MAX_KERNELS];
     mx_gen_tmap tmaps[MX_GEN_MAX_TMAPS];
 } mx_gen_launch;
 
 /* Calls mxattn.launch_plan(params, sizes) and reads the table it returns
- * through Lua's C API: { workspace = N, ws_off = {N, ...}, kernels = {{name =,
+ * through Lua's C API: { workspace = N, ws_off = {N, ...}, main = i (the
+ * attention kernel, 1-based; optional, the last), kernels = {{name =,
  * grid = {x, y, z}, block =, smem =, resident =, pdl =}, ...}, tmaps = {{slot =,
  * tensor = "q", box_cols =, box_rows =, swizzle =, head_dim =} or {slot =,
  * section =, elem_bytes =, cols =, rows =, heads =, batch =, box_cols =,

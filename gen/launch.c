@@ -215,7 +215,7 @@ fail:
     return st;
 }
 
-static const char *const plan_keys[] = {"workspace", "ws_off", "kernels", "tmaps", NULL};
+static const char *const plan_keys[] = {"workspace", "ws_off", "main", "kernels", "tmaps", NULL};
 
 /* Reads the table on top of L's stack into *out; the stack is left as it was. */
 static mxattn_status read_plan(lua_State *L, mx_gen_launch *out) {
@@ -260,6 +260,12 @@ static mxattn_status read_plan(lua_State *L, mx_gen_launch *out) {
     }
     out->n_kernels = n;
     lua_pop(L, 1);
+    /* The attention kernel, whose registers and spills a plan reports and the
+     * tuner judges: the last one unless a kernel runs after it (decode's
+     * combine kernel). */
+    long long main_kernel = 0;
+    MX_TRY(read_int(&r, "main", 1, n, 1, n, &main_kernel));
+    out->main = (int)main_kernel - 1;
     push_field(L, "tmaps");
     MX_TRY(sequence(&r, "tmaps", MX_GEN_MAX_TMAPS, 1, &n));
     for (int i = 0; i < n; i++) {

@@ -27,6 +27,7 @@ void mx_jit_plan_from_gen(const mx_gen_launch *in, mx_launch_plan *out) {
     out->workspace_bytes = (size_t)in->workspace;
     for (int i = 0; i < MX_GEN_MAX_WS_OFF; i++) out->ws_off[i] = in->ws_off[i];
     out->n_steps = in->n_kernels;
+    out->main_step = in->main;
     for (int i = 0; i < in->n_kernels; i++) {
         const mx_gen_kernel *k = &in->kernels[i];
         mx_launch_step *s = &out->steps[i];

@@ -151,8 +151,8 @@ mxattn_status mx_jit_compile(const char *source, const char *arch, const mx_laun
     kernel_job *jobs = calloc((size_t)n, sizeof *jobs);
     if (!jobs) return mx_fail(MXATTN_ERROR_OUT_OF_MEMORY, "no memory for %d compile jobs", n);
     for (int i = 0; i < n; i++) {
-        /* A whole module names its last (attention) kernel, whose usage plans record. */
-        const char *kernel = lp->steps[n > 1 ? i : lp->n_steps - 1].name;
+        /* A whole module names its attention kernel, whose usage plans record. */
+        const char *kernel = lp->steps[n > 1 ? i : lp->main_step].name;
         jobs[i] = (kernel_job){.source = source, .arch = arch, .kernel = kernel, .alone = n > 1};
         snprintf(jobs[i].define, sizeof jobs[i].define, "-DMX_COMPILE_%s", kernel);
     }
@@ -165,7 +165,7 @@ mxattn_status mx_jit_compile(const char *source, const char *arch, const mx_laun
     if (st == MXATTN_OK && !jobs[0].result.cubin)
         st = mx_fail(MXATTN_ERROR_INVALID_VALUE, "%s is a virtual arch: no cubin to load", arch);
     if (st == MXATTN_OK) {
-        out->usage = jobs[n - 1].result.usage;
+        out->usage = jobs[n > 1 ? lp->main_step : 0].result.usage;
         st = pack_jobs(jobs, n, out);
     }
     for (int i = 0; i < n; i++) mx_compile_result_free(&jobs[i].result);

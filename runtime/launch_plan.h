@@ -45,6 +45,7 @@ typedef struct {
     mx_tmap_request tmaps[MX_MAX_TMAPS];
     uint64_t ws_off[8];
     int n_steps;
+    int main_step;           /* the attention kernel: its usage is the plan's (the others are small) */
     mx_launch_step steps[MX_MAX_LAUNCH_STEPS];
 } mx_launch_plan;
 

@@ -212,12 +212,13 @@ function M.launch_plan(text, problem)
     if not c.section then c.head_dim = t.head_dim end
     tmaps[i] = c
   end
-  return { workspace = plan.workspace, ws_off = plan.ws_off, kernels = plan.kernels, tmaps = tmaps }
+  return { workspace = plan.workspace, ws_off = plan.ws_off, main = plan.main, kernels = plan.kernels, tmaps = tmaps }
 end
 
 -- The same plan as text, one line per item, for reading and for the
 -- templates' tests (C reads the table, never this text): "workspace N",
 -- "kernel NAME GX GY GZ THREADS SMEM [RESIDENT]", "pdl I" (kernel I, from 0),
+-- "main I" (the attention kernel, from 0, where it is not the last),
 -- "wsoff I N", "tmap SLOT TENSOR BOX_COLS BOX_ROWS SWIZZLE HEAD_DIM" and
 -- "tmapws SLOT SECTION ELEM_BYTES COLS ROWS HEADS BATCH BOX_COLS BOX_ROWS SWIZZLE".
 function M.launch(text, problem)
@@ -230,6 +231,7 @@ function M.launch(text, problem)
   for i, k in ipairs(plan.kernels) do
     if k.pdl then lines[#lines + 1] = string.format("pdl %d", i - 1) end
   end
+  if plan.main and plan.main ~= #plan.kernels then lines[#lines + 1] = string.format("main %d", plan.main - 1) end
   for i, off in ipairs(plan.ws_off or {}) do lines[#lines + 1] = string.format("wsoff %d %d", i - 1, off) end
   for _, m in ipairs(plan.tmaps) do
     if m.section then

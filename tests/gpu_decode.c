@@ -1,4 +1,4 @@
-/* The f16 family's decode schedule (variant=decode: a KV group's query heads
+/* The decode schedule of f16 and int8-fp8 (variant=decode: a KV group's query heads
  * packed into a tile's rows, the keys split over blocks and merged by a
  * second kernel) against the fp64 CPU reference in numerics/, on fresh
  * random inputs with a poisoned output and LSE: Nq 1, 4 and 16 against Nk 1,
@@ -8,7 +8,10 @@
  * for a few query rows) and explicit tiles and piece counts: one piece (no
  * combine kernel), more pieces than key tiles (empty pieces), 32- and 64-row
  * blocks over 8 warps, Q reloaded from shared memory, 128-key tiles, a
- * 2-deep ring, piece counts that are not powers of two.  Exits 77 (skipped) without a GPU. */
+ * 2-deep ring, piece counts that are not powers of two.  int8-fp8, which
+ * quantizes each tile as it lands (cuda/decode_quant.cuh), over the same
+ * grid and tiles against its pipeline reference (numerics' kv_tile and
+ * p_base_pow2) and fp64.  Exits 77 (skipped) without a GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,8 +23,10 @@
 static mx_device g_dev;
 static mxattn_ctx *g_ctx;
 
-/* The decode schedule's cases are checked as gpu_f16's, and must run it. */
+/* The decode schedule's cases are checked as gpu_f16's and gpu_int8's are,
+ * and must run it. */
 static int check_case(const gpu_case *c, uint64_t seed) {
+    if (!strcmp(c->family, "int8-fp8")) return gpu_check_int8_case(g_ctx, &g_dev, c, seed, "variant=decode");
     return gpu_check_f16_case(g_ctx, &g_dev, c, seed, "variant=decode");
 }
 
@@ -117,6 +122,40 @@ static void test_other_head_dims(void **state) {
     assert_int_equal(failures, 0);
 }
 
+/* int8-fp8: the default over the grid (every Nq x Nk, group sizes, head dims
+ * 64, 128 and 72, both dtypes, layouts, padding, the LSE), and explicit tiles
+ * and pieces: 128-key tiles, 32- and 64-row blocks over 8 warps, a 2-deep
+ * ring, more pieces than tiles. */
+static void test_int8_fp8_grid_and_tiles(void **state) {
+    static const char *configs[] = {
+        NULL,
+        "variant=decode kv_splits=1 block_m=16 block_n=64 warps=4 stages=3",
+        "variant=decode kv_splits=64 block_m=16 block_n=64 warps=4 stages=3",
+        "variant=decode kv_splits=4 block_m=32 block_n=64 warps=8 stages=3",
+        "variant=decode kv_splits=8 block_m=64 block_n=64 warps=8 stages=2",
+        "variant=decode kv_splits=3 block_m=16 block_n=128 warps=4 stages=2",
+    };
+    int failures = 0;
+    for (int i = 0; i < 12; i++) {
+        gpu_case c = grid_case(i, NULL);
+        c.family = "int8-fp8";
+        failures += check_case(&c, gpu_seed_base() + 300 + i);
+    }
+    for (int k = 1; k < (int)(sizeof configs / sizeof *configs); k++)
+        for (int j = 0; j < 2; j++) {
+            gpu_case c = grid_case((5 * k + 7 * j) % 12, configs[k]);
+            c.family = "int8-fp8";
+            c.launches = 2;
+            failures += check_case(&c, gpu_seed_base() + 320 + 2 * k + j);
+        }
+    /* Hkv = 1 with 32 query heads (two 64-row tiles a KV head), D 40. */
+    gpu_case c = {.family = "int8-fp8", .batch = 2, .heads_kv = 1, .heads_q = 32, .seq_q = 4, .seq_k = 3000,
+                  .head_dim = 40, .causal = MXATTN_CAUSAL_BOTTOM_RIGHT, .dtype = MXATTN_BF16,
+                  .layout = MXATTN_LAYOUT_BNHD, .pad = 8, .lse = 1};
+    failures += check_case(&c, gpu_seed_base() + 340);
+    assert_int_equal(failures, 0);
+}
+
 int main(int argc, char **argv) {
     gpu_open_or_skip(&g_dev, "gpu_decode");
     if (!(g_ctx = gpu_cacheless_ctx())) return 1;
@@ -124,6 +163,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_default_grid_plans_match_reference_over_decode_shapes),
         cmocka_unit_test(test_tiles_and_pieces),
         cmocka_unit_test(test_other_head_dims),
+        cmocka_unit_test(test_int8_fp8_grid_and_tiles),
     };
     int rc = gpu_run_tests("gpu_decode", tests, sizeof tests / sizeof *tests, argc, argv);
     mxattn_destroy(g_ctx);

@@ -44,13 +44,7 @@ static mxattn_ctx *g_ctx;
 
 #define WG "variant=wgmma "
 
-/* Bounds: tests/gpu_int8.c's, for int8-fp8. */
-#define FP8_FAMILY_COS 0.9985
-#define FP8_FAMILY_REL_L1 0.05
-#define LSE_VS_FP64 0.1
-#define PIPE_REL_L1_BF16 4e-3
-#define PIPE_REL_L1_F16 2e-3
-#define PIPE_COS 0.99998
+/* Bounds: the INT8 families' (tests/support/gpu_harness.h), for int8-fp8. */
 
 /* ---- watchdog ---- */
 

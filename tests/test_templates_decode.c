@@ -68,6 +68,16 @@ static void test_default_for_a_few_rows(void **state) {
         free(again);
         free(knobs);
     }
+    /* int8-fp8 decodes the same way, quantizing as the tiles land. */
+    char *q8 = gen_call(g, "default_knobs", "family=int8-fp8 arch=sm_90a head_dim=128 gqa=4",
+                        "batch=8 heads_q=32 heads_kv=8 seq_q=1 seq_k=32768 head_dim=128 sms=132");
+    assert_non_null(strstr(q8, "variant=decode"));
+    assert_non_null(strstr(q8, "kv_splits=4 block_m=16 block_n=64 warps=4 stages=3"));
+    free(q8);
+    q8 = gen_call(g, "default_knobs", "family=int8-fp8 arch=sm_90a head_dim=128 gqa=4",
+                  "batch=8 heads_q=32 heads_kv=8 seq_q=17 seq_k=32768 head_dim=128 sms=132");
+    assert_non_null(strstr(q8, "variant=wgmma"));
+    free(q8);
     /* Odd vector widths keep the mma.sync kernel. */
     char *odd = gen_call(g, "default_knobs", "family=f16 head_dim=100 align=4", "batch=1 heads_q=8 heads_kv=8 seq_q=1 seq_k=4096");
     assert_null(strstr(odd, "decode"));
@@ -105,8 +115,11 @@ static void test_invalid_tables_name_the_knob(void **state) {
         {"family=f16 head_dim=128 variant=decode block_m=16 warps=4 overlap=1", "overlap"},
         {"family=f16 head_dim=128 variant=wgmma kv_splits=4", "kv_splits"},
         {"family=f16 head_dim=128 variant=mma kv_splits=2", "kv_splits"},
-        {"family=int8-fp8 head_dim=128 variant=decode", "variant=decode"},
+        {"family=int8-fp8 head_dim=128 arch=sm_86 variant=decode", "sm_89"},
+        {"family=int8-fp8 head_dim=128 v_terms=2 variant=decode", "v_terms"},
+        {"family=int8-fp8 head_dim=128 variant=decode rowsum_mma=1", "rowsum_mma"},
         {"family=int8-fp8 head_dim=128 kv_splits=2", "kv_splits"},
+        {"family=int8-f16 head_dim=128 variant=decode", "variant=decode"},
     };
     gen_expect_invalid_cases(g, cases, sizeof cases / sizeof *cases);
 }
@@ -153,9 +166,9 @@ static void test_candidates_for_decode(void **state) {
 static int compile(const char *params, const char *arch, const char *suffix, mx_compile_result *r) {
     char *src = gen_call(g, "render", params, NULL);
     mx_compile_options opt = {.arch = arch, .want_ptx = 1};
-    const char *name = strstr(src, "mxattn_f16_d");
+    const char *name = strstr(src, "#define KERNEL_NAME ");
     char kernel[96] = "";
-    if (name) sscanf(name, "%63[A-Za-z0-9_]", kernel);
+    if (name) sscanf(name + strlen("#define KERNEL_NAME "), "%63[A-Za-z0-9_]", kernel);
     strncat(kernel, suffix, sizeof kernel - strlen(kernel) - 1);
     mxattn_status st = mx_nvrtc_compile(src, kernel, &opt, r);
     free(src);
@@ -172,13 +185,19 @@ static void test_nvrtc_compiles_lean(void **state) {
         "family=f16 head_dim=64 dtype=f16 out_dtype=f16 variant=decode block_m=16 block_n=128 warps=4 stages=3",
         "family=f16 head_dim=256 variant=decode q_regs=0 block_m=16 block_n=64 warps=4 stages=2 kv_splits=4",
         "family=f16 head_dim=72 causal=1 lse=1 " DEC " kv_splits=3",
+        "family=int8-fp8 head_dim=128 " DEC " kv_splits=4",
+        "family=int8-fp8 head_dim=72 causal=1 lse=1 dtype=f16 out_dtype=f16 variant=decode block_m=32 block_n=128 warps=8 stages=2 kv_splits=2",
     };
     for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
         mx_compile_result r;
         if (!compile(tables[i], "sm_90a", "", &r)) skip();
-        const char *mma = strstr(tables[i], "dtype=f16") ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
-                                                         : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
+        /* int8-fp8's codes are fp16 values whatever the inputs are. */
+        int quant = strstr(tables[i], "int8-fp8") != NULL;
+        const char *mma = quant || strstr(tables[i], "dtype=f16") ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+                                                                  : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
         if (!strstr(r.ptx, mma)) fail_msg("%s: PTX lacks %s", tables[i], mma);
+        if (quant && (!strstr(r.ptx, "cvt.rn.satfinite.e4m3x2.f32") || !strstr(r.ptx, "cvt.rni.s32.f32")))
+            fail_msg("%s: PTX lacks the E4M3 or INT8 rounding", tables[i]);
         assert_non_null(strstr(r.ptx, "cp.async.cg.shared.global.L2::128B"));
         assert_non_null(strstr(r.ptx, "griddepcontrol.launch_dependents"));
         assert_true(r.usage.found);

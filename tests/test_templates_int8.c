@@ -41,7 +41,9 @@ static void test_grid_renders_deterministically(void **state) {
     assert_true(rendered >= 50);
 }
 
+/* The FP8 P V MMA reduces 32 keys; the decode schedule's fp16 one, 16. */
 static void expect_no_16_key_tile(const char *canon) {
+    if (strstr(canon, "variant=decode")) return;
     assert_int_not_equal(mx_params_get_int(canon, "block_n", -1), 16);
 }
 
@@ -51,7 +53,8 @@ static void test_illegal_tables_say_why(void **state) {
     gen_expect_invalid(g, "family=int8-fp8 head_dim=64 arch=sm_86", "sm_89");
     char *src = gen_call(g, "render", "family=int8-f16 head_dim=64 arch=sm_80 block_m=64 warps=4 block_n=16", NULL);
     free(src);
-    /* Every candidate the tuner would time is legal, and none of int8-fp8's has block_n=16. */
+    /* Every candidate the tuner would time is legal, and none of int8-fp8's
+     * has block_n=16 but decode's. */
     assert_true(gen_expect_candidates_valid(g, "family=int8-fp8 head_dim=128", expect_no_16_key_tile) > 5);
 }
 

@@ -54,11 +54,11 @@ typedef struct {
 } compile_pool;
 
 static void resources_of(const mx_jit_kernel *k, mx_kernel_resources *r) {
-    const mx_launch_step *last = &k->launch.steps[k->launch.n_steps - 1];
+    const mx_launch_step *attn = &k->launch.steps[k->launch.main_step];
     r->registers = k->registers;
     r->spill_bytes = k->spill_bytes;
-    r->threads = (int)last->threads;
-    r->smem_bytes = last->smem_bytes + k->shared_bytes;
+    r->threads = (int)attn->threads;
+    r->smem_bytes = attn->smem_bytes + k->shared_bytes;
 }
 
 static void compose_params(const char *shape, const char *config, char *out, size_t cap) {

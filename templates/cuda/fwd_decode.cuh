@@ -22,10 +22,14 @@
 //    K/V row on an mbarrier instead measured 1-2% slower at Nq=1 and 17% at
 //    Nq=16, B16 Hkv8 Nk8192, H200.)
 //
+// With QUANT (family int8-fp8) the tiles are quantized in shared memory as
+// they land and the products run on their codes: cuda/decode_quant.cuh.
+//
 // Reads the constants the template writes before this file: D, D_PAD, RS,
 // BM, BN, WARPS, THREADS, STAGES, ROW_WARPS, KEY_WARPS, KPW, KD, NT, DT,
 // SPLITS, RED_STRIDE, SM_* offsets, CAUSAL, WRITE_LSE, Q_REGS, OUT_BF16,
-// COMBINE_WARPS; and the prelude's and mma_sync block's primitives.
+// QUANT, COMBINE_WARPS; and the prelude's, mma_sync's and decode_quant's
+// primitives.
 
 // One 16-byte chunk global -> shared; a chunk that is not `ok` is zero-filled
 // from `fallback` (any valid address: no lane reads out of bounds).
@@ -87,7 +91,8 @@ MX_INLINE void decode_scores(float (&s)[NT][4], const u32 (&qf)[KD][4], u32 q_la
 // Online softmax in base 2 over this warp's scores: s becomes P, row_max and
 // row_sum (per thread, rows lane/4 and lane/4 + 8) move on, O is rescaled.
 // A row that has seen no key keeps max -inf and subtracts 0, so that
-// exp2(-inf - -inf) never makes a NaN.
+// exp2(-inf - -inf) never makes a NaN.  QUANT: the scores come in base 2
+// already, and the max is rounded up to an integer (numerics' p_base_pow2).
 MX_INLINE void decode_softmax(float (&s)[NT][4], float (&row_max)[2], float (&row_sum)[2], float (&o)[DT][4],
                               float scale_log2) {
   float mx[2] = {row_max[0], row_max[1]};
@@ -95,13 +100,14 @@ MX_INLINE void decode_softmax(float (&s)[NT][4], float (&row_max)[2], float (&ro
   for (int nt = 0; nt < NT; nt++)
 #pragma unroll
     for (int e = 0; e < 4; e++) {
-      s[nt][e] *= scale_log2;
+      if (!QUANT) s[nt][e] *= scale_log2;
       mx[e / 2] = fmaxf(mx[e / 2], s[nt][e]);
     }
   float base[2], alpha[2], sum[2] = {0.f, 0.f};
 #pragma unroll
   for (int h = 0; h < 2; h++) {
     mx[h] = quad_max(mx[h]);
+    if (QUANT) mx[h] = ceilf(mx[h]);
     base[h] = mx[h] == MX_NEG_INF ? 0.f : mx[h];
     alpha[h] = fast_exp2(row_max[h] - base[h]);
     row_max[h] = mx[h];
@@ -139,9 +145,6 @@ MX_INLINE void decode_pv(float (&o)[DT][4], const float (&s)[NT][4], u32 vt) {
     }
   }
 }
-
-// Two floats, one 8-byte access (the source includes no toolkit header, so no float2).
-struct alignas(8) f32x2 { float x, y; };
 
 MX_INLINE u32 pack_out(float lo, float hi) { return OUT_BF16 ? pack_bf16(lo, hi) : pack_f16(lo, hi); }
 
@@ -309,10 +312,14 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
   }
   cp_async_wait<STAGES - 1>();          // Q has landed
   __syncthreads();
+  if (QUANT) {
+    decode_quant_q(a.scale_log2);
+    __syncthreads();
+  }
 
   // Each lane's ldmatrix row (the x4 forms' four 8x8 matrices are lanes
   // 0-7, 8-15, 16-23, 24-31); K and V from this warp's KPW keys of a tile.
-  const u32 q_lane = sQ + ((wr * 16 + lane % 16) * RS + (lane / 16) * 8) * 2;
+  const u32 q_lane = (QUANT ? smem_addr(smem) + SM_QC : sQ) + ((wr * 16 + lane % 16) * RS + (lane / 16) * 8) * 2;
   const u32 k_lane = ((kw * KPW + lane % 8 + (lane / 16) * 8) * RS + (lane / 8) % 2 * 8) * 2;
   const u32 v_lane = ((kw * KPW + lane % 8 + (lane / 8) % 2 * 8) * RS + (lane / 16) * 8) * 2;
   u32 qf[KD][4];
@@ -320,7 +327,9 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
 #pragma unroll
     for (int kd = 0; kd < KD; kd++) ldsm_x4(qf[kd], q_lane + kd * 16 * 2);
 
-  float o[DT][4], row_max[2] = {MX_NEG_INF, MX_NEG_INF}, row_sum[2] = {0.f, 0.f};
+  float o[DT][4], row_max[2] = {MX_NEG_INF, MX_NEG_INF}, row_sum[2] = {0.f, 0.f}, qs[2], corr[2] = {0.f, 0.f};
+#pragma unroll
+  for (int h = 0; h < 2; h++) qs[h] = QUANT ? smem_at<float>(SM_QSC)[wr * 16 + lane / 4 + 8 * h] : 1.f;
 #pragma unroll
   for (int dt = 0; dt < DT; dt++) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.f;
 
@@ -333,9 +342,19 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
     if (t + STAGES - 1 < t1) load_kv(t + STAGES - 1, (i + STAGES - 1) % STAGES);
     cp_async_commit();                  // possibly empty: keeps the group count uniform
     const int slot = i % STAGES;
+    if (QUANT) {
+      u16 *kt = smem_at<u16>(SM_K + slot * TILE_BYTES), *vt = smem_at<u16>(SM_V + slot * TILE_BYTES);
+      decode_quant_tile_1(kt, vt, min(BN, a.seq_k - t * BN));
+      __syncthreads();
+      decode_quant_tile_2(kt, a.scale_log2);
+      __syncthreads();
+#pragma unroll
+      for (int h = 0; h < 2; h++) corr[h] = smem_at<float>(SM_CORR)[wr * 16 + lane / 4 + 8 * h];
+    }
 
     float s[NT][4];
     decode_scores(s, qf, q_lane, sK + slot * TILE_BYTES + k_lane);
+    if (QUANT) decode_dequant_scores(s, qs, corr, kw);
     // Keys past seq_k and, under causal, past each row's diagonal.
     if ((t + 1) * BN - 1 > block_last_key) {
 #pragma unroll
@@ -347,7 +366,8 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
         }
     }
     decode_softmax(s, row_max, row_sum, o, a.scale_log2);
-    decode_pv(o, s, sV + slot * TILE_BYTES + v_lane);
+    if (QUANT) decode_pv_quant(o, s, sV + slot * TILE_BYTES + v_lane);
+    else decode_pv(o, s, sV + slot * TILE_BYTES + v_lane);
   }
   cp_async_wait<0>();
   __syncthreads();                      // the ring becomes the merge buffer

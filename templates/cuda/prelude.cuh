@@ -88,6 +88,8 @@ MX_INLINE float quad_sum(float x) {
 // that saw no key (l = 0) is all zeros; a NaN l stays NaN.
 MX_INLINE float inverse_sum(float l) { return l != 0.f ? 1.f / l : 0.f; }
 
+// Two floats, one 8-byte access (the source includes no toolkit header, so no float2).
+struct alignas(8) f32x2 { float x, y; };
 // Two floats to a packed pair, `lo` in the low half (round to nearest even).
 MX_INLINE u32 pack_bf16(float lo, float hi) { u32 r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
 MX_INLINE u32 pack_f16(float lo, float hi) { u32 r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }

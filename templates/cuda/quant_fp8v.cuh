@@ -8,19 +8,6 @@
 // accumulators give that thread keys 2t, 2t+1 of two adjacent n8 tiles, i.e.
 // keys 2t, 2t+1, 8+2t, 9+2t.  Reading P in that order and V^T stored in the
 // same order makes P.V the same sum, with no shuffles.
-// E4M3 codes of two values, `lo` in the low byte: RNE, saturating to +-448,
-// NaN -> NaN (0x7F).
-MX_INLINE u32 to_e4m3x2(float lo, float hi) {
-  u16 r;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-// Two E4M3 codes' values (exact in f16, then f32).
-MX_INLINE void from_e4m3x2(u32 codes, float &lo, float &hi) {
-  u32 h2;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"((u16)codes));
-  asm("{ .reg .b16 l, h; mov.b32 {l, h}, %2; cvt.f32.f16 %0, l; cvt.f32.f16 %1, h; }" : "=f"(lo), "=f"(hi) : "r"(h2));
-}
 MX_INLINE int permuted_key(int pos) { return 2 * (pos / 4) + (pos & 1) + 8 * ((pos >> 1) & 1); }
 
 // One warp: keys [key0, key0 + 16) of every channel.  A lane owns VV adjacent

@@ -11,7 +11,7 @@ local F = {}
 -- The Hopper variant lives in its own file; loaded here so the template hash covers it.
 local WG = require("families.f16_wgmma")
 -- The decode schedule (few query rows, split keys): its own file too.
-local DEC = require("families.f16_decode")
+local DEC = require("families.decode")
 
 local function d_pad(t) return U.round_up(t.head_dim, 16) end
 local function row_stride(t) return d_pad(t) + 8 end  -- 16-byte pad: ldmatrix rows hit distinct banks

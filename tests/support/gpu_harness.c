@@ -363,6 +363,17 @@ mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, const char *config,
      * form; the ring (3) runs overlap=0's tile_scores. */
     cfg.p_fold = overlap == 0 || overlap == 3;
     cfg.l_from_p_hat = mx_params_get_int(config, "rowsum_mma", 0) == 1;
+    if (strstr(config, "variant=decode")) {
+        /* cuda/decode_quant.cuh: a scale a Q row, K per 16 keys, the mean and
+         * V's scales per key tile, a power-of-two running max. */
+        cfg.int8_block_q = 1;
+        cfg.int8_per_thread = 0;
+        cfg.kmean_sampled = 0;
+        cfg.kv_tile = cfg.p_tile;
+        cfg.p_base_pow2 = 1;
+        cfg.p_fold = 0;
+        cfg.l_from_p_hat = 0;
+    }
     return ref_attention_parallel(&s, &cfg, q, k, v, o, lse, 0);
 }
 
@@ -422,6 +433,26 @@ gpu_bounds gpu_exact_bounds(double family_rel_l1, double family_cos, mx_error_st
 
 int gpu_lse_matches_pipeline(double worst, long rows_over, long rows) {
     return worst < GPU_LSE_ONE_FLIP && rows_over <= 1 + rows / 4096;
+}
+
+int gpu_check_int8_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case *c, uint64_t seed,
+                        const char *variant) {
+    gpu_two_refs t;
+    if (gpu_run_two_refs(ctx, dev, c, seed, gpu_int8_pipeline_reference, NULL, &t) != MXATTN_OK) return 1;
+    const gpu_result *r = &t.pipe, *e = &t.exact;
+    int fp8 = !strcmp(c->family, "int8-fp8");
+    double pipe_tol = c->dtype == MXATTN_BF16 ? PIPE_REL_L1_BF16 : PIPE_REL_L1_F16;
+    int ok_pipe = r->unwritten == 0 && r->o.rel_l1 < pipe_tol && r->o.cosine > PIPE_COS &&
+                  (!c->lse || gpu_lse_matches_pipeline(r->lse_max_abs, r->lse_rows_over, (long)c->batch * c->heads_q * c->seq_q));
+    gpu_bounds exact = gpu_exact_bounds(fp8 ? FP8_FAMILY_REL_L1 : F16_FAMILY_REL_L1, fp8 ? FP8_FAMILY_COS : F16_FAMILY_COS,
+                                        t.design, pipe_tol);
+    int ok_exact = e->o.cosine >= exact.cos && e->o.rel_l1 <= exact.rel_l1 && (!c->lse || e->lse_max_abs < LSE_VS_FP64);
+    int named = !variant || strstr(r->config, variant) != NULL;
+    printf("%s %s [%s] seed %llu: pipeline rel_l1 %.2e cos %.7f lse %.1e | fp64 rel_l1 %.4f (bound %.4f) cos %.6f lse %.1e"
+           " | unwritten %ld, %.3f ms%s%s\n", ok_pipe && ok_exact && named ? "ok  " : "FAIL", t.what, r->config,
+           (unsigned long long)seed, r->o.rel_l1, r->o.cosine, r->lse_max_abs, e->o.rel_l1, exact.rel_l1, e->o.cosine,
+           e->lse_max_abs, r->unwritten, r->ms, named ? "" : " not ", named ? "" : variant);
+    return !(ok_pipe && ok_exact && named);
 }
 
 int gpu_check_f16_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case *c, uint64_t seed,

@@ -202,4 +202,32 @@ mxattn_status gpu_run_two_refs(mxattn_ctx *ctx, const mx_device *dev, const gpu_
  * match with the pipeline is checked tightly apart from this. */
 typedef struct { double rel_l1, cos; } gpu_bounds;
 gpu_bounds gpu_exact_bounds(double family_rel_l1, double family_cos, mx_error_stats design, double tol);
+
+/* Bounds against fp64, from the pipeline reference itself (numerics, Gaussian
+ * bf16 inputs, Q/K per 16, p_tile 32): int8-f16 measures cos 0.99993-0.99996,
+ * rel-L1 0.008-0.012 over D 64-256 and N 17-1000 (INT8 scores: a relative
+ * error ~0.9% per code, ~0.013 on a score, which softmax turns into ~1% on O);
+ * int8-fp8 measures cos 0.99928-0.99961, rel-L1 0.028-0.038 (E4M3 keeps 3
+ * mantissa bits: ~2.7% rms on each P and V element, the bulk of the error;
+ * this matches SageAttention2's 0.9993 / 0.038).  The bounds leave room for
+ * seed-to-seed variation and the output's bf16 rounding (~1e-3). */
+#define F16_FAMILY_COS 0.9998
+#define F16_FAMILY_REL_L1 0.02
+#define FP8_FAMILY_COS 0.9985
+#define FP8_FAMILY_REL_L1 0.05
+#define LSE_VS_FP64 0.1        /* quantized scores shift each row's LSE by ~their error */
+/* Against the pipeline: what remains is the output's rounding (bf16 ~2^-9
+ * relative, f16 ~2^-12), ex2.approx, fp32 accumulation and rare code flips
+ * where fp32 and fp64 round a P element differently. */
+#define PIPE_REL_L1_BF16 4e-3
+#define PIPE_REL_L1_F16 2e-3
+#define PIPE_COS 0.99998
+
+/* The INT8 kernels' check of one case (gpu_int8's, gpu_decode's): against
+ * gpu_int8_pipeline_reference within the PIPE_* bounds and its LSE rule, and
+ * against fp64 within the family's bounds loosened by gpu_exact_bounds;
+ * every output written and, unless `variant` is NULL, a config that names it.
+ * Prints a line; returns 1 on failure, else 0. */
+int gpu_check_int8_case(mxattn_ctx *ctx, const mx_device *dev, const gpu_case *c, uint64_t seed,
+                        const char *variant);
 #endif

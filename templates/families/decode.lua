@@ -1,17 +1,22 @@
--- Family f16, variant decode: a few query rows against a long KV cache
--- (templates/cuda/fwd_decode.cuh says how: packed query heads, split keys, a
--- cp.async ring, a combine kernel).  This file only checks the knobs,
--- computes the constants and the launch plan, and concatenates.
+-- Variant decode of families f16 and int8-fp8: a few query rows against a
+-- long KV cache (templates/cuda/fwd_decode.cuh says how: packed query heads,
+-- split keys, a cp.async ring, a combine kernel; int8-fp8 quantizes each
+-- tile in shared memory as it lands, cuda/decode_quant.cuh).  This file only
+-- checks the knobs, computes the constants and the launch plan, and
+-- concatenates.
 --
 -- Knobs it reads: block_m (packed rows a block: gqa * seq_q of them per KV
--- head), block_n (keys a tile), warps, stages, q_regs, kv_splits (pieces the
--- keys are cut into).  Called by families/f16.lua for variant=decode.
+-- head), block_n (keys a tile), warps, stages, q_regs (f16; int8-fp8 keeps
+-- Q's codes in registers up to head_dim 128), kv_splits (pieces the keys are
+-- cut into).  Called by families/f16.lua and families/int8_fp8.lua for
+-- variant=decode.
 local U = require("util")
 local R = require("rules")
 local S = require("space")
 local DEC = {}
 
 local SOURCE = U.cuda("cuda/fwd_decode.cuh")
+local QUANT_SOURCE = U.cuda("cuda/e4m3.cuh") .. "\n" .. U.cuda("cuda/decode_quant.cuh")
 
 -- Queries at or below which the heuristic default runs this schedule.
 -- (The bench's decode rows: Nq 1, 4 and 16.)
@@ -25,12 +30,32 @@ local function d_pad(t) return U.round_up(t.head_dim, 16) end
 local function row_stride(t) return d_pad(t) + 8 end   -- 16-byte pad: ldmatrix rows hit distinct banks
 local function row_warps(t) return t.block_m // 16 end
 local function key_warps(t) return t.warps // row_warps(t) end
+local function quantized(t) return t.family == "int8-fp8" end
+-- Q's fragments in registers: f16's knob; int8-fp8's codes up to D 128.
+local function q_regs(t)
+  if quantized(t) then return d_pad(t) <= 128 end
+  return t.q_regs == 1
+end
 
 local function layout(t)
   local dp, rs = d_pad(t), row_stride(t)
   local kw, bm = key_warps(t), t.block_m
   local l = { q = 0, tile = t.block_n * rs * 2, red_stride = dp + 8 }
-  l.k = U.round_up(bm * rs * 2, 128)
+  local at = bm * rs * 2
+  -- int8-fp8's quantized state (cuda/decode_quant.cuh names each); f16
+  -- compiles the same functions, never called, with every offset 0.
+  for _, f in ipairs({ "qc", "qsc", "corr", "kmean", "vsd", "kamax", "ksc" }) do l[f] = 0 end
+  if quantized(t) then
+    local kg = t.block_n // 16
+    local sizes = { qc = bm * rs * 2, qsc = bm * 4, corr = bm * 4, kmean = dp * 4, vsd = dp * 4,
+                    kamax = (t.warps // 2) * kg * 4, ksc = kg * 4 }
+    for _, f in ipairs({ "qc", "qsc", "corr", "kmean", "vsd", "kamax", "ksc" }) do
+      at = U.round_up(at, 16)
+      l[f] = at
+      at = at + sizes[f]
+    end
+  end
+  l.k = U.round_up(at, 128)
   l.v = l.k + t.stages * l.tile
   local ring_end = l.v + t.stages * l.tile
   -- After the last tile the ring holds the key warps' partial rows.
@@ -91,8 +116,9 @@ function DEC.register_estimate(t)
   local dp = d_pad(t)
   local kpw = t.block_n // key_warps(t)
   -- O, the scores, Q's fragments when kept, addressing and softmax state
-  -- (ptxas: 168 at D=128 with 16 keys a warp, 127 at D=64 with 32).
-  return dp // 2 + kpw // 2 + (t.q_regs == 1 and dp // 4 or 4) + 64
+  -- (ptxas: 168 at D=128 with 16 keys a warp, 127 at D=64 with 32);
+  -- int8-fp8 sums each tile's P V apart (O's size again).
+  return dp // 2 + kpw // 2 + (q_regs(t) and dp // 4 or 4) + 64 + (quantized(t) and dp // 2 or 0)
 end
 
 -- Blocks of table t an SM holds, by shared memory and registers.
@@ -139,8 +165,8 @@ end
 function DEC.default(t, pr)
   local rows = packed_rows(t, pr)
   local bm = rows <= 16 and 16 or rows <= 32 and 32 or 64
-  local knobs = { variant = "decode", q_regs = d_pad(t) <= 128 and 1 or 0, block_m = bm, block_n = 64, warps = 4,
-                  stages = 3 }
+  local knobs = { variant = "decode", block_m = bm, block_n = 64, warps = 4, stages = 3 }
+  if not quantized(t) then knobs.q_regs = d_pad(t) <= 128 and 1 or 0 end
   local probe = setmetatable({}, { __index = function(_, k) if knobs[k] ~= nil then return knobs[k] end return t[k] end })
   if DEC.resident(probe) < 2 then knobs.stages = 2 end
   knobs.kv_splits = DEC.splits(probe, pr, rows)
@@ -160,7 +186,7 @@ function DEC.prior(t, pr)
 end
 
 function DEC.kernel_name(t, canonical)
-  return string.format("mxattn_f16_d%d_%s", t.head_dim, U.short_hash(canonical))
+  return string.format("mxattn_%s_decode_d%d_%s", t.family:gsub("-", "_"), t.head_dim, U.short_hash(canonical))
 end
 
 -- The kernels' entry points: the schedule's device functions under the
@@ -186,24 +212,34 @@ constexpr int RED_STRIDE = ${RED_STRIDE};
 constexpr int SM_RED_O = ${SM_RED_O}, SM_RED_M = ${SM_RED_M}, SM_RED_L = ${SM_RED_L};
 constexpr int SM_ROW_LSE = ${SM_ROW_LSE}, SM_ROW_OFF = ${SM_ROW_OFF}, SM_ROW_IDX = ${SM_ROW_IDX};
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, Q_REGS = ${Q_REGS}, OUT_BF16 = ${OUT_BF16};
+constexpr bool QUANT = ${QUANT}, IN_BF16 = ${IN_BF16};   // int8-fp8: tiles quantized as they land
+constexpr int SM_QC = ${SM_QC}, SM_QSC = ${SM_QSC}, SM_CORR = ${SM_CORR}, SM_KMEAN = ${SM_KMEAN};
+constexpr int SM_VSD = ${SM_VSD}, SM_KAMAX = ${SM_KAMAX}, SM_KSC = ${SM_KSC};
 ]], { NAME = DEC.kernel_name(t, canonical), D = t.head_dim, D_PAD = d_pad(t), RS = row_stride(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps,
       STAGES = t.stages, SPLITS = t.kv_splits, COMBINE_WARPS = COMBINE_WARPS, TILE = l.tile,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, RED_STRIDE = l.red_stride, SM_RED_O = l.red_o, SM_RED_M = l.red_m,
       SM_RED_L = l.red_l, SM_ROW_LSE = l.row_lse, SM_ROW_OFF = l.row_off, SM_ROW_IDX = l.row_idx,
-      CAUSAL = t.causal == 1, LSE = t.lse == 1, Q_REGS = t.q_regs == 1, OUT_BF16 = t.out_dtype == "bf16" })
+      CAUSAL = t.causal == 1, LSE = t.lse == 1, Q_REGS = q_regs(t), OUT_BF16 = t.out_dtype == "bf16",
+      QUANT = quantized(t), IN_BF16 = t.dtype == "bf16", SM_QC = l.qc, SM_QSC = l.qsc, SM_CORR = l.corr,
+      SM_KMEAN = l.kmean, SM_VSD = l.vsd, SM_KAMAX = l.kamax, SM_KSC = l.ksc })
+  -- int8-fp8's products run on fp16 values of its codes.
+  local mma_t = quantized(t) and setmetatable({ dtype = "f16" }, { __index = t }) or t
   return table.concat({
     U.banner(canonical),
     require("blocks.prelude")(t),
     constants,
-    require("blocks.mma_sync")(t),
+    require("blocks.mma_sync")(mma_t),
+    require("blocks.scale_recip"),
+    QUANT_SOURCE,
     SOURCE,
   }, "\n")
 end
 
 -- Grid: x = piece * row_tiles + row tile, y = KV head, z = batch; then,
 -- where the keys are cut, the combine kernel (one warp a row) as a
--- programmatic dependent.  Workspace: the pieces' O rows (fp32) and base-2
--- LSEs.
+-- programmatic dependent; the first is the plan's main kernel, whose
+-- registers and spills are reported.  Workspace: the pieces' O rows (fp32)
+-- and base-2 LSEs.
 function DEC.launches(t, pr, canonical)
   local gqa = pr.heads_q // math.max(pr.heads_kv or pr.heads_q, 1)
   local rows = gqa * pr.seq_q
@@ -217,7 +253,7 @@ function DEC.launches(t, pr, canonical)
     kernels[2] = { name = name .. "_combine", grid = { U.ceil_div(total, COMBINE_WARPS), 1, 1 },
                    block = 32 * COMBINE_WARPS, smem = 0, pdl = true }
   end
-  return { workspace = workspace, kernels = kernels }
+  return { workspace = workspace, main = 1, kernels = kernels }
 end
 
 return DEC
