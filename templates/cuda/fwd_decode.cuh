@@ -314,6 +314,7 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
   __syncthreads();
   if (QUANT) {
     decode_quant_q(a.scale_log2);
+    decode_quant_tile_done();           // K's group maxima start at 0
     __syncthreads();
   }
 
@@ -344,10 +345,14 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
     const int slot = i % STAGES;
     if (QUANT) {
       u16 *kt = smem_at<u16>(SM_K + slot * TILE_BYTES), *vt = smem_at<u16>(SM_V + slot * TILE_BYTES);
-      decode_quant_tile_1(kt, vt, min(BN, a.seq_k - t * BN));
+      const u32 kt_lane = sK + slot * TILE_BYTES + ((lane % 8 + (lane / 8) % 2 * 8) * RS + (lane / 16) * 8) * 2;
+      decode_quant_tile_1(kt, vt, kt_lane, min(BN, a.seq_k - t * BN));
       __syncthreads();
-      decode_quant_tile_2(kt, a.scale_log2);
+      decode_quant_tile_2(a.scale_log2);
       __syncthreads();
+      decode_quant_tile_3(kt, vt);
+      __syncthreads();
+      decode_quant_tile_done();
 #pragma unroll
       for (int h = 0; h < 2; h++) corr[h] = smem_at<float>(SM_CORR)[wr * 16 + lane / 4 + 8 * h];
     }

@@ -33,7 +33,7 @@ local function key_warps(t) return t.warps // row_warps(t) end
 local function quantized(t) return t.family == "int8-fp8" end
 -- Q's fragments in registers: f16's knob; int8-fp8's codes up to D 128.
 local function q_regs(t)
-  if quantized(t) then return d_pad(t) <= 128 end
+  if quantized(t) then return false end
   return t.q_regs == 1
 end
 
@@ -44,12 +44,13 @@ local function layout(t)
   local at = bm * rs * 2
   -- int8-fp8's quantized state (cuda/decode_quant.cuh names each); f16
   -- compiles the same functions, never called, with every offset 0.
-  for _, f in ipairs({ "qc", "qsc", "corr", "kmean", "vsd", "kamax", "ksc" }) do l[f] = 0 end
+  local fields = { "qc", "qsc", "corr", "kmean", "vsd", "vmul", "kamax", "ksc", "khi", "klo", "vamax" }
+  for _, f in ipairs(fields) do l[f] = 0 end
   if quantized(t) then
-    local kg = t.block_n // 16
-    local sizes = { qc = bm * rs * 2, qsc = bm * 4, corr = bm * 4, kmean = dp * 4, vsd = dp * 4,
-                    kamax = (t.warps // 2) * kg * 4, ksc = kg * 4 }
-    for _, f in ipairs({ "qc", "qsc", "corr", "kmean", "vsd", "kamax", "ksc" }) do
+    local kg, part = t.block_n // 16, (t.block_n // 16) * (dp // 2) * 4
+    local sizes = { qc = bm * rs * 2, qsc = bm * 4, corr = bm * 4, kmean = dp * 4, vsd = dp * 4, vmul = dp * 4,
+                    kamax = kg * 4, ksc = kg * 4, khi = part, klo = part, vamax = part }
+    for _, f in ipairs(fields) do
       at = U.round_up(at, 16)
       l[f] = at
       at = at + sizes[f]
@@ -214,14 +215,16 @@ constexpr int SM_ROW_LSE = ${SM_ROW_LSE}, SM_ROW_OFF = ${SM_ROW_OFF}, SM_ROW_IDX
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, Q_REGS = ${Q_REGS}, OUT_BF16 = ${OUT_BF16};
 constexpr bool QUANT = ${QUANT}, IN_BF16 = ${IN_BF16};   // int8-fp8: tiles quantized as they land
 constexpr int SM_QC = ${SM_QC}, SM_QSC = ${SM_QSC}, SM_CORR = ${SM_CORR}, SM_KMEAN = ${SM_KMEAN};
-constexpr int SM_VSD = ${SM_VSD}, SM_KAMAX = ${SM_KAMAX}, SM_KSC = ${SM_KSC};
+constexpr int SM_VSD = ${SM_VSD}, SM_VMUL = ${SM_VMUL}, SM_KAMAX = ${SM_KAMAX}, SM_KSC = ${SM_KSC};
+constexpr int SM_KHI = ${SM_KHI}, SM_KLO = ${SM_KLO}, SM_VAMAX = ${SM_VAMAX};
 ]], { NAME = DEC.kernel_name(t, canonical), D = t.head_dim, D_PAD = d_pad(t), RS = row_stride(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps,
       STAGES = t.stages, SPLITS = t.kv_splits, COMBINE_WARPS = COMBINE_WARPS, TILE = l.tile,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, RED_STRIDE = l.red_stride, SM_RED_O = l.red_o, SM_RED_M = l.red_m,
       SM_RED_L = l.red_l, SM_ROW_LSE = l.row_lse, SM_ROW_OFF = l.row_off, SM_ROW_IDX = l.row_idx,
       CAUSAL = t.causal == 1, LSE = t.lse == 1, Q_REGS = q_regs(t), OUT_BF16 = t.out_dtype == "bf16",
       QUANT = quantized(t), IN_BF16 = t.dtype == "bf16", SM_QC = l.qc, SM_QSC = l.qsc, SM_CORR = l.corr,
-      SM_KMEAN = l.kmean, SM_VSD = l.vsd, SM_KAMAX = l.kamax, SM_KSC = l.ksc })
+      SM_KMEAN = l.kmean, SM_VSD = l.vsd, SM_VMUL = l.vmul, SM_KAMAX = l.kamax, SM_KSC = l.ksc,
+      SM_KHI = l.khi, SM_KLO = l.klo, SM_VAMAX = l.vamax })
   -- int8-fp8's products run on fp16 values of its codes.
   local mma_t = quantized(t) and setmetatable({ dtype = "f16" }, { __index = t }) or t
   return table.concat({
