@@ -2,33 +2,40 @@
 // V are quantized in shared memory as they arrive, so no pass over the KV
 // cache runs before the kernel and nothing is written back to it.  The
 // rules are numerics/' (mx_ref_config): Q in INT8 a packed row, pre-scaled
-// by sm_scale * log2(e) (int8_block_q = 1); each key tile of BN keys smoothed
-// by its own channel mean, its score getting q . mean back (kv_tile = BN);
-// K in INT8 per 16 keys (int8_block_k = 16); V in E4M3 with per-channel
-// scales of the tile; P in E4M3 under a running max rounded up to a power of
-// two (p_base_pow2), so that key warps and pieces with maxima of their own
-// make the codes the reference makes.  Each code is stored as an fp16 value
-// (exact: |INT8| <= 127, E4M3 4 significant bits from 2^-9), and the products
-// run on the fp16 m16n8k16 MMA: the INT8 scores' fp32 sums are exact (at most
-// 127 * 127 * 256 < 2^24), the P V products exact in fp32 before accumulation.
-// Every rounding follows numerics/ (cuda/scale_recip.cuh's x / scale, amax
-// with NaN kept, a scale of 0 gives codes 0), but the mean, a sum in fp32
-// here and in fp64 there, which moves a code now and then.
+// by sm_scale * log2(e) (int8_block_q = 1); every 16 keys of the cache are
+// one block (kv_tile = int8_block_k = 16): K smoothed by the block's own
+// channel mean, its scores getting q . mean back, and quantized to INT8 on
+// one scale, V in E4M3 on the block's per-channel scales; P in E4M3 under a
+// running max rounded up to a power of two (p_base_pow2), so that key warps
+// and pieces with maxima of their own make the codes the reference makes.
+// Each code is stored as an fp16 value (exact: |INT8| <= 127, E4M3 4
+// significant bits from 2^-9), and the products run on the fp16 m16n8k16
+// MMA: the INT8 scores' fp32 sums are exact (at most 127 * 127 * 256 <
+// 2^24), the P V products exact before fp32 accumulation.  Every rounding
+// follows numerics/ (cuda/scale_recip.cuh's x / scale, amax with NaN kept,
+// a scale of 0 gives codes 0) but the mean, a sum in fp32 here and in fp64
+// there, which moves a code now and then; a NaN or infinite K element makes
+// its block's scores NaN in both (here through the mean and the scale,
+// there through the scale).
 //
-// Reads IN_BF16 and the schedule's constants, and QC_* (shared-memory
-// offsets of the quantized state, blocks in families/decode.lua):
-//   SM_QC [BM][RS] fp16 Q codes   SM_QSC [BM] Q scales   SM_CORR [BM] q'.mean
-//   SM_KMEAN [D_PAD] the tile's K mean   SM_VSD [D_PAD] V scale / 448
-//   SM_VMUL [D_PAD] V's code multipliers   SM_KAMAX [KG] K's group maxima (bits)
-//   SM_KSC [KG] K scales   SM_KHI, SM_KLO, SM_VAMAX [KG][NPAIR] packed partials
-constexpr int KG = BN / 16;                   // K scale groups a tile
-constexpr int NPAIR = D_PAD / 2;              // channel pairs
+// A 16-key block is quantized by the warps that read it, the ROW_WARPS warps
+// of one key warp (ROW_WARPS = 1 in the decode default: by itself, with no
+// barrier), each taking a share of its channels, a lane 4 channels of 16
+// keys in registers.  Only K's scale needs the other lanes (a warp
+// reduction, and between row warps a named barrier).
+//
+// Reads IN_BF16 and the schedule's constants, and the shared-memory offsets
+// (families/decode.lua lays them out):
+//   SM_QC [BM][RS] fp16 Q codes   SM_QSC [BM] Q scales
+//   SM_KMEAN [BN/16][D_PAD] the blocks' K means   SM_VSD [BN/16][D_PAD] V scale / 448
+//   SM_KPART [BN/16][ROW_WARPS] the row warps' K maxima
+constexpr int KGW = KPW / 16;                 // 16-key blocks a warp reads in a tile
+constexpr int NQUAD = D_PAD / 4;              // 4-channel lanes' shares
 
 MX_INLINE float in_to_f32(u16 h) {
   if constexpr (IN_BF16) return __int_as_float((int)((u32)h << 16));
   else { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 }
-MX_INLINE float fmin_nan(float a, float b) { float r; asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
 MX_INLINE float abs_f(float x) { float r; asm("abs.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
 // numerics' fp32_scale: amax / div, NaN for a NaN or infinite amax.
 MX_INLINE float block_scale(float amax, float div) {
@@ -70,38 +77,22 @@ MX_INLINE void decode_quant_q(float scale_log2) {
   }
 }
 
-// ---- a key tile, in three phases between barriers -------------------------
-// The work is cut into units of one channel pair and one 16-key group (K's
-// scale group), a warp's units all in one group (pairs padded to NPAIR_W),
-// spread over every thread.  The element work is what it must be: K's min
-// and max and V's |max| on packed pairs, then per element a subtraction, a
-// multiply, a rounding and the packing; the channel means come from the
-// tensor cores (a row of ones times the tile).
-constexpr int NPAIR_W = (NPAIR + 31) / 32 * 32;
-constexpr int UNITS = KG * NPAIR_W;
-
+// ---- a 16-key block --------------------------------------------------------
+struct alignas(8) u32x2 { u32 x, y; };
 // Two inputs as floats (bf16: shifts; fp16: cvt).
 MX_INLINE void in2_to_f32(u32 x, float &lo, float &hi) {
   if constexpr (IN_BF16) { lo = __int_as_float((int)(x << 16)); hi = __int_as_float((int)(x & 0xffff0000u)); }
   else { lo = in_to_f32((u16)x); hi = in_to_f32((u16)(x >> 16)); }
 }
-// Packed max / min of two inputs, a NaN kept.
-MX_INLINE u32 max2_nan(u32 a, u32 b) {
-  u32 r;
-  if constexpr (IN_BF16) asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-  else asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-  return r;
-}
-MX_INLINE u32 min2_nan(u32 a, u32 b) {
-  u32 r;
-  if constexpr (IN_BF16) asm("min.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-  else asm("min.NaN.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-  return r;
-}
-constexpr u32 PAIR_NEG_INF = IN_BF16 ? 0xff80ff80u : 0xfc00fc00u, PAIR_POS_INF = IN_BF16 ? 0x7f807f80u : 0x7c007c00u;
+MX_INLINE void in4_to_f32(u32x2 x, float (&f)[4]) { in2_to_f32(x.x, f[0], f[1]); in2_to_f32(x.y, f[2], f[3]); }
+MX_INLINE float fmin_nan(float a, float b) { float r; asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
 MX_INLINE float round_int(float x) { float r; asm("cvt.rni.f32.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
 MX_INLINE u32 warp_max_u32(u32 x) { u32 r; asm volatile("redux.sync.max.u32 %0, %1, 0xffffffff;" : "=r"(r) : "r"(x)); return r; }
-MX_INLINE void smem_max_u32(u32 *p, u32 x) { asm volatile("red.shared.max.u32 [%0], %1;" :: "r"(smem_addr(p)), "r"(x)); }
+// The ROW_WARPS warps of key warp kw (named barrier 1 + kw; barrier 0 is __syncthreads).
+MX_INLINE void key_warp_sync(int kw) {
+  if constexpr (ROW_WARPS == 1) __syncwarp();
+  else asm volatile("bar.sync %0, %1;" :: "r"(1 + kw), "n"(ROW_WARPS * 32) : "memory");
+}
 // The multiplier of x / scale: numerics' (x * k) * inv folded to x * (k * inv),
 // exact while k * inv is finite; a block so small that it is not (amax under
 // about 2^-120), or of scale 0 or NaN, gets 0: its codes are 0 (a NaN scale
@@ -111,7 +102,7 @@ MX_INLINE float code_multiplier(float scale) {
   const float m = __fmul_rn(r.k, r.inv);
   return scale > 0.f && finite_f(m) ? m : 0.f;
 }
-// d += a * b in the inputs' type (the channel sums of K).
+// d += a * b in the inputs' type (q . mean).
 MX_INLINE void mma_16816_in(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
   if constexpr (IN_BF16)
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
@@ -123,156 +114,178 @@ MX_INLINE void mma_16816_in(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Phase 1 (keys [0, n) of the tile valid, the rest zeros).  Each unit: K's
-// packed max and min over its group's valid keys and V's packed |max| into
-// SM_KHI / SM_KLO / SM_VAMAX [KG][NPAIR]; each warp: the channel sums of
-// its 16-channel blocks by MMA (the zero rows add nothing), / n into
-// SM_KMEAN.  A NaN or an infinity in K makes its channel's mean, and with it
-// the whole tile, NaN, where numerics' mean skips it and poisons its 16 keys
-// only: the rows that see the tile come out NaN.
-MX_INLINE void decode_quant_tile_1(const u16 *kt, const u16 *vt, u32 kt_lane, int n) {
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  u32 *khi = smem_at<u32>(SM_KHI), *klo = smem_at<u32>(SM_KLO), *vam = smem_at<u32>(SM_VAMAX);
-  for (int u = tid; u < UNITS; u += THREADS) {
-    const int g = u / NPAIR_W, p = u % NPAIR_W;
-    if (p >= NPAIR) continue;
-    u32 hi = PAIR_NEG_INF, lo = PAIR_POS_INF, va = 0u;
-#pragma unroll 8
-    for (int jj = 0; jj < 16; jj++) {
-      const int j = g * 16 + jj;
-      const u32 k2 = *(const u32 *)(kt + j * RS + 2 * p), v2 = *(const u32 *)(vt + j * RS + 2 * p);
-      if (j < n) { hi = max2_nan(hi, k2); lo = min2_nan(lo, k2); }
-      va = max2_nan(va, v2 & 0x7fff7fffu);
-    }
-    khi[g * NPAIR + p] = hi;
-    klo[g * NPAIR + p] = lo;
-    vam[g * NPAIR + p] = va;
+// V's 16 keys x 4 channels at column c of the tile (rows past the keys are
+// zeros) to E4M3 codes in place, on the channels' scales, / 448 into vsd.
+MX_INLINE void quant_v_quad(u16 *vt, float *vsd, int key0, int c) {
+  u32x2 x[16];
+  float va[4] = {0.f, 0.f, 0.f, 0.f}, vm[4], vs[4];
+#pragma unroll
+  for (int j = 0; j < 16; j++) x[j] = *(const u32x2 *)(vt + (key0 + j) * RS + c);
+#pragma unroll
+  for (int j = 0; j < 16; j++) {
+    float f[4];
+    in4_to_f32(x[j], f);
+#pragma unroll
+    for (int e = 0; e < 4; e++) va[e] = fmax_nan(va[e], abs_f(f[e]));
   }
-  // Channel sums: ones (rows) times keys x channels, 16 channels a block.
-  const u32 one2 = IN_BF16 ? 0x3f803f80u : 0x3c003c00u;
-  const u32 ones[4] = {one2, one2, one2, one2};
-  for (int cb = warp; cb < D_PAD / 16; cb += WARPS) {
-    float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
-    for (int ks = 0; ks < KG; ks++) {
-      u32 b[4];
-      ldsm_x4_trans(b, kt_lane + (ks * 16 * RS + cb * 16) * 2);
-      mma_16816_in(acc[0], ones, b[0], b[1]);
-      mma_16816_in(acc[1], ones, b[2], b[3]);
-    }
-    if (lane < 4)
+  for (int e = 0; e < 4; e++) { vs[e] = block_scale(va[e], 448.f); vm[e] = code_multiplier(vs[e]); }
 #pragma unroll
-      for (int h = 0; h < 2; h++) {
-        const int c = cb * 16 + h * 8 + lane * 2;
-        *(f32x2 *)(smem_at<float>(SM_KMEAN) + c) = f32x2{n > 0 ? div_rn(acc[h][0], (float)n) : 0.f,
-                                                          n > 0 ? div_rn(acc[h][1], (float)n) : 0.f};
+  for (int j = 0; j < 16; j++) {
+    float f[4];
+    in4_to_f32(x[j], f);
+    u32x2 out;
+    out.x = e4m3x2_to_f16x2(to_e4m3x2(__fmul_rn(f[0], vm[0]), __fmul_rn(f[1], vm[1])));
+    out.y = e4m3x2_to_f16x2(to_e4m3x2(__fmul_rn(f[2], vm[2]), __fmul_rn(f[3], vm[3])));
+    *(u32x2 *)(vt + (key0 + j) * RS + c) = out;
+  }
+  *(f32x2 *)(vsd + c) = f32x2{vs[0] * (1.f / 448.f), vs[1] * (1.f / 448.f)};
+  *(f32x2 *)(vsd + c + 2) = f32x2{vs[2] * (1.f / 448.f), vs[3] * (1.f / 448.f)};
+}
+
+// K's channel means over the first nv of 16 keys x 4 channels into kmean;
+// returns the largest |k - mean| among them, max(kmax - mean, mean - kmin)
+// (rounding is monotonic: the same fp32 value as the largest rounded difference).
+MX_INLINE float k_stats_quad(const u16 *kt, float *kmean, int key0, int c, int nv) {
+  u32x2 x[16];
+  float sum[4] = {0.f, 0.f, 0.f, 0.f}, hi[4], lo[4], mean[4], amax = 0.f;
+#pragma unroll
+  for (int e = 0; e < 4; e++) hi[e] = MX_NEG_INF, lo[e] = -MX_NEG_INF;
+#pragma unroll
+  for (int j = 0; j < 16; j++) x[j] = *(const u32x2 *)(kt + (key0 + j) * RS + c);
+#pragma unroll
+  for (int j = 0; j < 16; j++) {
+    if (j >= nv) break;
+    float f[4];
+    in4_to_f32(x[j], f);
+#pragma unroll
+    for (int e = 0; e < 4; e++) { sum[e] += f[e]; hi[e] = fmax_nan(hi[e], f[e]); lo[e] = fmin_nan(lo[e], f[e]); }
+  }
+#pragma unroll
+  for (int e = 0; e < 4; e++) {
+    mean[e] = nv > 0 ? div_rn(sum[e], (float)nv) : 0.f;
+    if (nv > 0) amax = fmax_nan(amax, fmax_nan(hi[e] - mean[e], mean[e] - lo[e]));
+  }
+  *(f32x2 *)(kmean + c) = f32x2{mean[0], mean[1]};
+  *(f32x2 *)(kmean + c + 2) = f32x2{mean[2], mean[3]};
+  return amax;
+}
+
+// K - mean of 16 keys x 4 channels to INT8 codes in place (|(k - mean) *
+// mul| <= 127 and a bit: no clamp).
+MX_INLINE void k_codes_quad(u16 *kt, const float *kmean, int key0, int c, float mul) {
+  const f32x2 m01 = *(const f32x2 *)(kmean + c), m23 = *(const f32x2 *)(kmean + c + 2);
+  const float mean[4] = {m01.x, m01.y, m23.x, m23.y};
+#pragma unroll
+  for (int j = 0; j < 16; j++) {
+    u32x2 *at = (u32x2 *)(kt + (key0 + j) * RS + c);
+    float f[4];
+    in4_to_f32(*at, f);
+    u32x2 out;
+    out.x = pack_f16(round_int(__fmul_rn(f[0] - mean[0], mul)), round_int(__fmul_rn(f[1] - mean[1], mul)));
+    out.y = pack_f16(round_int(__fmul_rn(f[2] - mean[2], mul)), round_int(__fmul_rn(f[3] - mean[3], mul)));
+    *at = out;
+  }
+}
+
+// This warp's share of block g of its key warp kw (keys key0 .. key0 + 15 of
+// the tile, the first nv of them real, the rest zeros), a lane 4 channels:
+// V to codes, K's means, K to codes on the block's scale, which is returned.
+MX_INLINE float decode_quant_block(u16 *kt, u16 *vt, int kw, int wr, int g, int key0, int nv) {
+  const int lane = threadIdx.x % 32, blk = kw * KGW + g;
+  float *kmean = smem_at<float>(SM_KMEAN) + blk * D_PAD, *vsd = smem_at<float>(SM_VSD) + blk * D_PAD;
+  float amax = 0.f;
+  for (int qd = wr * 32 + lane; qd < NQUAD; qd += ROW_WARPS * 32) {
+    quant_v_quad(vt, vsd, key0, qd * 4);
+    amax = fmax_nan(amax, k_stats_quad(kt, kmean, key0, qd * 4, nv));
+  }
+  // The block's K maximum: over the warp (bits: amax >= 0, NaN above all), then its row warps.
+  u32 bits = warp_max_u32(__float_as_uint(amax));
+  if constexpr (ROW_WARPS > 1) {
+    u32 *part = smem_at<u32>(SM_KPART) + blk * ROW_WARPS;
+    if (lane == 0) part[wr] = bits;
+    key_warp_sync(kw);
+    bits = 0u;
+#pragma unroll
+    for (int w = 0; w < ROW_WARPS; w++) bits = max(bits, part[w]);
+  }
+  const float scale = block_scale(__uint_as_float(bits), 127.f), mul = code_multiplier(scale);
+  for (int qd = wr * 32 + lane; qd < NQUAD; qd += ROW_WARPS * 32) k_codes_quad(kt, kmean, key0, qd * 4, mul);
+  return scale;
+}
+
+// This warp's blocks of the tile, then their q' . mean for its two rows (in
+// base 2: q' = q * scale_log2): one MMA of Q as loaded (q_orig, this lane's
+// ldmatrix row) times the means, each split into two terms of the inputs'
+// type (hi + lo: 16 significant bits of the fp32 mean, enough for a term of
+// the score whose rounding is 2^-24 of it).  corr[g][h] is block g's for
+// row h; ks[g] its K scale.
+MX_INLINE void decode_quant_tile(u16 *kt, u16 *vt, u32 q_orig, int kw, int wr, int n, float scale_log2,
+                                 float (&ks)[KGW], float (&corr)[KGW][2]) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int g = 0; g < KGW; g++) {
+    const int key0 = kw * KPW + g * 16;
+    ks[g] = decode_quant_block(kt, vt, kw, wr, g, key0, min(16, max(0, n - key0)));
+  }
+  key_warp_sync(kw);                      // the codes and means of the key warp's blocks are written
+  constexpr int CT = (2 * KGW + 7) / 8;   // n8 tiles of (hi, lo) columns, two a block
+  float d[CT][4];
+#pragma unroll
+  for (int ct = 0; ct < CT; ct++) d[ct][0] = d[ct][1] = d[ct][2] = d[ct][3] = 0.f;
+  const float *kmean = smem_at<float>(SM_KMEAN) + kw * KGW * D_PAD;
+#pragma unroll
+  for (int kd = 0; kd < KD; kd++) {
+    u32 qa[4];
+    ldsm_x4(qa, q_orig + kd * 16 * 2);
+#pragma unroll
+    for (int ct = 0; ct < CT; ct++) {
+      // Column n = lane / 4 of tile ct: block (ct * 8 + n) / 2, its hi (even n) or lo term.
+      const int col = ct * 8 + lane / 4, blk = col / 2, k = kd * 16 + (lane % 4) * 2;
+      u32 b[2] = {0u, 0u};
+      if (blk < KGW) {
+        const float *m = kmean + blk * D_PAD + k;
+        const float mk[4] = {m[0], m[1], m[8], m[9]};
+        float t[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const float h = IN_BF16 ? __uint_as_float((u32)to_bf16(mk[e]) << 16) : in_to_f32(to_f16(mk[e]));
+          t[e] = col % 2 == 0 ? h : mk[e] - h;
+        }
+        b[0] = IN_BF16 ? pack_bf16(t[0], t[1]) : pack_f16(t[0], t[1]);
+        b[1] = IN_BF16 ? pack_bf16(t[2], t[3]) : pack_f16(t[2], t[3]);
       }
-  }
-}
-
-// Phase 2.  Each unit: its pair's max |k - mean| in its group,
-// max(kmax - mean, mean - kmin) (rounding is monotonic: the same fp32 value
-// as the largest of the rounded differences), the warp's max into SM_KAMAX[g]
-// (as bits: amax >= 0, and NaN above every number).  Each pair: V's scale
-// and multiplier from its groups' maxima (SM_VSD: scale / 448, SM_VMUL).
-// Each warp: its rows' q' . mean into SM_CORR (q' = q * scale_log2, as Q was
-// quantized), the smooth-K term in base 2.
-MX_INLINE void decode_quant_tile_2(float scale_log2) {
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const float *mean = smem_at<float>(SM_KMEAN);
-  const u32 *khi = smem_at<u32>(SM_KHI), *klo = smem_at<u32>(SM_KLO), *vam = smem_at<u32>(SM_VAMAX);
-  for (int u = tid; u < UNITS; u += THREADS) {
-    const int g = u / NPAIR_W, p = u % NPAIR_W;
-    float amax = 0.f;
-    if (p < NPAIR) {
-      float h0, h1, l0, l1;
-      in2_to_f32(khi[g * NPAIR + p], h0, h1);
-      in2_to_f32(klo[g * NPAIR + p], l0, l1);
-      const f32x2 m = *(const f32x2 *)(mean + 2 * p);
-      amax = fmax_nan(fmax_nan(amax, fmax_nan(h0 - m.x, m.x - l0)), fmax_nan(h1 - m.y, m.y - l1));
+      mma_16816_in(d[ct], qa, b[0], b[1]);
     }
-    const u32 w = warp_max_u32(__float_as_uint(amax));
-    if (lane == 0) smem_max_u32(smem_at<u32>(SM_KAMAX) + g, w);
   }
-  for (int p = tid; p < NPAIR; p += THREADS) {
-    u32 va = 0u;
+  // Lane 4r + i holds columns 2i, 2i + 1 of rows r and r + 8: block ct * 4 + i.
 #pragma unroll
-    for (int g = 0; g < KG; g++) va = max2_nan(va, vam[g * NPAIR + p]);
-    float a0, a1;
-    in2_to_f32(va, a0, a1);
-    const float s0 = block_scale(a0, 448.f), s1 = block_scale(a1, 448.f);
-    *(f32x2 *)(smem_at<float>(SM_VSD) + 2 * p) = f32x2{s0 * (1.f / 448.f), s1 * (1.f / 448.f)};
-    *(f32x2 *)(smem_at<float>(SM_VMUL) + 2 * p) = f32x2{code_multiplier(s0), code_multiplier(s1)};
+  for (int g = 0; g < KGW; g++) {
+    const int src = (lane & ~3) | (g % 4);
+    const float c0 = __shfl_sync(0xffffffffu, d[g / 4][0] + d[g / 4][1], src);
+    const float c1 = __shfl_sync(0xffffffffu, d[g / 4][2] + d[g / 4][3], src);
+    corr[g][0] = c0 * scale_log2;
+    corr[g][1] = c1 * scale_log2;
   }
-  const u16 *q = smem_at<u16>(SM_Q);
-  for (int r = warp; r < BM; r += WARPS) {
-    float acc = 0.f;
-    for (int c = lane * 2; c < D_PAD; c += 64) {
-      float q0, q1;
-      in2_to_f32(*(const u32 *)(q + r * RS + c), q0, q1);
-      acc = fmaf(__fmul_rn(q0, scale_log2), mean[c], acc);
-      acc = fmaf(__fmul_rn(q1, scale_log2), mean[c + 1], acc);
-    }
-#pragma unroll
-    for (int s = 16; s > 0; s /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, s);
-    if (lane == 0) smem_at<float>(SM_CORR)[r] = acc;
-  }
-}
-
-// Phase 3.  K's group scales (amax / 127) into SM_KSC, and every unit's
-// codes in place: K - mean rounded to INT8, V times its channel's multiplier
-// rounded to E4M3, each as fp16 values.  (|(k - mean) * mul| <= 127 and a
-// bit: no clamp.)  Thread 0 clears SM_KAMAX for the next tile once all have
-// read it (the barrier after this phase).
-MX_INLINE void decode_quant_tile_3(u16 *kt, u16 *vt) {
-  const int tid = threadIdx.x;
-  const float *mean = smem_at<float>(SM_KMEAN), *vmul = smem_at<float>(SM_VMUL);
-  const u32 *kamax = smem_at<u32>(SM_KAMAX);
-  if (tid < KG) smem_at<float>(SM_KSC)[tid] = block_scale(__uint_as_float(kamax[tid]), 127.f);
-  for (int u = tid; u < UNITS; u += THREADS) {
-    const int g = u / NPAIR_W, p = u % NPAIR_W;
-    if (p >= NPAIR) continue;
-    const float kmul = code_multiplier(block_scale(__uint_as_float(kamax[g]), 127.f));
-    const f32x2 m = *(const f32x2 *)(mean + 2 * p), vm = *(const f32x2 *)(vmul + 2 * p);
-#pragma unroll 8
-    for (int jj = 0; jj < 16; jj++) {
-      const int j = g * 16 + jj;
-      u32 *ka = (u32 *)(kt + j * RS + 2 * p), *va = (u32 *)(vt + j * RS + 2 * p);
-      float k0, k1, v0, v1;
-      in2_to_f32(*ka, k0, k1);
-      in2_to_f32(*va, v0, v1);
-      *ka = pack_f16(round_int(__fmul_rn(k0 - m.x, kmul)), round_int(__fmul_rn(k1 - m.y, kmul)));
-      *va = e4m3x2_to_f16x2(to_e4m3x2(__fmul_rn(v0, vm.x), __fmul_rn(v1, vm.y)));
-    }
-  }
-}
-
-MX_INLINE void decode_quant_tile_done() {
-  if (threadIdx.x < KG) smem_at<u32>(SM_KAMAX)[threadIdx.x] = 0u;
 }
 
 // The INT8 scores of this warp's tile in base 2: acc * qscale * kscale +
-// q' . mean.  qs and corr are this thread's two rows'.
-MX_INLINE void decode_dequant_scores(float (&s)[NT][4], const float (&qs)[2], const float (&corr)[2], int kw) {
-  const float *ksc = smem_at<float>(SM_KSC);
+// q' . mean, each 16 keys on their block's.  qs are this thread's two rows'.
+MX_INLINE void decode_dequant_scores(float (&s)[NT][4], const float (&qs)[2], const float (&ks)[KGW],
+                                     const float (&corr)[KGW][2]) {
 #pragma unroll
-  for (int nt = 0; nt < NT; nt++) {
-    const float ks = ksc[(kw * KPW + nt * 8) / 16];
+  for (int nt = 0; nt < NT; nt++)
 #pragma unroll
-    for (int e = 0; e < 4; e++) s[nt][e] = fmaf(s[nt][e], __fmul_rn(qs[e / 2], ks), corr[e / 2]);
-  }
+    for (int e = 0; e < 4; e++) s[nt][e] = fmaf(s[nt][e], __fmul_rn(qs[e / 2], ks[nt / 2]), corr[nt / 2][e / 2]);
 }
 
 // O += P V for a quantized tile: P * 448 in E4M3 (as fp16) times V's codes,
-// summed over the tile apart and then scaled by each channel's V scale / 448.
-MX_INLINE void decode_pv_quant(float (&o)[DT][4], const float (&s)[NT][4], u32 vt) {
-  const float *vsd = smem_at<float>(SM_VSD);
+// each 16-key block summed apart and then scaled by its channel scales / 448.
+MX_INLINE void decode_pv_quant(float (&o)[DT][4], const float (&s)[NT][4], u32 vt, int kw) {
   const int lane = threadIdx.x % 32;
-  float t[DT][4];
-#pragma unroll
-  for (int dt = 0; dt < DT; dt++) t[dt][0] = t[dt][1] = t[dt][2] = t[dt][3] = 0.f;
 #pragma unroll
   for (int kk = 0; kk < KPW / 16; kk++) {
+    const float *vsd = smem_at<float>(SM_VSD) + (kw * KGW + kk) * D_PAD;
     u32 p[4];
     p[0] = e4m3x2_to_f16x2(to_e4m3x2(s[2 * kk][0] * 448.f, s[2 * kk][1] * 448.f));
     p[1] = e4m3x2_to_f16x2(to_e4m3x2(s[2 * kk][2] * 448.f, s[2 * kk][3] * 448.f));
@@ -281,14 +294,15 @@ MX_INLINE void decode_pv_quant(float (&o)[DT][4], const float (&s)[NT][4], u32 v
 #pragma unroll
     for (int dd = 0; dd < D_PAD / 16; dd++) {
       u32 b[4];
+      float t0[4] = {0.f, 0.f, 0.f, 0.f}, t1[4] = {0.f, 0.f, 0.f, 0.f};
       ldsm_x4_trans(b, vt + (kk * 16 * RS + dd * 16) * 2);
-      mma_16816_x2(t[2 * dd], t[2 * dd + 1], p, b);
+      mma_16816_x2(t0, t1, p, b);
+      const f32x2 v0 = *(const f32x2 *)(vsd + dd * 16 + (lane % 4) * 2);
+      const f32x2 v1 = *(const f32x2 *)(vsd + dd * 16 + 8 + (lane % 4) * 2);
+      o[2 * dd][0] = fmaf(t0[0], v0.x, o[2 * dd][0]); o[2 * dd][1] = fmaf(t0[1], v0.y, o[2 * dd][1]);
+      o[2 * dd][2] = fmaf(t0[2], v0.x, o[2 * dd][2]); o[2 * dd][3] = fmaf(t0[3], v0.y, o[2 * dd][3]);
+      o[2 * dd + 1][0] = fmaf(t1[0], v1.x, o[2 * dd + 1][0]); o[2 * dd + 1][1] = fmaf(t1[1], v1.y, o[2 * dd + 1][1]);
+      o[2 * dd + 1][2] = fmaf(t1[2], v1.x, o[2 * dd + 1][2]); o[2 * dd + 1][3] = fmaf(t1[3], v1.y, o[2 * dd + 1][3]);
     }
-  }
-#pragma unroll
-  for (int dt = 0; dt < DT; dt++) {
-    const f32x2 v = *(const f32x2 *)(vsd + dt * 8 + (lane % 4) * 2);
-    o[dt][0] = fmaf(t[dt][0], v.x, o[dt][0]); o[dt][1] = fmaf(t[dt][1], v.y, o[dt][1]);
-    o[dt][2] = fmaf(t[dt][2], v.x, o[dt][2]); o[dt][3] = fmaf(t[dt][3], v.y, o[dt][3]);
   }
 }

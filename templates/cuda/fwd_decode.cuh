@@ -314,7 +314,6 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
   __syncthreads();
   if (QUANT) {
     decode_quant_q(a.scale_log2);
-    decode_quant_tile_done();           // K's group maxima start at 0
     __syncthreads();
   }
 
@@ -328,7 +327,7 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
 #pragma unroll
     for (int kd = 0; kd < KD; kd++) ldsm_x4(qf[kd], q_lane + kd * 16 * 2);
 
-  float o[DT][4], row_max[2] = {MX_NEG_INF, MX_NEG_INF}, row_sum[2] = {0.f, 0.f}, qs[2], corr[2] = {0.f, 0.f};
+  float o[DT][4], row_max[2] = {MX_NEG_INF, MX_NEG_INF}, row_sum[2] = {0.f, 0.f}, qs[2];
 #pragma unroll
   for (int h = 0; h < 2; h++) qs[h] = QUANT ? smem_at<float>(SM_QSC)[wr * 16 + lane / 4 + 8 * h] : 1.f;
 #pragma unroll
@@ -343,23 +342,16 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
     if (t + STAGES - 1 < t1) load_kv(t + STAGES - 1, (i + STAGES - 1) % STAGES);
     cp_async_commit();                  // possibly empty: keeps the group count uniform
     const int slot = i % STAGES;
-    if (QUANT) {
-      u16 *kt = smem_at<u16>(SM_K + slot * TILE_BYTES), *vt = smem_at<u16>(SM_V + slot * TILE_BYTES);
-      const u32 kt_lane = sK + slot * TILE_BYTES + ((lane % 8 + (lane / 8) % 2 * 8) * RS + (lane / 16) * 8) * 2;
-      decode_quant_tile_1(kt, vt, kt_lane, min(BN, a.seq_k - t * BN));
-      __syncthreads();
-      decode_quant_tile_2(a.scale_log2);
-      __syncthreads();
-      decode_quant_tile_3(kt, vt);
-      __syncthreads();
-      decode_quant_tile_done();
-#pragma unroll
-      for (int h = 0; h < 2; h++) corr[h] = smem_at<float>(SM_CORR)[wr * 16 + lane / 4 + 8 * h];
-    }
+    // int8-fp8: the warp quantizes its share of the keys it reads, as they landed.
+    float ks[KGW], corr[KGW][2];
+    if (QUANT)
+      decode_quant_tile(smem_at<u16>(SM_K + slot * TILE_BYTES), smem_at<u16>(SM_V + slot * TILE_BYTES),
+                        sQ + ((wr * 16 + lane % 16) * RS + (lane / 16) * 8) * 2, kw, wr, a.seq_k - t * BN,
+                        a.scale_log2, ks, corr);
 
     float s[NT][4];
     decode_scores(s, qf, q_lane, sK + slot * TILE_BYTES + k_lane);
-    if (QUANT) decode_dequant_scores(s, qs, corr, kw);
+    if (QUANT) decode_dequant_scores(s, qs, ks, corr);
     // Keys past seq_k and, under causal, past each row's diagonal.
     if ((t + 1) * BN - 1 > block_last_key) {
 #pragma unroll
@@ -371,7 +363,7 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
         }
     }
     decode_softmax(s, row_max, row_sum, o, a.scale_log2);
-    if (QUANT) decode_pv_quant(o, s, sV + slot * TILE_BYTES + v_lane);
+    if (QUANT) decode_pv_quant(o, s, sV + slot * TILE_BYTES + v_lane, kw);
     else decode_pv(o, s, sV + slot * TILE_BYTES + v_lane);
   }
   cp_async_wait<0>();

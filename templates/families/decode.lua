@@ -31,9 +31,10 @@ local function row_stride(t) return d_pad(t) + 8 end   -- 16-byte pad: ldmatrix 
 local function row_warps(t) return t.block_m // 16 end
 local function key_warps(t) return t.warps // row_warps(t) end
 local function quantized(t) return t.family == "int8-fp8" end
--- Q's fragments in registers: f16's knob; int8-fp8's codes up to D 128.
+-- Q's fragments in registers: f16's knob; int8-fp8's codes up to D 128
+-- (their shared memory is then the blocks' state once the tiles come).
 local function q_regs(t)
-  if quantized(t) then return false end
+  if quantized(t) then return d_pad(t) <= 128 end
   return t.q_regs == 1
 end
 
@@ -44,16 +45,25 @@ local function layout(t)
   local at = bm * rs * 2
   -- int8-fp8's quantized state (cuda/decode_quant.cuh names each); f16
   -- compiles the same functions, never called, with every offset 0.
-  local fields = { "qc", "qsc", "corr", "kmean", "vsd", "vmul", "kamax", "ksc", "khi", "klo", "vamax" }
+  local fields = { "qsc", "kmean", "vsd", "kpart" }
   for _, f in ipairs(fields) do l[f] = 0 end
+  l.qc = 0
   if quantized(t) then
-    local kg, part = t.block_n // 16, (t.block_n // 16) * (dp // 2) * 4
-    local sizes = { qc = bm * rs * 2, qsc = bm * 4, corr = bm * 4, kmean = dp * 4, vsd = dp * 4, vmul = dp * 4,
-                    kamax = kg * 4, ksc = kg * 4, khi = part, klo = part, vamax = part }
+    local blocks = t.block_n // 16
+    local sizes = { qsc = bm * 4, kmean = blocks * dp * 4, vsd = blocks * dp * 4, kpart = blocks * row_warps(t) * 4 }
     for _, f in ipairs(fields) do
       at = U.round_up(at, 16)
       l[f] = at
       at = at + sizes[f]
+    end
+    -- Q's codes held in registers live in shared memory only until the
+    -- first tile's means: they share the blocks' state.
+    if q_regs(t) then
+      l.qc = l.kmean
+      at = math.max(at, l.qc + bm * rs * 2)
+    else
+      l.qc = U.round_up(at, 16)
+      at = l.qc + bm * rs * 2
     end
   end
   l.k = U.round_up(at, 128)
@@ -118,8 +128,8 @@ function DEC.register_estimate(t)
   local kpw = t.block_n // key_warps(t)
   -- O, the scores, Q's fragments when kept, addressing and softmax state
   -- (ptxas: 168 at D=128 with 16 keys a warp, 127 at D=64 with 32);
-  -- int8-fp8 sums each tile's P V apart (O's size again).
-  return dp // 2 + kpw // 2 + (q_regs(t) and dp // 4 or 4) + 64 + (quantized(t) and dp // 2 or 0)
+  -- int8-fp8 holds a lane's 4 channels of 16 keys while it quantizes them.
+  return dp // 2 + kpw // 2 + (q_regs(t) and dp // 4 or 4) + 64 + (quantized(t) and 32 or 0)
 end
 
 -- Blocks of table t an SM holds, by shared memory and registers.
@@ -214,17 +224,14 @@ constexpr int SM_RED_O = ${SM_RED_O}, SM_RED_M = ${SM_RED_M}, SM_RED_L = ${SM_RE
 constexpr int SM_ROW_LSE = ${SM_ROW_LSE}, SM_ROW_OFF = ${SM_ROW_OFF}, SM_ROW_IDX = ${SM_ROW_IDX};
 constexpr bool CAUSAL = ${CAUSAL}, WRITE_LSE = ${LSE}, Q_REGS = ${Q_REGS}, OUT_BF16 = ${OUT_BF16};
 constexpr bool QUANT = ${QUANT}, IN_BF16 = ${IN_BF16};   // int8-fp8: tiles quantized as they land
-constexpr int SM_QC = ${SM_QC}, SM_QSC = ${SM_QSC}, SM_CORR = ${SM_CORR}, SM_KMEAN = ${SM_KMEAN};
-constexpr int SM_VSD = ${SM_VSD}, SM_VMUL = ${SM_VMUL}, SM_KAMAX = ${SM_KAMAX}, SM_KSC = ${SM_KSC};
-constexpr int SM_KHI = ${SM_KHI}, SM_KLO = ${SM_KLO}, SM_VAMAX = ${SM_VAMAX};
+constexpr int SM_QC = ${SM_QC}, SM_QSC = ${SM_QSC}, SM_KMEAN = ${SM_KMEAN}, SM_VSD = ${SM_VSD}, SM_KPART = ${SM_KPART};
 ]], { NAME = DEC.kernel_name(t, canonical), D = t.head_dim, D_PAD = d_pad(t), RS = row_stride(t), BM = t.block_m, BN = t.block_n, WARPS = t.warps,
       STAGES = t.stages, SPLITS = t.kv_splits, COMBINE_WARPS = COMBINE_WARPS, TILE = l.tile,
       SM_Q = l.q, SM_K = l.k, SM_V = l.v, RED_STRIDE = l.red_stride, SM_RED_O = l.red_o, SM_RED_M = l.red_m,
       SM_RED_L = l.red_l, SM_ROW_LSE = l.row_lse, SM_ROW_OFF = l.row_off, SM_ROW_IDX = l.row_idx,
       CAUSAL = t.causal == 1, LSE = t.lse == 1, Q_REGS = q_regs(t), OUT_BF16 = t.out_dtype == "bf16",
-      QUANT = quantized(t), IN_BF16 = t.dtype == "bf16", SM_QC = l.qc, SM_QSC = l.qsc, SM_CORR = l.corr,
-      SM_KMEAN = l.kmean, SM_VSD = l.vsd, SM_VMUL = l.vmul, SM_KAMAX = l.kamax, SM_KSC = l.ksc,
-      SM_KHI = l.khi, SM_KLO = l.klo, SM_VAMAX = l.vamax })
+      QUANT = quantized(t), IN_BF16 = t.dtype == "bf16", SM_QC = l.qc, SM_QSC = l.qsc,
+      SM_KMEAN = l.kmean, SM_VSD = l.vsd, SM_KPART = l.kpart })
   -- int8-fp8's products run on fp16 values of its codes.
   local mma_t = quantized(t) and setmetatable({ dtype = "f16" }, { __index = t }) or t
   return table.concat({

@@ -364,12 +364,12 @@ mxattn_status gpu_int8_pipeline_reference(const gpu_case *c, const char *config,
     cfg.p_fold = overlap == 0 || overlap == 3;
     cfg.l_from_p_hat = mx_params_get_int(config, "rowsum_mma", 0) == 1;
     if (strstr(config, "variant=decode")) {
-        /* cuda/decode_quant.cuh: a scale a Q row, K per 16 keys, the mean and
-         * V's scales per key tile, a power-of-two running max. */
+        /* cuda/decode_quant.cuh: a scale a Q row; every 16 keys one block
+         * of K mean, K scale and V scales; a power-of-two running max. */
         cfg.int8_block_q = 1;
         cfg.int8_per_thread = 0;
         cfg.kmean_sampled = 0;
-        cfg.kv_tile = cfg.p_tile;
+        cfg.kv_tile = 16;
         cfg.p_base_pow2 = 1;
         cfg.p_fold = 0;
         cfg.l_from_p_hat = 0;
