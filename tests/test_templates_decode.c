@@ -74,10 +74,14 @@ static void test_default_for_a_few_rows(void **state) {
     assert_non_null(strstr(q8, "variant=decode"));
     assert_non_null(strstr(q8, "kv_splits=4 block_m=16 block_n=64 warps=4 "));
     free(q8);
-    q8 = gen_call(g, "default_knobs", "family=int8-fp8 arch=sm_90a head_dim=128 gqa=4",
-                  "batch=8 heads_q=32 heads_kv=8 seq_q=17 seq_k=32768 head_dim=128 sms=132");
-    assert_non_null(strstr(q8, "variant=wgmma"));
-    free(q8);
+    /* Above 16 packed rows (and above 16 queries) the prefill kernel keeps them. */
+    static const char *const prefill[] = {"batch=8 heads_q=32 heads_kv=8 seq_q=17 seq_k=32768 head_dim=128 sms=132",
+                                          "batch=16 heads_q=32 heads_kv=8 seq_q=16 seq_k=32768 head_dim=128 sms=132"};
+    for (int i = 0; i < 2; i++) {
+        q8 = gen_call(g, "default_knobs", "family=int8-fp8 arch=sm_90a head_dim=128 gqa=4", prefill[i]);
+        assert_non_null(strstr(q8, "variant=wgmma"));
+        free(q8);
+    }
     /* Odd vector widths keep the mma.sync kernel. */
     char *odd = gen_call(g, "default_knobs", "family=f16 head_dim=100 align=4", "batch=1 heads_q=8 heads_kv=8 seq_q=1 seq_k=4096");
     assert_null(strstr(odd, "decode"));

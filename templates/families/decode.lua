@@ -114,6 +114,8 @@ DEC.rules = {
   S.POW2_TILES,
 }
 
+DEC.packed_rows = packed_rows
+
 -- Worth timing only where the problem's packed rows fit one block: above
 -- that the decode schedule cannot win (the tuner's list leaves it out).
 function DEC.candidate(t, pr)

@@ -53,15 +53,18 @@ end
 
 -- On sm_90a a table that leaves every knob open gets the wgmma default (knobs
 -- given without a variant describe an mma.sync tile); elsewhere mma.
--- A few query rows (decoding, as f16 decides it) get the decode schedule
--- wherever E4M3 converts (sm_89 and up) and the rows can be read 16 bytes at
--- a time, up to head_dim 128.
+-- A few query rows get the decode schedule wherever E4M3 converts (sm_89
+-- and up) and the rows can be read 16 bytes at a time, up to head_dim 128,
+-- where they pack into one 16-row tile: there it read K/V at 1.8 TB/s on the
+-- H200 (B16 Hq32 D128, Hkv 8 and 32, Nq 1-16), where the quantization passes
+-- and the prefill kernel read 1.1-1.5; at 64 packed rows (Hkv8 Nq16) its
+-- 64-row tile read 0.6 against their 1.07 (bench/NOTES.md, 2026-12-03).
 function F.default(t, pr)
   local open = t.block_m == nil and t.block_n == nil and t.warps == nil and t.stages == nil
   local fp8_arch = t.arch == "sm_89" or t.arch == "sm_90a" or t.arch == "sm_100a" or t.arch == "sm_120a"
   local decoding = fp8_arch and t.align == 8 and t.variant == nil and open and t.kv_splits == nil and pr ~= nil
                    and pr.seq_q ~= nil and pr.seq_q <= DEC.MAX_SEQ_Q and U.round_up(t.head_dim, 16) <= 128
-                   and (t.v_terms or 1) == 1
+                   and (t.v_terms or 1) == 1 and DEC.packed_rows(t, pr) <= 16
   if t.variant == "decode" or decoding then return DEC.default(t, pr) end
   local hopper_fast = t.arch == "sm_90a" and t.variant == nil and open
   if t.variant == "wgmma" or hopper_fast then return WG.default(t, pr) end
