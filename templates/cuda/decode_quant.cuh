@@ -85,8 +85,24 @@ MX_INLINE void in2_to_f32(u32 x, float &lo, float &hi) {
   else { lo = in_to_f32((u16)x); hi = in_to_f32((u16)(x >> 16)); }
 }
 MX_INLINE void in4_to_f32(u32x2 x, float (&f)[4]) { in2_to_f32(x.x, f[0], f[1]); in2_to_f32(x.y, f[2], f[3]); }
-MX_INLINE float fmin_nan(float a, float b) { float r; asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
-MX_INLINE float round_int(float x) { float r; asm("cvt.rni.f32.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
+// x rounded to an integer, half to even, for |x| < 2^22: two FADDs on the
+// FP32 pipe (1.5 * 2^23 leaves no fraction bits), where cvt.rni (FRND) would
+// take the conversion pipe, a quarter of its rate, which the E4M3 codes need.
+MX_INLINE float round_int(float x) { return __fadd_rn(__fadd_rn(x, 12582912.f), -12582912.f); }
+// Packed max / min of two inputs, a NaN kept.
+MX_INLINE u32 max2_nan(u32 a, u32 b) {
+  u32 r;
+  if constexpr (IN_BF16) asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  else asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+MX_INLINE u32 min2_nan(u32 a, u32 b) {
+  u32 r;
+  if constexpr (IN_BF16) asm("min.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  else asm("min.NaN.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+constexpr u32 PAIR_NEG_INF = IN_BF16 ? 0xff80ff80u : 0xfc00fc00u, PAIR_POS_INF = IN_BF16 ? 0x7f807f80u : 0x7c007c00u;
 MX_INLINE u32 warp_max_u32(u32 x) { u32 r; asm volatile("redux.sync.max.u32 %0, %1, 0xffffffff;" : "=r"(r) : "r"(x)); return r; }
 // The ROW_WARPS warps of key warp kw (named barrier 1 + kw; barrier 0 is __syncthreads).
 MX_INLINE void key_warp_sync(int kw) {
@@ -117,17 +133,16 @@ MX_INLINE void mma_16816_in(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
 // V's 16 keys x 4 channels at column c of the tile (rows past the keys are
 // zeros) to E4M3 codes in place, on the channels' scales, / 448 into vsd.
 MX_INLINE void quant_v_quad(u16 *vt, float *vsd, int key0, int c) {
-  u32x2 x[16];
-  float va[4] = {0.f, 0.f, 0.f, 0.f}, vm[4], vs[4];
+  u32x2 x[16], a2 = {0u, 0u};
+  float va[4], vm[4], vs[4];
 #pragma unroll
   for (int j = 0; j < 16; j++) x[j] = *(const u32x2 *)(vt + (key0 + j) * RS + c);
 #pragma unroll
-  for (int j = 0; j < 16; j++) {
-    float f[4];
-    in4_to_f32(x[j], f);
-#pragma unroll
-    for (int e = 0; e < 4; e++) va[e] = fmax_nan(va[e], abs_f(f[e]));
+  for (int j = 0; j < 16; j++) {   // |v| on the pairs (a NaN stays one)
+    a2.x = max2_nan(a2.x, x[j].x & 0x7fff7fffu);
+    a2.y = max2_nan(a2.y, x[j].y & 0x7fff7fffu);
   }
+  in4_to_f32(a2, va);
 #pragma unroll
   for (int e = 0; e < 4; e++) { vs[e] = block_scale(va[e], 448.f); vm[e] = code_multiplier(vs[e]); }
 #pragma unroll
@@ -147,10 +162,8 @@ MX_INLINE void quant_v_quad(u16 *vt, float *vsd, int key0, int c) {
 // returns the largest |k - mean| among them, max(kmax - mean, mean - kmin)
 // (rounding is monotonic: the same fp32 value as the largest rounded difference).
 MX_INLINE float k_stats_quad(const u16 *kt, float *kmean, int key0, int c, int nv) {
-  u32x2 x[16];
+  u32x2 x[16], hi2 = {PAIR_NEG_INF, PAIR_NEG_INF}, lo2 = {PAIR_POS_INF, PAIR_POS_INF};
   float sum[4] = {0.f, 0.f, 0.f, 0.f}, hi[4], lo[4], mean[4], amax = 0.f;
-#pragma unroll
-  for (int e = 0; e < 4; e++) hi[e] = MX_NEG_INF, lo[e] = -MX_NEG_INF;
 #pragma unroll
   for (int j = 0; j < 16; j++) x[j] = *(const u32x2 *)(kt + (key0 + j) * RS + c);
 #pragma unroll
@@ -159,8 +172,12 @@ MX_INLINE float k_stats_quad(const u16 *kt, float *kmean, int key0, int c, int n
     float f[4];
     in4_to_f32(x[j], f);
 #pragma unroll
-    for (int e = 0; e < 4; e++) { sum[e] += f[e]; hi[e] = fmax_nan(hi[e], f[e]); lo[e] = fmin_nan(lo[e], f[e]); }
+    for (int e = 0; e < 4; e++) sum[e] += f[e];
+    hi2.x = max2_nan(hi2.x, x[j].x); hi2.y = max2_nan(hi2.y, x[j].y);
+    lo2.x = min2_nan(lo2.x, x[j].x); lo2.y = min2_nan(lo2.y, x[j].y);
   }
+  in4_to_f32(hi2, hi);
+  in4_to_f32(lo2, lo);
 #pragma unroll
   for (int e = 0; e < 4; e++) {
     mean[e] = nv > 0 ? div_rn(sum[e], (float)nv) : 0.f;
