@@ -154,7 +154,7 @@ static void test_int8_fp8_grid_and_tiles(void **state) {
     /* Hkv = 1 with 32 query heads (two 64-row tiles a KV head), D 40. */
     gpu_case c = {.family = "int8-fp8", .batch = 2, .heads_kv = 1, .heads_q = 32, .seq_q = 4, .seq_k = 3000,
                   .head_dim = 40, .causal = MXATTN_CAUSAL_BOTTOM_RIGHT, .dtype = MXATTN_BF16,
-                  .layout = MXATTN_LAYOUT_BNHD, .pad = 8, .lse = 1};
+                  .layout = MXATTN_LAYOUT_BNHD, .pad = 8, .lse = 1, .config = "variant=decode"};
     failures += check_case(&c, gpu_seed_base() + 340);
     assert_int_equal(failures, 0);
 }

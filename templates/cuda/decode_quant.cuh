@@ -234,8 +234,8 @@ MX_INLINE float decode_quant_block(u16 *kt, u16 *vt, int kw, int wr, int g, int 
 // This warp's blocks of the tile, then their q' . mean for its two rows (in
 // base 2: q' = q * scale_log2): one MMA of Q as loaded (q_orig, this lane's
 // ldmatrix row) times the means, each split into two terms of the inputs'
-// type (hi + lo: 16 significant bits of the fp32 mean, enough for a term of
-// the score whose rounding is 2^-24 of it).  corr[g][h] is block g's for
+// type (hi + lo: 16 significant bits of the fp32 mean, where the INT8 codes'
+// rounding moves a score by far more).  corr[g][h] is block g's for
 // row h; ks[g] its K scale.
 MX_INLINE void decode_quant_tile(u16 *kt, u16 *vt, u32 q_orig, int kw, int wr, int n, float scale_log2,
                                  float (&ks)[KGW], float (&corr)[KGW][2]) {
@@ -264,13 +264,25 @@ MX_INLINE void decode_quant_tile(u16 *kt, u16 *vt, u32 q_orig, int kw, int wr, i
         const float *m = kmean + blk * D_PAD + k;
         const float mk[4] = {m[0], m[1], m[8], m[9]};
         float t[4];
+        if constexpr (IN_BF16) {
+          // bf16 terms by truncation (bit masks, no conversion): hi exact,
+          // lo = m - hi exact in fp32, then truncated to 8 bits of its own.
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-          const float h = IN_BF16 ? __uint_as_float((u32)to_bf16(mk[e]) << 16) : in_to_f32(to_f16(mk[e]));
-          t[e] = col % 2 == 0 ? h : mk[e] - h;
+          for (int e = 0; e < 4; e++) {
+            const float h = __uint_as_float(__float_as_uint(mk[e]) & 0xffff0000u);
+            t[e] = col % 2 == 0 ? h : __uint_as_float(__float_as_uint(mk[e] - h) & 0xffff0000u);
+          }
+          b[0] = (__float_as_uint(t[0]) >> 16) | (__float_as_uint(t[1]) & 0xffff0000u);
+          b[1] = (__float_as_uint(t[2]) >> 16) | (__float_as_uint(t[3]) & 0xffff0000u);
+        } else {
+#pragma unroll
+          for (int e = 0; e < 4; e++) {
+            const float h = in_to_f32(to_f16(mk[e]));
+            t[e] = col % 2 == 0 ? h : mk[e] - h;
+          }
+          b[0] = pack_f16(t[0], t[1]);
+          b[1] = pack_f16(t[2], t[3]);
         }
-        b[0] = IN_BF16 ? pack_bf16(t[0], t[1]) : pack_f16(t[0], t[1]);
-        b[1] = IN_BF16 ? pack_bf16(t[2], t[3]) : pack_f16(t[2], t[3]);
       }
       mma_16816_in(d[ct], qa, b[0], b[1]);
     }
