@@ -195,14 +195,17 @@ static void test_nvrtc_compiles_lean(void **state) {
     for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
         mx_compile_result r;
         if (!compile(tables[i], "sm_90a", "", &r)) skip();
-        /* int8-fp8: its codes are fp16 values whatever the inputs are; E4M3 by
-         * cvt, INT8 by adding 1.5 * 2^23 (0f4B400000). */
+        /* int8-fp8: scores on the s8 MMA, P V on fp16 values of E4M3 codes
+         * whatever the inputs are; E4M3 by cvt, INT8 by adding 1.5 * 2^23
+         * (0f4B400000). */
         int quant = strstr(tables[i], "int8-fp8") != NULL;
         const char *mma = quant || strstr(tables[i], "dtype=f16") ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
                                                                   : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
         if (!strstr(r.ptx, mma)) fail_msg("%s: PTX lacks %s", tables[i], mma);
         if (quant && (!strstr(r.ptx, "cvt.rn.satfinite.e4m3x2.f32") || !strstr(r.ptx, "0f4B400000")))
             fail_msg("%s: PTX lacks the E4M3 or INT8 rounding", tables[i]);
+        if (quant && !strstr(r.ptx, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"))
+            fail_msg("%s: PTX lacks the s8 MMA of the scores", tables[i]);
         assert_non_null(strstr(r.ptx, "cp.async.cg.shared.global.L2::128B"));
         assert_non_null(strstr(r.ptx, "griddepcontrol.launch_dependents"));
         assert_true(r.usage.found);

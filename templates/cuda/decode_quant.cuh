@@ -8,10 +8,9 @@
 // one scale, V in E4M3 on the block's per-channel scales; P in E4M3 under a
 // running max rounded up to a power of two (p_base_pow2), so that key warps
 // and pieces with maxima of their own make the codes the reference makes.
-// Each code is stored as an fp16 value (exact: |INT8| <= 127, E4M3 4
-// significant bits from 2^-9), and the products run on the fp16 m16n8k16
-// MMA: the INT8 scores' fp32 sums are exact (at most 127 * 127 * 256 <
-// 2^24), the P V products exact before fp32 accumulation.  Every rounding
+// K's and Q's INT8 codes are bytes for the s8 MMA (s32 sums, exact); V's
+// and P's E4M3 codes are stored as fp16 values (exact: 4 significant bits
+// from 2^-9) for the fp16 MMA, the products exact before fp32 accumulation.  Every rounding
 // follows numerics/ (cuda/scale_recip.cuh's x / scale, amax with NaN kept,
 // a scale of 0 gives codes 0) but the mean, a sum in fp32 here and in fp64
 // there, which moves a code now and then; a NaN or infinite K element makes
@@ -31,6 +30,8 @@
 //   SM_KPART [BN/16][ROW_WARPS] the row warps' K maxima
 constexpr int KGW = KPW / 16;                 // 16-key blocks a warp reads in a tile
 constexpr int NQUAD = D_PAD / 4;              // 4-channel lanes' shares
+constexpr int D32 = (D_PAD + 31) / 32 * 32;   // the s8 MMA's channels (codes 0 past D_PAD)
+constexpr int NQUAD32 = D32 / 4;
 
 MX_INLINE float in_to_f32(u16 h) {
   if constexpr (IN_BF16) return __int_as_float((int)((u32)h << 16));
@@ -41,16 +42,15 @@ MX_INLINE float abs_f(float x) { float r; asm("abs.f32 %0, %1;" : "=f"(r) : "f"(
 MX_INLINE float block_scale(float amax, float div) {
   return finite_f(amax) ? div_rn(amax, div) : __int_as_float(0x7fffffff);
 }
-MX_INLINE u32 int8_f16(float x, scale_recip r, float scale) {
-  return scale > 0.f ? (u32)to_f16((float)(signed char)to_int8(div_by_scale(x, r))) : 0u;
-}
+MX_INLINE u32 int8_code(float x, scale_recip r, float scale) { return scale > 0.f ? to_int8(div_by_scale(x, r)) : 0u; }
 template <class T> MX_INLINE T *smem_at(int off) {
   extern __shared__ __align__(16) u16 smem[];
   return (T *)((u8 *)smem + off);
 }
 
-// Q's packed rows (in sQ as loaded) to codes in SM_QC and scales in SM_QSC,
-// one warp a row: q' = q * scale_log2, scale = amax(q') / 127.
+// Q's packed rows (in sQ as loaded) to INT8 codes in SM_QC (bytes at the
+// start of each RS-half row, D32 of them) and scales in SM_QSC, one warp a
+// row: q' = q * scale_log2, scale = amax(q') / 127.
 MX_INLINE void decode_quant_q(float scale_log2) {
   const u16 *q = smem_at<u16>(SM_Q);
   u16 *qc = smem_at<u16>(SM_QC);
@@ -67,11 +67,11 @@ MX_INLINE void decode_quant_q(float scale_log2) {
     for (int s = 16; s > 0; s /= 2) amax = fmax_nan(amax, __shfl_xor_sync(0xffffffffu, amax, s));
     const float scale = block_scale(amax, 127.f);
     const scale_recip inv = scale_reciprocal(scale);
-    for (int c = lane * 2; c < D_PAD; c += 64) {
-      const u32 x = *(const u32 *)(q + r * RS + c);
-      const u32 lo = int8_f16(__fmul_rn(in_to_f32((u16)x), scale_log2), inv, scale);
-      const u32 hi = int8_f16(__fmul_rn(in_to_f32((u16)(x >> 16)), scale_log2), inv, scale);
-      *(u32 *)(qc + r * RS + c) = lo | (hi << 16);
+    for (int c = lane * 2; c < D32; c += 64) {   // bytes, zeros from D_PAD to D32
+      const u32 x = c < D_PAD ? *(const u32 *)(q + r * RS + c) : 0u;
+      const u32 lo = int8_code(__fmul_rn(in_to_f32((u16)x), scale_log2), inv, scale);
+      const u32 hi = int8_code(__fmul_rn(in_to_f32((u16)(x >> 16)), scale_log2), inv, scale);
+      *(u16 *)((u8 *)qc + r * RS * 2 + c) = (u16)(lo | (hi << 8));
     }
     if (lane == 0) qsc[r] = scale;
   }
@@ -161,8 +161,8 @@ MX_INLINE void quant_v_quad(u16 *vt, float *vsd, int key0, int c) {
 // K's channel means over the first nv of 16 keys x 4 channels into kmean;
 // returns the largest |k - mean| among them, max(kmax - mean, mean - kmin)
 // (rounding is monotonic: the same fp32 value as the largest rounded difference).
-MX_INLINE float k_stats_quad(const u16 *kt, float *kmean, int key0, int c, int nv) {
-  u32x2 x[16], hi2 = {PAIR_NEG_INF, PAIR_NEG_INF}, lo2 = {PAIR_POS_INF, PAIR_POS_INF};
+MX_INLINE float k_stats_quad(const u16 *kt, float *kmean, int key0, int c, int nv, u32x2 (&x)[16]) {
+  u32x2 hi2 = {PAIR_NEG_INF, PAIR_NEG_INF}, lo2 = {PAIR_POS_INF, PAIR_POS_INF};
   float sum[4] = {0.f, 0.f, 0.f, 0.f}, hi[4], lo[4], mean[4], amax = 0.f;
 #pragma unroll
   for (int j = 0; j < 16; j++) x[j] = *(const u32x2 *)(kt + (key0 + j) * RS + c);
@@ -188,20 +188,23 @@ MX_INLINE float k_stats_quad(const u16 *kt, float *kmean, int key0, int c, int n
   return amax;
 }
 
-// K - mean of 16 keys x 4 channels to INT8 codes in place (|(k - mean) *
-// mul| <= 127 and a bit: no clamp).
-MX_INLINE void k_codes_quad(u16 *kt, const float *kmean, int key0, int c, float mul) {
+// K - mean of 16 keys x 4 channels (x: as loaded) to INT8 codes, 4 bytes at
+// byte c of each key's row: |(k - mean) * mul| <= 127 and a bit, so no
+// clamp; 1.5 * 2^23 added rounds it half to even on the FP32 pipe and leaves
+// the code, two's complement, in the float's low byte.  The row's bytes
+// overwrite other lanes' inputs: every lane of the key warp has loaded its
+// own before (the reduction of K's maximum is between).
+MX_INLINE void k_codes_quad(u16 *kt, const float *kmean, int key0, int c, float mul, const u32x2 (&x)[16]) {
   const f32x2 m01 = *(const f32x2 *)(kmean + c), m23 = *(const f32x2 *)(kmean + c + 2);
   const float mean[4] = {m01.x, m01.y, m23.x, m23.y};
 #pragma unroll
   for (int j = 0; j < 16; j++) {
-    u32x2 *at = (u32x2 *)(kt + (key0 + j) * RS + c);
     float f[4];
-    in4_to_f32(*at, f);
-    u32x2 out;
-    out.x = pack_f16(round_int(__fmul_rn(f[0] - mean[0], mul)), round_int(__fmul_rn(f[1] - mean[1], mul)));
-    out.y = pack_f16(round_int(__fmul_rn(f[2] - mean[2], mul)), round_int(__fmul_rn(f[3] - mean[3], mul)));
-    *at = out;
+    in4_to_f32(x[j], f);
+    u32 b[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) b[e] = __float_as_uint(__fadd_rn(__fmul_rn(f[e] - mean[e], mul), 12582912.f));
+    *(u32 *)((u8 *)kt + (key0 + j) * RS * 2 + c) = __byte_perm(__byte_perm(b[0], b[1], 0x0040), __byte_perm(b[2], b[3], 0x0040), 0x5410);
   }
 }
 
@@ -211,10 +214,16 @@ MX_INLINE void k_codes_quad(u16 *kt, const float *kmean, int key0, int c, float 
 MX_INLINE float decode_quant_block(u16 *kt, u16 *vt, int kw, int wr, int g, int key0, int nv) {
   const int lane = threadIdx.x % 32, blk = kw * KGW + g;
   float *kmean = smem_at<float>(SM_KMEAN) + blk * D_PAD, *vsd = smem_at<float>(SM_VSD) + blk * D_PAD;
+  constexpr int QPL = (NQUAD32 + ROW_WARPS * 32 - 1) / (ROW_WARPS * 32);   // quads a lane
+  u32x2 x[QPL][16];
   float amax = 0.f;
-  for (int qd = wr * 32 + lane; qd < NQUAD; qd += ROW_WARPS * 32) {
-    quant_v_quad(vt, vsd, key0, qd * 4);
-    amax = fmax_nan(amax, k_stats_quad(kt, kmean, key0, qd * 4, nv));
+#pragma unroll
+  for (int i = 0; i < QPL; i++) {
+    const int qd = wr * 32 + lane + i * ROW_WARPS * 32;
+    if (qd < NQUAD) {
+      quant_v_quad(vt, vsd, key0, qd * 4);
+      amax = fmax_nan(amax, k_stats_quad(kt, kmean, key0, qd * 4, nv, x[i]));
+    }
   }
   // The block's K maximum: over the warp (bits: amax >= 0, NaN above all), then its row warps.
   u32 bits = warp_max_u32(__float_as_uint(amax));
@@ -226,8 +235,16 @@ MX_INLINE float decode_quant_block(u16 *kt, u16 *vt, int kw, int wr, int g, int 
 #pragma unroll
     for (int w = 0; w < ROW_WARPS; w++) bits = max(bits, part[w]);
   }
+  if constexpr (ROW_WARPS == 1) __syncwarp();   // (the reduction is the sync; this names it)
   const float scale = block_scale(__uint_as_float(bits), 127.f), mul = code_multiplier(scale);
-  for (int qd = wr * 32 + lane; qd < NQUAD; qd += ROW_WARPS * 32) k_codes_quad(kt, kmean, key0, qd * 4, mul);
+#pragma unroll
+  for (int i = 0; i < QPL; i++) {
+    const int qd = wr * 32 + lane + i * ROW_WARPS * 32;
+    if (qd < NQUAD) k_codes_quad(kt, kmean, key0, qd * 4, mul, x[i]);
+    else if (qd < NQUAD32)
+#pragma unroll
+      for (int j = 0; j < 16; j++) *(u32 *)((u8 *)kt + (key0 + j) * RS * 2 + qd * 4) = 0u;
+  }
   return scale;
 }
 
@@ -296,6 +313,40 @@ MX_INLINE void decode_quant_tile(u16 *kt, u16 *vt, u32 q_orig, int kw, int wr, i
     corr[g][0] = c0 * scale_log2;
     corr[g][1] = c1 * scale_log2;
   }
+}
+
+// d += a * b on the s8 tensor cores (m16n8k32, s32 accumulation).
+MX_INLINE void mma_16832_s8(int (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// The byte codes' ldmatrix fragments are the fp16 ones' (16 bytes a row of
+// an 8x8 b16 matrix): q_lane and kt are the fp16 kernel's lane addresses,
+// and a k-step of 32 channels is 32 bytes, as one of 16 fp16 channels.
+// INT8 scores to fp32 exactly (|s| < 2^22: 127 * 127 * 256) by an integer
+// add and an FADD, off the conversion pipe.
+MX_INLINE void decode_scores_s8(float (&s)[NT][4], const u32 (&qf)[KD][4], u32 q_lane, u32 kt) {
+  int acc[NT][4];
+#pragma unroll
+  for (int nt = 0; nt < NT; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0;
+#pragma unroll
+  for (int kd = 0; kd < D32 / 32; kd++) {
+    u32 qk[4];
+    if (Q_REGS) { qk[0] = qf[kd][0]; qk[1] = qf[kd][1]; qk[2] = qf[kd][2]; qk[3] = qf[kd][3]; }
+    else ldsm_x4(qk, q_lane + kd * 32);
+#pragma unroll
+    for (int nn = 0; nn < KPW / 16; nn++) {
+      u32 b[4];
+      ldsm_x4(b, kt + nn * 16 * RS * 2 + kd * 32);
+      mma_16832_s8(acc[2 * nn], qk, b[0], b[1]);
+      mma_16832_s8(acc[2 * nn + 1], qk, b[2], b[3]);
+    }
+  }
+#pragma unroll
+  for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) s[nt][e] = __int_as_float(0x4B400000 + acc[nt][e]) - 12582912.f;
 }
 
 // The INT8 scores of this warp's tile in base 2: acc * qscale * kscale +

@@ -325,7 +325,7 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
   u32 qf[KD][4];
   if (Q_REGS)
 #pragma unroll
-    for (int kd = 0; kd < KD; kd++) ldsm_x4(qf[kd], q_lane + kd * 16 * 2);
+    for (int kd = 0; kd < (QUANT ? (D_PAD + 31) / 32 : KD); kd++) ldsm_x4(qf[kd], q_lane + kd * 16 * 2);
 
   float o[DT][4], row_max[2] = {MX_NEG_INF, MX_NEG_INF}, row_sum[2] = {0.f, 0.f}, qs[2];
 #pragma unroll
@@ -350,8 +350,12 @@ MX_INLINE void decode_attend(const mx_kernel_args &a) {
                         a.scale_log2, ks, corr);
 
     float s[NT][4];
-    decode_scores(s, qf, q_lane, sK + slot * TILE_BYTES + k_lane);
-    if (QUANT) decode_dequant_scores(s, qs, ks, corr);
+    if (QUANT) {
+      decode_scores_s8(s, qf, q_lane, sK + slot * TILE_BYTES + k_lane);
+      decode_dequant_scores(s, qs, ks, corr);
+    } else {
+      decode_scores(s, qf, q_lane, sK + slot * TILE_BYTES + k_lane);
+    }
     // Keys past seq_k and, under causal, past each row's diagonal.
     if ((t + 1) * BN - 1 > block_last_key) {
 #pragma unroll
