@@ -55,10 +55,10 @@ end
 -- given without a variant describe an mma.sync tile); elsewhere mma.
 -- A few query rows get the decode schedule wherever E4M3 converts (sm_89
 -- and up) and the rows can be read 16 bytes at a time, up to head_dim 128,
--- where they pack into one 16-row tile: there it read K/V at 1.8 TB/s on the
--- H200 (B16 Hq32 D128, Hkv 8 and 32, Nq 1-16), where the quantization passes
--- and the prefill kernel read 1.1-1.5; at 64 packed rows (Hkv8 Nq16) its
--- 64-row tile read 0.6 against their 1.07 (bench/NOTES.md, 2026-12-03).
+-- where they pack into one 16-row tile: there it reads K/V at 2.1-2.3 TB/s
+-- on the H200 (B16 Hq32 D128, Hkv 8 and 32, Nq 1-16), where the quantization
+-- passes and the prefill kernel read 1.1-1.5; at 64 packed rows (Hkv8 Nq16)
+-- its 64-row tile read 0.6 against their 1.07 (bench/NOTES.md, 2026-12-03).
 function F.default(t, pr)
   local open = t.block_m == nil and t.block_n == nil and t.warps == nil and t.stages == nil
   local fp8_arch = t.arch == "sm_89" or t.arch == "sm_90a" or t.arch == "sm_100a" or t.arch == "sm_120a"
