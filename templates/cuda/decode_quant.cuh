@@ -10,12 +10,14 @@
 // and pieces with maxima of their own make the codes the reference makes.
 // K's and Q's INT8 codes are bytes for the s8 MMA (s32 sums, exact); V's
 // and P's E4M3 codes are stored as fp16 values (exact: 4 significant bits
-// from 2^-9) for the fp16 MMA, the products exact before fp32 accumulation.  Every rounding
-// follows numerics/ (cuda/scale_recip.cuh's x / scale, amax with NaN kept,
-// a scale of 0 gives codes 0) but the mean, a sum in fp32 here and in fp64
-// there, which moves a code now and then; a NaN or infinite K element makes
-// its block's scores NaN in both (here through the mean and the scale,
-// there through the scale).
+// from 2^-9) for the fp16 MMA, the products exact before fp32 accumulation.
+// Every rounding follows numerics/ (cuda/scale_recip.cuh's x / scale, amax
+// with NaN kept, a scale of 0 gives codes 0) but the mean, a sum in fp32
+// here and in fp64 there, which moves a code now and then; a NaN or infinite
+// K element makes its block's scores NaN in both (here through the mean and
+// the scale, there through the scale).  The INT8 rounding adds 1.5 * 2^23 on
+// the FP32 pipe instead of cvt.rni, whose conversion pipe runs at a quarter
+// of the rate and is the E4M3 codes' already.
 //
 // A 16-key block is quantized by the warps that read it, the ROW_WARPS warps
 // of one key warp (ROW_WARPS = 1 in the decode default: by itself, with no
@@ -25,7 +27,7 @@
 //
 // Reads IN_BF16 and the schedule's constants, and the shared-memory offsets
 // (families/decode.lua lays them out):
-//   SM_QC [BM][RS] fp16 Q codes   SM_QSC [BM] Q scales
+//   SM_QC [BM][2 * RS] bytes: Q's INT8 codes   SM_QSC [BM] Q scales
 //   SM_KMEAN [BN/16][D_PAD] the blocks' K means   SM_VSD [BN/16][D_PAD] V scale / 448
 //   SM_KPART [BN/16][ROW_WARPS] the row warps' K maxima
 constexpr int KGW = KPW / 16;                 // 16-key blocks a warp reads in a tile
@@ -85,10 +87,6 @@ MX_INLINE void in2_to_f32(u32 x, float &lo, float &hi) {
   else { lo = in_to_f32((u16)x); hi = in_to_f32((u16)(x >> 16)); }
 }
 MX_INLINE void in4_to_f32(u32x2 x, float (&f)[4]) { in2_to_f32(x.x, f[0], f[1]); in2_to_f32(x.y, f[2], f[3]); }
-// x rounded to an integer, half to even, for |x| < 2^22: two FADDs on the
-// FP32 pipe (1.5 * 2^23 leaves no fraction bits), where cvt.rni (FRND) would
-// take the conversion pipe, a quarter of its rate, which the E4M3 codes need.
-MX_INLINE float round_int(float x) { return __fadd_rn(__fadd_rn(x, 12582912.f), -12582912.f); }
 // Packed max / min of two inputs, a NaN kept.
 MX_INLINE u32 max2_nan(u32 a, u32 b) {
   u32 r;
